@@ -1,0 +1,65 @@
+//===- PootAttrs.cpp - poot enums and attributes ---------------------------===//
+#include "dialect/PootDialect.h"
+
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::poot;
+
+#include "dialect/PootEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialect/PootAttrs.cpp.inc"
+
+void PootDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialect/PootAttrs.cpp.inc"
+      >();
+}
+
+// `<` kind (string-name)? `>`: the name is a plain string literal, present
+// only for state slots.
+Attribute SlotAttr::parse(AsmParser &parser, Type) {
+  StringRef keyword;
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseLess() || parser.parseKeyword(&keyword))
+    return {};
+  std::optional<SlotKind> kind = symbolizeSlotKind(keyword);
+  if (!kind) {
+    parser.emitError(loc) << "unknown slot kind '" << keyword
+                          << "' (state, pos, slot_map, write_map, validation)";
+    return {};
+  }
+  std::string name;
+  bool hasName = succeeded(parser.parseOptionalString(&name));
+  if (parser.parseGreater())
+    return {};
+  StringAttr nameAttr = hasName ? parser.getBuilder().getStringAttr(name) : StringAttr();
+  return parser.getChecked<SlotAttr>(loc, parser.getContext(), *kind, nameAttr);
+}
+
+void SlotAttr::print(AsmPrinter &printer) const {
+  printer << '<' << stringifySlotKind(getKind());
+  if (getName())
+    printer << " \"" << getName().getValue() << '"';
+  printer << '>';
+}
+
+LogicalResult SlotAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               SlotKind kind, StringAttr name) {
+  bool isState = kind == SlotKind::State;
+  if (isState && (!name || name.getValue().empty()))
+    return emitError() << "a state slot needs a name, e.g. #poot.slot<state \"k0\">";
+  if (!isState && name)
+    return emitError() << "only state slots carry a name";
+  return success();
+}
+
+LogicalResult RangeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                int64_t min, int64_t max) {
+  if (min > max)
+    return emitError() << "range min (" << min << ") exceeds max (" << max << ")";
+  return success();
+}

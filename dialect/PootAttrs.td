@@ -1,0 +1,90 @@
+//===- PootAttrs.td - poot enums and attributes -------------*- tablegen -*-===//
+
+#ifndef POOT_ATTRS_TD
+#define POOT_ATTRS_TD
+
+include "dialect/PootBase.td"
+include "mlir/IR/EnumAttr.td"
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Poot_ReduceKind : I32EnumAttr<"ReduceKind", "reduction combiner", [
+    I32EnumAttrCase<"Sum", 0, "sum">,
+    I32EnumAttrCase<"Max", 1, "max">,
+    I32EnumAttrCase<"Min", 2, "min">]> {
+  let cppNamespace = "::mlir::poot";
+  let genSpecializedAttr = 0;
+}
+def Poot_ReduceKindAttr : EnumAttr<Poot_Dialect, Poot_ReduceKind, "reduce_kind">;
+
+def Poot_CompareDirection : I32EnumAttr<"CompareDirection", "comparison", [
+    I32EnumAttrCase<"EQ", 0, "eq">,
+    I32EnumAttrCase<"NE", 1, "ne">,
+    I32EnumAttrCase<"LT", 2, "lt">,
+    I32EnumAttrCase<"LE", 3, "le">,
+    I32EnumAttrCase<"GT", 4, "gt">,
+    I32EnumAttrCase<"GE", 5, "ge">]> {
+  let cppNamespace = "::mlir::poot";
+  let genSpecializedAttr = 0;
+}
+def Poot_CompareDirectionAttr
+    : EnumAttr<Poot_Dialect, Poot_CompareDirection, "compare_direction">;
+
+def Poot_SlotKind : I32EnumAttr<"SlotKind", "what a function argument or result is to the driver", [
+    // A buffer carried across steps: an argument (state in) and the result of
+    // the same name (state out). The input buffer is donated to the output.
+    I32EnumAttrCase<"State", 0, "state">,
+    // The decode position (scalar i32); every binder checks it against its
+    // declared range.
+    I32EnumAttrCase<"Pos", 1, "pos">,
+    // Paged read map: [rows, cap] i32 pool slots, declared in [0, pool_slots).
+    I32EnumAttrCase<"SlotMap", 2, "slot_map">,
+    // Paged write map: [rows * tokens] i32 pool slots or -1 (write nothing);
+    // bound only through a checked map (no slot outside the pool, none twice).
+    I32EnumAttrCase<"WriteMap", 3, "write_map">,
+    // A result that witnesses a runtime check (i1). When it is false the step
+    // fails and publishes no state.
+    I32EnumAttrCase<"Validation", 4, "validation">]> {
+  let cppNamespace = "::mlir::poot";
+  let genSpecializedAttr = 0;
+}
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+class Poot_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Poot_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def Poot_SlotAttr : Poot_Attr<"Slot", "slot"> {
+  let summary = "Marks a function argument or result with its driver role";
+  let description = [{
+    `#poot.slot<pos>`, `#poot.slot<slot_map>`, `#poot.slot<write_map>`,
+    `#poot.slot<validation>`, or `#poot.slot<state "k_cache_0">`. A state
+    argument and the state result of the same name are one buffer across
+    steps: the argument is donated and the result replaces it.
+  }];
+  let parameters = (ins
+    EnumParameter<Poot_SlotKind>:$kind,
+    OptionalParameter<"::mlir::StringAttr">:$name);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+}
+
+def Poot_RangeAttr : Poot_Attr<"Range", "range"> {
+  let summary = "Declared inclusive value range of an integer argument";
+  let description = [{
+    `#poot.range<0, 4095>` declares that every element lies in [0, 4095]
+    (both ends inclusive). The binder refuses a value outside it before
+    anything dispatches; the integer range analysis starts from it.
+  }];
+  let parameters = (ins "int64_t":$min, "int64_t":$max);
+  let assemblyFormat = "`<` $min `,` $max `>`";
+  let genVerifyDecl = 1;
+}
+
+#endif // POOT_ATTRS_TD

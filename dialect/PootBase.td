@@ -1,0 +1,69 @@
+//===- PootBase.td - poot dialect definition and shared types -*- tablegen -*-===//
+//
+// The poot dialect holds (1) the primitive vocabulary the model tracer emits
+// and (2) the fused attention ops the compiler forms from it. Every tensor is a
+// ranked tensor with a static shape (dynamic shapes are not supported yet).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef POOT_BASE_TD
+#define POOT_BASE_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Poot_Dialect : Dialect {
+  let name = "poot";
+  let cppNamespace = "::mlir::poot";
+  let summary = "Transformer attention and KV-cache primitives, and their fused forms";
+  let description = [{
+    `poot` models a transformer step function the way the tracer records it:
+    a chain of primitive tensor ops (matmul, reduce, elementwise, slices,
+    gathers and scatters) with no attention opcode, plus the fused ops the
+    compiler forms from those chains (`poot.attention`,
+    `poot.block_topk`, `poot.selected_attention`).
+
+    Function arguments and results carry two discardable attributes that
+    later passes and the runtimes rely on:
+    - `poot.slot = #poot.slot<KIND>` or `#poot.slot<state "NAME">` marks what
+      a value is to the driver (state in/out, position, slot maps, validation
+      outputs);
+    - `poot.range = #poot.range<MIN, MAX>` declares the inclusive value range
+      of an integer argument, which the binder enforces and the integer range
+      analysis starts from.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
+  let hasConstantMaterializer = 1;
+  let extraClassDeclaration = [{
+    /// Attribute names used on function arguments and results.
+    static constexpr ::llvm::StringLiteral kSlotAttrName = "poot.slot";
+    static constexpr ::llvm::StringLiteral kRangeAttrName = "poot.range";
+
+  private:
+    void registerAttributes();
+  public:
+  }];
+}
+
+class Poot_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Poot_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Type constraints. Static shapes only; the element types the tracer uses.
+//===----------------------------------------------------------------------===//
+
+def Poot_FloatElement : AnyTypeOf<[F64, F32, F16, BF16]>;
+def Poot_Element : AnyTypeOf<[F64, F32, F16, BF16, I32, I1]>;
+
+def Poot_Tensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I32, I1]>;
+def Poot_FloatTensor : StaticShapeTensorOf<[F64, F32, F16, BF16]>;
+def Poot_IntTensor : StaticShapeTensorOf<[I32]>;
+def Poot_BoolTensor : StaticShapeTensorOf<[I1]>;
+def Poot_IntOrBoolTensor : StaticShapeTensorOf<[I32, I1]>;
+def Poot_ScalarI32 : 0DTensorOf<[I32]>;
+def Poot_ScalarI1 : 0DTensorOf<[I1]>,
+    BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI1Type())">;
+
+#endif // POOT_BASE_TD

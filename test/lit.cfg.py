@@ -1,0 +1,28 @@
+# lit configuration for poot_mlir's IR tests. It needs no configure step:
+# `poot-opt` comes from POOT_OPT, else PATH (the installed console script),
+# and FileCheck is the `filecheck` package's command.
+import os
+import shutil
+
+import lit.formats
+
+config.name = "poot_mlir"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mlir"]
+config.test_source_root = os.path.dirname(__file__)
+config.excludes = ["Inputs", "python", "lit.cfg.py"]
+
+poot_opt = os.environ.get("POOT_OPT") or shutil.which("poot-opt")
+if not poot_opt:
+    lit_config.fatal("poot-opt not found: install the package or set POOT_OPT")
+filecheck = shutil.which("filecheck") or shutil.which("FileCheck")
+if not filecheck:
+    lit_config.fatal("FileCheck not found: pip install filecheck")
+
+config.substitutions.append(("poot-opt", poot_opt))
+config.substitutions.append(("FileCheck", filecheck))
+config.substitutions.append(("%python", shutil.which("python3") or "python3"))
+config.environment["PATH"] = os.environ.get("PATH", "")
+for var in ("PYTHONPATH", "POOT_OPT", "HOME", "VK_ICD_FILENAMES", "XDG_RUNTIME_DIR"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]
