@@ -40,6 +40,7 @@ def Poot_Dialect : Dialect {
     /// Attribute names used on function arguments and results.
     static constexpr ::llvm::StringLiteral kSlotAttrName = "poot.slot";
     static constexpr ::llvm::StringLiteral kRangeAttrName = "poot.range";
+    static constexpr ::llvm::StringLiteral kNameAttrName = "poot.name";
 
   private:
     void registerAttributes();

@@ -67,6 +67,12 @@ LogicalResult verifyArgSlot(Operation *op, SlotAttr slot, Type type,
   }
   return success();
 }
+LogicalResult verifyNameAttr(Operation *op, NamedAttribute attr) {
+  auto name = dyn_cast<StringAttr>(attr.getValue());
+  if (!name || name.getValue().empty())
+    return op->emitError() << "'poot.name' must be a non-empty string";
+  return success();
+}
 } // namespace
 
 LogicalResult PootDialect::verifyRegionArgAttribute(Operation *op,
@@ -78,6 +84,8 @@ LogicalResult PootDialect::verifyRegionArgAttribute(Operation *op,
     return op->emitError() << attr.getName()
                            << " is only meaningful on function arguments";
   Type type = func.getArgumentTypes()[argIndex];
+  if (attr.getName() == kNameAttrName)
+    return verifyNameAttr(op, attr);
   if (attr.getName() == kSlotAttrName) {
     auto slot = dyn_cast<SlotAttr>(attr.getValue());
     if (!slot)
@@ -101,6 +109,8 @@ LogicalResult PootDialect::verifyRegionResultAttribute(Operation *op,
                                                        unsigned resultIndex,
                                                        NamedAttribute attr) {
   auto func = dyn_cast<FunctionOpInterface>(op);
+  if (func && attr.getName() == kNameAttrName)
+    return verifyNameAttr(op, attr);
   if (!func || attr.getName() != kSlotAttrName)
     return op->emitError() << "unknown poot result attribute " << attr.getName();
   auto slot = dyn_cast<SlotAttr>(attr.getValue());

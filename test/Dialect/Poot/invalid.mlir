@@ -90,6 +90,11 @@ func.func @pos_named(%p: tensor<i32> {poot.slot = #poot.slot<pos "p">}) { return
 
 // -----
 
+// expected-error @+1 {{'poot.name' must be a non-empty string}}
+func.func @name_not_string(%p: tensor<i32> {poot.name = 3 : i32}) { return }
+
+// -----
+
 // expected-error @+1 {{range min (5) exceeds max (2)}}
 func.func @range_inverted(%p: tensor<i32> {poot.range = #poot.range<5, 2>}) { return }
 
