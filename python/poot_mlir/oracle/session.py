@@ -1,0 +1,65 @@
+"""`Session`: a function stepped repeatedly over state it carries.
+
+The session owns the state arrays (keyed by state slot name). A step binds
+the caller's other inputs beside them, runs, and publishes the new state only
+when the whole step succeeded, so a refused or failed step leaves the state
+exactly as it was: the driver's no-partial-publish rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import BindError
+from .program import load
+from .runner import Result, run_program
+
+
+class Session:
+    """Step a function of `module` with state carried between steps."""
+
+    def __init__(
+        self,
+        module: Any,
+        state: Mapping[str, np.ndarray] | None = None,
+        *,
+        func: str | None = None,
+        reference: bool = False,
+    ) -> None:
+        self.program = load(module, func)
+        self.reference = reference
+        # Private copies: the caller mutating its arrays must not change ours.
+        self._state = {name: np.array(value, copy=True) for name, value in (state or {}).items()}
+        unknown = sorted(set(self._state) - set(self.program.state_names))
+        if unknown:
+            raise BindError(
+                f"unknown state {unknown} (the function's state: {list(self.program.state_names)})"
+            )
+
+    @property
+    def state(self) -> dict[str, np.ndarray]:
+        """The current state arrays, by state slot name."""
+        return self._state
+
+    def step(self, inputs: Mapping[str, Any]) -> Result:
+        """Run one step. `inputs` holds the non-state arguments (by poot.name
+        or arg{i}); the state arguments come from the session. On success the
+        state results replace the session's state; on a BindError or a
+        ValidationFailure nothing changes."""
+        bound: dict[str, Any] = dict(inputs)
+        for port in self.program.args:
+            if port.state is None:
+                continue
+            if port.key in bound or port.state in bound:
+                raise BindError(
+                    f"state argument {port.describe()} comes from the session, not the inputs"
+                )
+            if port.state in self._state:
+                bound[port.key] = self._state[port.state]
+        result = run_program(self.program, bound, reference=self.reference)
+        published = dict(self._state)
+        published.update({k: np.array(v, copy=True) for k, v in result.state.items()})
+        self._state = published
+        return result
