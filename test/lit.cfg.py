@@ -8,9 +8,9 @@ import lit.formats
 
 config.name = "poot_mlir"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".mlir"]
+config.suffixes = [".mlir", ".py"]
 config.test_source_root = os.path.dirname(__file__)
-config.excludes = ["Inputs", "python", "lit.cfg.py"]
+config.excludes = ["Inputs", "python", "lit.cfg.py", "test_lit.py", "conftest.py"]
 
 poot_opt = os.environ.get("POOT_OPT") or shutil.which("poot-opt")
 if not poot_opt:
