@@ -13,7 +13,9 @@ on Mesa lavapipe, a CPU Vulkan device; see docs/vulkan-lavapipe.md.
         out = c.read(np.float32, x.shape)
 """
 
-from .device import Buffer, Device, Kernel, Recording
+from .buffer import Buffer
+from .device import Device, Recording, Step
+from .kernel import Kernel
 from .errors import DispatchError, KernelError, VulkanError, VulkanUnavailable
 from .spirv import reflect
 
@@ -24,6 +26,7 @@ __all__ = [
     "Kernel",
     "KernelError",
     "Recording",
+    "Step",
     "VulkanError",
     "VulkanUnavailable",
     "available",

@@ -31,9 +31,7 @@ def default_environment() -> None:
     if not os.environ.get("MESA_SHADER_CACHE_DIR"):
         # One per user, kept across runs: the shader cache is what makes a
         # kernel's second first-dispatch fast.
-        path = os.path.join(
-            tempfile.gettempdir(), f"poot-mesa-shader-cache-{os.getuid()}"
-        )
+        path = os.path.join(tempfile.gettempdir(), f"poot-mesa-shader-cache-{os.getuid()}")
         os.makedirs(path, mode=0o700, exist_ok=True)
         os.environ["MESA_SHADER_CACHE_DIR"] = path
 
@@ -41,8 +39,7 @@ def default_environment() -> None:
 def lavapipe_icds() -> list[str]:
     """Paths of installed lavapipe ICD manifests."""
     found: list[str] = []
-    for root in ("/usr/share/vulkan/icd.d", "/usr/local/share/vulkan/icd.d",
-                 "/etc/vulkan/icd.d"):
+    for root in ("/usr/share/vulkan/icd.d", "/usr/local/share/vulkan/icd.d", "/etc/vulkan/icd.d"):
         found += sorted(glob.glob(os.path.join(root, "lvp_icd*.json")))
     return found
 

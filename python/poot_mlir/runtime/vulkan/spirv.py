@@ -297,8 +297,7 @@ def reflect(data: bytes | bytearray | memoryview) -> Module:
 
     # A WorkgroupSize builtin constant overrides LocalSize (SPIR-V spec).
     wg_builtin = any(
-        d.get(_DEC_BUILTIN, [None])[0] == _BUILTIN_WORKGROUP_SIZE
-        for d in decorations.values()
+        d.get(_DEC_BUILTIN, [None])[0] == _BUILTIN_WORKGROUP_SIZE for d in decorations.values()
     )
 
     def reachable_globals(func: int) -> set[int]:
