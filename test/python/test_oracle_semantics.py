@@ -8,6 +8,7 @@ shapes and a data seed, which a falsifying example reports.
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -372,16 +373,22 @@ def test_index_guard_clamps_and_witnesses(rng) -> None:
 # --- convert ------------------------------------------------------------------------
 
 
-def _round_exact(value: float, dtype: np.dtype) -> float:
-    """Round `value` to `dtype` (f16 or bf16) by exact rational arithmetic:
-    enumerate the finite grid and take the nearest, ties to an even bit pattern."""
+@functools.lru_cache(maxsize=None)
+def _grid(name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every finite value of a 16-bit float type, ascending, with its bits."""
+    dtype = np.dtype(BF16 if name == "bfloat16" else name)
     bits = np.arange(2**16, dtype=np.uint16).view(dtype)
     with np.errstate(invalid="ignore"):
         grid = bits.astype(np.float64)
     finite = np.isfinite(grid)
     order = np.argsort(grid[finite], kind="stable")
-    values = grid[finite][order]
-    patterns = np.arange(2**16)[finite][order]
+    return grid[finite][order], np.arange(2**16)[finite][order]
+
+
+def _round_exact(value: float, dtype: np.dtype) -> float:
+    """Round `value` to `dtype` (f16 or bf16) by exact rational arithmetic:
+    enumerate the finite grid and take the nearest, ties to an even bit pattern."""
+    values, patterns = _grid(np.dtype(dtype).name)
     v = Fraction(value)
     top = Fraction(float(values[-1]))
     ulp_top = top - Fraction(float(values[-2]))

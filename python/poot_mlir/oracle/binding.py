@@ -71,9 +71,10 @@ def _check_range(port: Port, array: np.ndarray) -> None:
     """Every element lies in the declared inclusive range."""
     lo, hi = port.range  # type: ignore[misc]
     wide = array.astype(np.int64)
-    bad = np.argwhere((wide < lo) | (wide > hi))
+    # Flat search, then unravel: np.argwhere loses the hit of a 0-d array.
+    bad = np.flatnonzero((wide < lo) | (wide > hi))
     if bad.size:
-        index = tuple(int(i) for i in bad[0])
+        index = tuple(int(i) for i in np.unravel_index(int(bad[0]), wide.shape))
         raise RangeBindError(
             f"{port.describe()}: value {int(wide[index])} at index {index} is outside "
             f"its declared range #poot.range<{lo}, {hi}>"

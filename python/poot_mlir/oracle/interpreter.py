@@ -178,11 +178,13 @@ def execute(program: Program, arguments: Sequence[np.ndarray], reference: bool) 
     env: dict[int, np.ndarray] = {}
     for port, array in zip(program.args, arguments):
         env[port.index] = array.astype(_held(port.spec, reference))
-    for inst in program.instructions:
-        handler = HANDLERS.get(inst.name)
-        if handler is None:
-            raise NotImplementedError(f"the oracle has no semantics for {inst.name}")
-        operands = [env[i] for i in inst.operands]
-        for result, value in zip(inst.results, _conform(inst, handler(inst, operands, reference), reference)):
-            env[result] = value
+    # inf, NaN and integer wrap-around are defined results here, not warnings.
+    with np.errstate(all="ignore"):
+        for inst in program.instructions:
+            handler = HANDLERS.get(inst.name)
+            if handler is None:
+                raise NotImplementedError(f"the oracle has no semantics for {inst.name}")
+            operands = [env[i] for i in inst.operands]
+            values = _conform(inst, handler(inst, operands, reference), reference)
+            env.update(zip(inst.results, values))
     return [np.array(env[i], copy=True) for i in program.returns]

@@ -63,8 +63,11 @@ class Port:
     range: tuple[int, int] | None = None
 
     def describe(self) -> str:
-        """How error messages name this port: `'pos' (arg2)` or `arg2`."""
+        """How error messages name this port: `'pos' (arg2)`, `arg2`, or
+        `arg0 (state 'k0')`."""
         position = f"{self.role}{self.index}"
+        if self.state is not None:
+            position = f"{position} (state {self.state!r})"
         return position if self.name is None else f"{self.name!r} ({position})"
 
 
