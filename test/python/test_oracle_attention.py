@@ -84,7 +84,9 @@ def dense_case(rng, B=2, Hkv=2, n_rep=2, Lq=3, Lk=12, Dk=8, Dv=5):
 # --- poot.attention ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mask_shape", [None, (1, 1, 1, 12), (2, 1, 3, 12), (1, 4, 1, 12), (2, 4, 3, 12)])
+@pytest.mark.parametrize(
+    "mask_shape", [None, (1, 1, 1, 12), (2, 1, 3, 12), (1, 4, 1, 12), (2, 4, 3, 12)]
+)
 @pytest.mark.parametrize("softcap", [None, 2.5])
 def test_dense_gqa_mask_softcap(rng, mask_shape, softcap) -> None:
     q, k, v = dense_case(rng)
@@ -95,15 +97,26 @@ def test_dense_gqa_mask_softcap(rng, mask_shape, softcap) -> None:
     scale = float(rng.uniform(0.1, 0.6))
     got = semantics.attention(q, k, v, scale=scale, softcap=softcap, mask=mask)
     expected = brute_attention(
-        q, lambda b, g, t: k[b, g, t], lambda b, g, t: v[b, g, t], 12, 2, 5,
-        scale=scale, softcap=softcap, mask=mask,
+        q,
+        lambda b, g, t: k[b, g, t],
+        lambda b, g, t: v[b, g, t],
+        12,
+        2,
+        5,
+        scale=scale,
+        softcap=softcap,
+        mask=mask,
     )
     assert got.dtype == np.float64 and got.shape == (2, 4, 3, 5)
     np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-12)
     # Float32 inputs compute in float32 and stay close to the float64 answer.
     got32 = semantics.attention(
-        q.astype(np.float32), k.astype(np.float32), v.astype(np.float32), scale=scale,
-        softcap=softcap, mask=None if mask is None else mask.astype(np.float32),
+        q.astype(np.float32),
+        k.astype(np.float32),
+        v.astype(np.float32),
+        scale=scale,
+        softcap=softcap,
+        mask=None if mask is None else mask.astype(np.float32),
     )
     assert got32.dtype == np.float32
     np.testing.assert_allclose(got32, expected, rtol=2e-4, atol=2e-5)
@@ -115,8 +128,13 @@ def test_split_key(rng) -> None:
     kpe = normal(rng, (2, 1, 12, 3))
     got = semantics.attention(q, knope, v, scale=0.3, key_shared=kpe)
     expected = brute_attention(
-        q, lambda b, g, t: np.concatenate([knope[b, g, t], kpe[b, 0, t]]),
-        lambda b, g, t: v[b, g, t], 12, 2, 5, scale=0.3,
+        q,
+        lambda b, g, t: np.concatenate([knope[b, g, t], kpe[b, 0, t]]),
+        lambda b, g, t: v[b, g, t],
+        12,
+        2,
+        5,
+        scale=0.3,
     )
     np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-12)
 
@@ -128,8 +146,14 @@ def test_paged_key(rng) -> None:
     length = np.array([int(rng.integers(1, 13)), int(rng.integers(1, 13))], np.int32)
     got = semantics.attention(q, kpool, vpool, scale=0.4, read=read, length=length)
     expected = brute_attention(
-        q, lambda b, g, t: kpool[read[b, t], g], lambda b, g, t: vpool[read[b, t], g],
-        12, 2, 5, scale=0.4, length=length,
+        q,
+        lambda b, g, t: kpool[read[b, t], g],
+        lambda b, g, t: vpool[read[b, t], g],
+        12,
+        2,
+        5,
+        scale=0.4,
+        length=length,
     )
     np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-12)
 
@@ -138,14 +162,20 @@ def test_live_length_never_reads_rows_past_len(rng) -> None:
     q, k, v = dense_case(rng)
     length = np.array([int(rng.integers(1, 12)), int(rng.integers(1, 12))], np.int32)
     for b in range(2):
-        k[b, :, length[b]:, int(rng.integers(0, 8))] = np.nan
-        v[b, :, length[b]:, :] = np.nan
+        k[b, :, length[b] :, int(rng.integers(0, 8))] = np.nan
+        v[b, :, length[b] :, :] = np.nan
         v[b, 0, -1, 0] = np.inf
     got = semantics.attention(q, k, v, scale=0.5, length=length)
     assert np.isfinite(got).all()
     expected = brute_attention(
-        q, lambda b, g, t: k[b, g, t], lambda b, g, t: v[b, g, t], 12, 2, 5,
-        scale=0.5, length=length,
+        q,
+        lambda b, g, t: k[b, g, t],
+        lambda b, g, t: v[b, g, t],
+        12,
+        2,
+        5,
+        scale=0.5,
+        length=length,
     )
     np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-12)
     # The same NaN reaches the output when nothing bounds the keys.
@@ -161,7 +191,9 @@ def test_live_length_is_clamped_into_0_lk(rng) -> None:
     assert np.isnan(empty).all()
     one = semantics.attention(q, k, v, scale=0.5, length=np.array([1, 1], np.int32))
     for h in range(4):
-        np.testing.assert_allclose(one[:, h], np.broadcast_to(v[:, h // 2, :1], (2, 3, 5)), rtol=1e-15)
+        np.testing.assert_allclose(
+            one[:, h], np.broadcast_to(v[:, h // 2, :1], (2, 3, 5)), rtol=1e-15
+        )
 
 
 def test_fully_masked_row_is_nan(rng) -> None:
@@ -197,8 +229,13 @@ def test_16bit_attention_rounds_the_float32_answer(rng, dtype) -> None:
 @FAST
 @given(
     dims=st.tuples(
-        st.integers(1, 2), st.integers(1, 2), st.integers(1, 3), st.integers(1, 3),
-        st.integers(1, 9), st.integers(1, 6), st.integers(1, 5),
+        st.integers(1, 2),
+        st.integers(1, 2),
+        st.integers(1, 3),
+        st.integers(1, 3),
+        st.integers(1, 9),
+        st.integers(1, 6),
+        st.integers(1, 5),
     ),
     form=st.sampled_from(["dense", "split", "paged"]),
     mask_axes=st.none() | st.tuples(st.booleans(), st.booleans(), st.booleans()),
@@ -234,7 +271,9 @@ def test_attention_forms_property(dims, form, mask_axes, softcap, live, seed) ->
         shape = tuple(n if full else 1 for n, full in zip((B, Hkv * n_rep, Lq), mask_axes)) + (Lk,)
         mask = normal(rng, shape)
     length = rng.integers(1, Lk + 1, B).astype(np.int32) if live else None
-    got = semantics.attention(q, k, v, scale=0.7, softcap=softcap, mask=mask, length=length, **kwargs)
+    got = semantics.attention(
+        q, k, v, scale=0.7, softcap=softcap, mask=mask, length=length, **kwargs
+    )
     expected = brute_attention(
         q, key_at, value_at, Lk, Hkv, Dv, scale=0.7, softcap=softcap, mask=mask, length=length
     )
@@ -258,8 +297,12 @@ def brute_block_topk(scores: np.ndarray, q_pos: np.ndarray, k: int, bs: int) -> 
 
 @FAST
 @given(
-    B=st.integers(1, 2), Lq=st.integers(1, 6), blocks=st.integers(1, 8), k=st.integers(1, 6),
-    bs=st.integers(1, 5), seed=st.integers(0, 2**32 - 1),
+    B=st.integers(1, 2),
+    Lq=st.integers(1, 6),
+    blocks=st.integers(1, 8),
+    k=st.integers(1, 6),
+    bs=st.integers(1, 5),
+    seed=st.integers(0, 2**32 - 1),
 )
 def test_block_topk_property(B, Lq, blocks, k, bs, seed) -> None:
     rng = np.random.default_rng(seed)
@@ -307,7 +350,9 @@ def test_selected_attention(rng, softcap) -> None:
     for b, t in zip(*np.nonzero(never)):
         k[b, :, t, 0] = np.nan
         v[b, :, t, :] = np.nan
-    got = semantics.selected_attention(q, k, v, ids, q_pos, block_size=bs, scale=0.35, softcap=softcap)
+    got = semantics.selected_attention(
+        q, k, v, ids, q_pos, block_size=bs, scale=0.35, softcap=softcap
+    )
     expected = brute_selected(q, k, v, ids, q_pos, bs, 0.35, softcap)
     assert np.isnan(got[0, :, 0]).all()
     np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-12)

@@ -63,7 +63,16 @@ def full_inputs(rng: np.random.Generator) -> dict[str, object]:
 def test_good_inputs_bind_by_name_state_name_or_position(rng) -> None:
     inputs = full_inputs(rng)
     bound = oracle.check_bind(STEP, inputs)
-    assert [b.shape for b in bound] == [(1, 8, 2), (6, 2), (1, 1, 2), (), (3,), (3, 2), (2, 2), (2,)]
+    assert [b.shape for b in bound] == [
+        (1, 8, 2),
+        (6, 2),
+        (1, 1, 2),
+        (),
+        (3,),
+        (3, 2),
+        (2, 2),
+        (2,),
+    ]
     by_position = [inputs[k] for k in ("c0", "pool", "row", "pos", "write", "rows", "read", "len")]
     res = oracle.run(STEP, by_position)
     assert set(res.state) == {"c0", "pool"} and set(res.named) == {"view", "len_ok"}
@@ -122,7 +131,11 @@ def test_range_error_names_argument_value_and_index(rng) -> None:
 
 @pytest.mark.parametrize(
     "write, reason",
-    [([0, 6, -1], r"word 6 at index \(1,\)"), ([-2, 1, 2], "word -2"), ([4, -1, 4], "slot 4 is named more than once")],
+    [
+        ([0, 6, -1], r"word 6 at index \(1,\)"),
+        ([-2, 1, 2], "word -2"),
+        ([4, -1, 4], "slot 4 is named more than once"),
+    ],
 )
 def test_write_map_refusals(rng, write, reason) -> None:
     inputs = dict(full_inputs(rng), write=np.array(write, np.int32))
@@ -176,7 +189,9 @@ def test_session_publishes_only_complete_steps(rng) -> None:
     res = sess.step(good)
     pos = int(good["pos"])
     np.testing.assert_array_equal(sess.state["c0"][0, pos], good["row"][0, 0])
-    np.testing.assert_array_equal(np.delete(sess.state["c0"], pos, axis=1), np.delete(before["c0"], pos, axis=1))
+    np.testing.assert_array_equal(
+        np.delete(sess.state["c0"], pos, axis=1), np.delete(before["c0"], pos, axis=1)
+    )
     expected_pool = before["pool"].copy()
     for i, slot in enumerate(good["write"].tolist()):
         if slot >= 0:

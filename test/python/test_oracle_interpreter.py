@@ -57,8 +57,12 @@ def brute_attention(q, k, v, scale, mask=None, length=None) -> np.ndarray:
 
 def test_elementwise_ops_broadcast(rng) -> None:
     ops = {
-        "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
-        "max": np.maximum, "min": np.minimum,
+        "add": np.add,
+        "sub": np.subtract,
+        "mul": np.multiply,
+        "div": np.divide,
+        "max": np.maximum,
+        "min": np.minimum,
     }
     body = "\n".join(
         f"  %{name} = poot.{name} %a, %b : (tensor<2x1x4xf32>, tensor<3x1xf32>) -> tensor<2x3x4xf32>"
@@ -108,16 +112,24 @@ def test_integer_and_bool_ops(rng) -> None:
 @pytest.mark.parametrize(
     "name, ref",
     [
-        ("exp", np.exp), ("log", np.log), ("tanh", np.tanh),
-        ("logistic", lambda x: 1 / (1 + np.exp(-x))), ("sqrt", np.sqrt),
-        ("rsqrt", lambda x: 1 / np.sqrt(x)), ("sin", np.sin), ("cos", np.cos),
-        ("neg", np.negative), ("abs", np.abs),
+        ("exp", np.exp),
+        ("log", np.log),
+        ("tanh", np.tanh),
+        ("logistic", lambda x: 1 / (1 + np.exp(-x))),
+        ("sqrt", np.sqrt),
+        ("rsqrt", lambda x: 1 / np.sqrt(x)),
+        ("sin", np.sin),
+        ("cos", np.cos),
+        ("neg", np.negative),
+        ("abs", np.abs),
     ],
 )
 def test_unary_ops(rng, name, ref) -> None:
     text = one_op(
-        "%x: tensor<3x5xf32>", "tensor<3x5xf32>",
-        f"  %0 = poot.{name} %x : tensor<3x5xf32>", "%0 : tensor<3x5xf32>",
+        "%x: tensor<3x5xf32>",
+        "tensor<3x5xf32>",
+        f"  %0 = poot.{name} %x : tensor<3x5xf32>",
+        "%0 : tensor<3x5xf32>",
     )
     x = np.abs(normal(rng, (3, 5))) + np.float32(0.05)
     got = oracle.run(text, [x]).outputs[0]
@@ -127,7 +139,10 @@ def test_unary_ops(rng, name, ref) -> None:
     np.testing.assert_allclose(ref64, ref(x.astype(np.float64)), rtol=1e-15)
 
 
-@pytest.mark.parametrize("direction, sym", [("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")])
+@pytest.mark.parametrize(
+    "direction, sym",
+    [("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">=")],
+)
 def test_compare_and_select(rng, direction, sym) -> None:
     text = one_op(
         "%a: tensor<2x4xf32>, %b: tensor<4xf32>",
@@ -194,7 +209,9 @@ def test_movement_ops(rng) -> None:
     np.testing.assert_array_equal(s, expected)
     at = min(pos, 3)
     np.testing.assert_array_equal(d[:, :, at : at + 2], new)
-    np.testing.assert_array_equal(np.delete(d, [at, at + 1], axis=2), np.delete(cache, [at, at + 1], axis=2))
+    np.testing.assert_array_equal(
+        np.delete(d, [at, at + 1], axis=2), np.delete(cache, [at, at + 1], axis=2)
+    )
 
 
 def test_matmul_reduce_topk_guard(rng) -> None:
@@ -215,7 +232,13 @@ def test_matmul_reduce_topk_guard(rng) -> None:
     length = np.array([0, 3, 9], np.int32)
     m, s, mx, mn, tv, ti, clamped, ok = oracle.run(text, [a, b, length]).outputs
     for i, j, r, c in np.ndindex(2, 5, 3, 2):
-        assert abs(m[i, j, r, c] - math.fsum(float(a[i, 0, r, x]) * float(b[j, x, c]) for x in range(4))) < 1e-5
+        assert (
+            abs(
+                m[i, j, r, c]
+                - math.fsum(float(a[i, 0, r, x]) * float(b[j, x, c]) for x in range(4))
+            )
+            < 1e-5
+        )
     np.testing.assert_allclose(s[:, :, 0], m.sum(axis=2), rtol=1e-6)
     np.testing.assert_array_equal(mx, m.max(axis=2))
     np.testing.assert_array_equal(mn, m.min(axis=3))
@@ -236,12 +259,12 @@ def decode_module(hkv: int, n_rep: int, cap: int, d: int, el: str = "f32") -> st
     row = f"tensor<1x{hkv}x1x{d}x{el}>"
     q = f"tensor<1x{hq}x1x{d}x{el}>"
     sig = (
-        f"(%k: {cache} {{poot.slot = #poot.slot<state \"k0\">}}, "
-        f"%v: {cache} {{poot.slot = #poot.slot<state \"v0\">}}, "
-        f"%knew: {row} {{poot.name = \"knew\"}}, %vnew: {row} {{poot.name = \"vnew\"}}, "
-        f"%pos: tensor<i32> {{poot.name = \"pos\", poot.slot = #poot.slot<pos>, poot.range = #poot.range<0, {cap - 1}>}}, "
-        f"%q: {q} {{poot.name = \"q\"}}) -> ({cache} {{poot.slot = #poot.slot<state \"k0\">}}, "
-        f"{cache} {{poot.slot = #poot.slot<state \"v0\">}}, {q} {{poot.name = \"out\"}})"
+        f'(%k: {cache} {{poot.slot = #poot.slot<state "k0">}}, '
+        f'%v: {cache} {{poot.slot = #poot.slot<state "v0">}}, '
+        f'%knew: {row} {{poot.name = "knew"}}, %vnew: {row} {{poot.name = "vnew"}}, '
+        f'%pos: tensor<i32> {{poot.name = "pos", poot.slot = #poot.slot<pos>, poot.range = #poot.range<0, {cap - 1}>}}, '
+        f'%q: {q} {{poot.name = "q"}}) -> ({cache} {{poot.slot = #poot.slot<state "k0">}}, '
+        f'{cache} {{poot.slot = #poot.slot<state "v0">}}, {q} {{poot.name = "out"}})'
     )
     s = f"tensor<1x{hq}x1x{cap}x{el}>"
     m = f"tensor<1x1x1x{cap}x{el}>"
@@ -291,8 +314,10 @@ def test_decode_steps_primitive_chain_matches_fused_and_formula(rng, hkv, n_rep)
     kref, vref = k0.copy(), v0.copy()
     for pos in range(3):
         inputs = {
-            "knew": normal(rng, (1, hkv, 1, d)), "vnew": normal(rng, (1, hkv, 1, d)),
-            "pos": np.int32(pos), "q": normal(rng, (1, hkv * n_rep, 1, d)),
+            "knew": normal(rng, (1, hkv, 1, d)),
+            "vnew": normal(rng, (1, hkv, 1, d)),
+            "pos": np.int32(pos),
+            "q": normal(rng, (1, hkv * n_rep, 1, d)),
         }
         a, b = chain.step(inputs), fused.step(inputs)
         kref[:, :, pos], vref[:, :, pos] = inputs["knew"][:, :, 0], inputs["vnew"][:, :, 0]
@@ -308,7 +333,9 @@ def test_decode_steps_primitive_chain_matches_fused_and_formula(rng, hkv, n_rep)
         np.testing.assert_allclose(b.outputs[2], prefix, rtol=1e-5, atol=1e-6)
 
 
-def live_module(el: str, fused: bool, b: int = 2, hkv: int = 2, n_rep: int = 2, lk: int = 8, d: int = 4) -> str:
+def live_module(
+    el: str, fused: bool, b: int = 2, hkv: int = 2, n_rep: int = 2, lk: int = 8, d: int = 4
+) -> str:
     """attention_live: guard len into [1, Lk] with a validation witness, select
     the dead K/V rows to zero before either matmul and their scores to -inf
     (primitive form), or the fused live op."""
@@ -318,9 +345,9 @@ def live_module(el: str, fused: bool, b: int = 2, hkv: int = 2, n_rep: int = 2, 
     s = f"tensor<{b}x{hq}x1x{lk}x{el}>"
     r = f"tensor<{b}x{hq}x1x1x{el}>"
     sig = (
-        f"(%q: {q} {{poot.name = \"q\"}}, %k: {kv} {{poot.name = \"k\"}}, %v: {kv} {{poot.name = \"v\"}}, "
-        f"%len: tensor<{b}xi32> {{poot.name = \"len\"}}) -> ({q} {{poot.name = \"out\"}}, "
-        f"tensor<i1> {{poot.name = \"len_ok\", poot.slot = #poot.slot<validation>}})"
+        f'(%q: {q} {{poot.name = "q"}}, %k: {kv} {{poot.name = "k"}}, %v: {kv} {{poot.name = "v"}}, '
+        f'%len: tensor<{b}xi32> {{poot.name = "len"}}) -> ({q} {{poot.name = "out"}}, '
+        f'tensor<i1> {{poot.name = "len_ok", poot.slot = #poot.slot<validation>}})'
     )
     guard = f"  %l, %ok = poot.index_guard %len min = 1 max = {lk} : tensor<{b}xi32>"
     if fused:
@@ -363,11 +390,15 @@ def live_module(el: str, fused: bool, b: int = 2, hkv: int = 2, n_rep: int = 2, 
 @pytest.mark.parametrize("el", ["f32", "f16", "bf16", "f64"])
 def test_live_chain_and_fused_keep_planted_nan_out(rng, el) -> None:
     dtype = DTYPES[el]
-    q, k, v = normal(rng, (2, 4, 1, 4), dtype), normal(rng, (2, 2, 8, 4), dtype), normal(rng, (2, 2, 8, 4), dtype)
+    q, k, v = (
+        normal(rng, (2, 4, 1, 4), dtype),
+        normal(rng, (2, 2, 8, 4), dtype),
+        normal(rng, (2, 2, 8, 4), dtype),
+    )
     length = rng.integers(1, 8, 2).astype(np.int32)
     for b in range(2):
-        k[b, :, length[b]:, 1] = np.nan
-        v[b, :, length[b]:] = np.nan
+        k[b, :, length[b] :, 1] = np.nan
+        v[b, :, length[b] :] = np.nan
     inputs = {"q": q, "k": k, "v": v, "len": length}
     expected = brute_attention(q, k, v, 0.5, length=length)
     tol = {"f32": 1e-5, "f64": 1e-12, "f16": 2e-2, "bf16": 8e-2}[el]
@@ -423,8 +454,12 @@ def test_paged_step_writes_through_the_map_and_reads_in_place(rng) -> None:
     read = slots[:16].reshape(2, 8).astype(np.int32)
     write = np.array([read[0, 2], -1], np.int32)
     inputs = {
-        "write": write, "read": read, "knew": normal(rng, (2, 2, 4)), "vnew": normal(rng, (2, 2, 4)),
-        "q": normal(rng, (2, 4, 1, 4)), "len": rng.integers(3, 9, 2).astype(np.int32),
+        "write": write,
+        "read": read,
+        "knew": normal(rng, (2, 2, 4)),
+        "vnew": normal(rng, (2, 2, 4)),
+        "q": normal(rng, (2, 4, 1, 4)),
+        "len": rng.integers(3, 9, 2).astype(np.int32),
     }
     res = sess.step(inputs)
     kexp = kp.copy()
@@ -452,7 +487,9 @@ func.func @mla(%q: tensor<1x4x2x6xf32>, %knope: tensor<1x2x8x4xf32>, %kpe: tenso
       : tensor<1x4x2x6xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x3xf32> -> tensor<1x4x2x3xf32>
   return %o1, %o2 : tensor<1x4x2x3xf32>, tensor<1x4x2x3xf32>
 }"""
-    q, knope, kpe, v = (normal(rng, s) for s in [(1, 4, 2, 6), (1, 2, 8, 4), (1, 1, 8, 2), (1, 2, 8, 3)])
+    q, knope, kpe, v = (
+        normal(rng, s) for s in [(1, 4, 2, 6), (1, 2, 8, 4), (1, 1, 8, 2), (1, 2, 8, 3)]
+    )
     o1, o2 = oracle.run(text, [q, knope, kpe, v]).outputs
     np.testing.assert_allclose(o1, o2, rtol=1e-6, atol=1e-7)
     key = np.concatenate([knope, np.broadcast_to(kpe, (1, 2, 8, 2))], axis=-1).astype(np.float64)
@@ -482,7 +519,9 @@ func.func @sparse(%scores: tensor<1x8x4xf32>, %qpos: tensor<1x8xi32>,
         own = int(qpos[0, i]) // 8
         ranked = sorted(range(own), key=lambda j: (-float(scores[0, i, j]), j))[:2]
         assert list(ids[0, i]) == ranked + [-1] * (2 - len(ranked))
-    direct = oracle.semantics.selected_attention(q, k, v, ids, qpos, block_size=8, scale=0.25, softcap=4.0)
+    direct = oracle.semantics.selected_attention(
+        q, k, v, ids, qpos, block_size=8, scale=0.25, softcap=4.0
+    )
     np.testing.assert_array_equal(out, direct)
 
 
@@ -523,7 +562,8 @@ def test_ops_compute_in_their_own_dtype(rng, el) -> None:
 
 def test_reference_mode_does_not_round_converts(rng) -> None:
     text = one_op(
-        "%x: tensor<16xf32>", "tensor<16xf32>",
+        "%x: tensor<16xf32>",
+        "tensor<16xf32>",
         """  %h = poot.convert %x : tensor<16xf32> -> tensor<16xbf16>
   %back = poot.convert %h : tensor<16xbf16> -> tensor<16xf32>""",
         "%back : tensor<16xf32>",
@@ -532,7 +572,9 @@ def test_reference_mode_does_not_round_converts(rng) -> None:
     rounded = oracle.run(text, [x]).outputs[0]
     assert not np.array_equal(rounded, x)
     np.testing.assert_array_equal(rounded, x.astype(BF16).astype(np.float32))
-    np.testing.assert_array_equal(oracle.run(text, [x], reference=True).outputs[0], x.astype(np.float64))
+    np.testing.assert_array_equal(
+        oracle.run(text, [x], reference=True).outputs[0], x.astype(np.float64)
+    )
 
 
 def test_constants_of_every_type(rng) -> None:

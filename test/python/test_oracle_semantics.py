@@ -151,7 +151,9 @@ def test_matmul_broadcasts_batch(batch_l, batch_r, mkn, seed) -> None:
     for idx in np.ndindex(*batch):
         for i in range(m):
             for j in range(n):
-                expected[idx + (i, j)] = math.fsum(L[idx + (i, c)] * R[idx + (c, j)] for c in range(k))
+                expected[idx + (i, j)] = math.fsum(
+                    L[idx + (i, c)] * R[idx + (c, j)] for c in range(k)
+                )
     np.testing.assert_allclose(got.reshape(batch + (m, n)), expected, rtol=1e-12, atol=1e-12)
 
 
@@ -242,7 +244,10 @@ def test_top_k_descending_ties_to_lower_index(n, seed, data) -> None:
     assert indices.dtype == np.int32 and values.dtype == np.float32
     for r in range(2):
         row = [float(v) for v in x[r]]
-        order = sorted(range(n), key=lambda j: (math.isnan(row[j]), -row[j] if not math.isnan(row[j]) else 0, j))
+        order = sorted(
+            range(n),
+            key=lambda j: (math.isnan(row[j]), -row[j] if not math.isnan(row[j]) else 0, j),
+        )
         assert list(indices[r]) == order[:k]
         np.testing.assert_array_equal(values[r], x[r, order[:k]])
 

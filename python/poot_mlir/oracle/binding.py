@@ -43,9 +43,7 @@ def _python_value(port: Port, value: Any) -> np.ndarray:
         )
     converted = raw.astype(dtype)
     if not np.array_equal(converted.astype(np.int64), raw.astype(np.int64)):
-        raise ShapeBindError(
-            f"{port.describe()}: {value!r} does not fit {port.spec.element}"
-        )
+        raise ShapeBindError(f"{port.describe()}: {value!r} does not fit {port.spec.element}")
     return converted
 
 
@@ -61,9 +59,7 @@ def normalize(port: Port, value: Any) -> np.ndarray:
     else:
         array = _python_value(port, value)
     if array.shape != port.spec.shape:
-        raise ShapeBindError(
-            f"{port.describe()}: shape {array.shape} does not match {port.spec}"
-        )
+        raise ShapeBindError(f"{port.describe()}: shape {array.shape} does not match {port.spec}")
     return array
 
 
@@ -100,9 +96,7 @@ def _check_write_map(port: Port, array: np.ndarray, pool: int | None) -> None:
     if np.any(counts > 1):
         twice = int(unique[counts > 1][0])
         where = [int(i) for i in np.nonzero(words == twice)[0]]
-        raise WriteMapError(
-            f"{port.describe()}: slot {twice} is named more than once (at {where})"
-        )
+        raise WriteMapError(f"{port.describe()}: slot {twice} is named more than once (at {where})")
 
 
 def _lookup(program: Program, inputs: Mapping[str, Any], port: Port) -> Any:

@@ -92,9 +92,7 @@ HANDLERS: dict[str, Handler] = {
     ],
     "poot.reshape": _shape_op(semantics.reshape),
     "poot.broadcast": _shape_op(semantics.broadcast),
-    "poot.transpose": lambda inst, a, r: [
-        semantics.transpose(a[0], inst.attrs["permutation"])
-    ],
+    "poot.transpose": lambda inst, a, r: [semantics.transpose(a[0], inst.attrs["permutation"])],
     "poot.slice": lambda inst, a, r: [
         semantics.slice_(a[0], inst.attrs["start"], inst.attrs["limit"], inst.attrs["strides"])
     ],

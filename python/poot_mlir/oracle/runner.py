@@ -58,9 +58,7 @@ def run_program(program: Program, inputs: Inputs, *, reference: bool = False) ->
     return package(program, outputs)
 
 
-def run(
-    module: Any, inputs: Inputs, *, func: str | None = None, reference: bool = False
-) -> Result:
+def run(module: Any, inputs: Inputs, *, func: str | None = None, reference: bool = False) -> Result:
     """Interpret one step of a function with numpy.
 
     `module` is a `poot_mlir.ir.Module`, a `func.func` op or MLIR text;

@@ -115,9 +115,7 @@ def gather(operand: np.ndarray, indices: np.ndarray, *, axis: int) -> np.ndarray
     return np.take(operand, np.clip(indices, 0, dim - 1), axis=axis)
 
 
-def scatter_update(
-    operand: np.ndarray, indices: np.ndarray, updates: np.ndarray
-) -> np.ndarray:
+def scatter_update(operand: np.ndarray, indices: np.ndarray, updates: np.ndarray) -> np.ndarray:
     """`poot.scatter_update`: `result[indices[i]] = updates[i]` along axis 0 for
     every in-range index; out-of-range ones (the `-1` padding) write nothing,
     and of two writes to one slot the later one wins."""
@@ -458,9 +456,7 @@ def _floor_div(x: np.ndarray, d: int) -> np.ndarray:
     return np.floor_divide(np.asarray(x).astype(np.int64), d)
 
 
-def block_topk(
-    scores: np.ndarray, q_pos: np.ndarray, *, k: int, block_size: int
-) -> np.ndarray:
+def block_topk(scores: np.ndarray, q_pos: np.ndarray, *, k: int, block_size: int) -> np.ndarray:
     """`poot.block_topk`: for row (b, i) at `p = q_pos[b, i]`, the `k` blocks
     `j < p // block_size` with the highest `scores[b, i, j]` (descending, ties
     to the lower id), padded with -1."""
