@@ -657,3 +657,46 @@ func.func @f(%x: tensor<2xf32>) -> tensor<2xf32> {
 }"""
     with pytest.raises(oracle.UnsupportedOpError, match="arith.constant"):
         oracle.run(text, [np.ones(2, np.float32)])
+
+
+def test_fully_masked_row_is_nan_in_chain_and_fused(rng) -> None:
+    text = """
+func.func @f(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x5x4xf32>, %v: tensor<1x2x5x4xf32>,
+             %m: tensor<1x1x3x5xf32>) -> (tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>) {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x2x5x4xf32> -> tensor<1x2x4x5xf32>
+  %s = poot.matmul %q, %kt : (tensor<1x2x3x4xf32>, tensor<1x2x4x5xf32>) -> tensor<1x2x3x5xf32>
+  %s2 = poot.add %s, %m : (tensor<1x2x3x5xf32>, tensor<1x1x3x5xf32>) -> tensor<1x2x3x5xf32>
+  %mx = poot.reduce max %s2 axis = 3 keepdim : tensor<1x2x3x5xf32> -> tensor<1x2x3x1xf32>
+  %xs = poot.sub %s2, %mx : (tensor<1x2x3x5xf32>, tensor<1x2x3x1xf32>) -> tensor<1x2x3x5xf32>
+  %ex = poot.exp %xs : tensor<1x2x3x5xf32>
+  %sum = poot.reduce sum %ex axis = 3 keepdim : tensor<1x2x3x5xf32> -> tensor<1x2x3x1xf32>
+  %p = poot.div %ex, %sum : (tensor<1x2x3x5xf32>, tensor<1x2x3x1xf32>) -> tensor<1x2x3x5xf32>
+  %o1 = poot.matmul %p, %v : (tensor<1x2x3x5xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x3x4xf32>
+  %o2 = poot.attention %q, %k, %v mask(%m : tensor<1x1x3x5xf32>) {scale = 1.0 : f64}
+      : tensor<1x2x3x4xf32>, tensor<1x2x5x4xf32>, tensor<1x2x5x4xf32> -> tensor<1x2x3x4xf32>
+  return %o1, %o2 : tensor<1x2x3x4xf32>, tensor<1x2x3x4xf32>
+}"""
+    q, k, v = normal(rng, (1, 2, 3, 4)), normal(rng, (1, 2, 5, 4)), normal(rng, (1, 2, 5, 4))
+    mask = normal(rng, (1, 1, 3, 5))
+    mask[0, 0, 1, :] = -np.inf  # row 1 sees no key
+    mask[0, 0, 2, 3] = -np.inf  # row 2 loses one key
+    for out in oracle.run(text, [q, k, v, mask]).outputs:
+        assert np.isnan(out[:, :, 1]).all()
+        assert np.isfinite(out[:, :, [0, 2]]).all()
+    o1, o2 = oracle.run(text, [q, k, v, mask]).outputs
+    np.testing.assert_allclose(o1, o2, rtol=1e-6, atol=1e-7)
+    expected = brute_attention(q, k, v, 1.0, mask=mask)
+    np.testing.assert_allclose(o2, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_oracle_imports_no_compiler_or_pass_manager() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, poot_mlir.oracle; "
+        "bad = [m for m in sys.modules if m.startswith(('poot_mlir.compiler', 'poot_mlir.passmanager', "
+        "'poot_mlir.runtime', 'poot_mlir.frontend'))]; print(bad); sys.exit(1 if bad else 0)"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
