@@ -298,10 +298,15 @@ def spirv(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     for name, text in SOURCES.items():
         src, binary = tmp / f"{name}.spvasm", tmp / f"{name}.spv"
         src.write_text(textwrap.dedent(text))
-        subprocess.run([tools[0], "--target-env", "spv1.0", str(src), "-o", str(binary)],
-                       check=True, capture_output=True, text=True)
-        val = subprocess.run([tools[1], "--target-env", "vulkan1.1", str(binary)],
-                             capture_output=True, text=True)
+        subprocess.run(
+            [tools[0], "--target-env", "spv1.0", str(src), "-o", str(binary)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        val = subprocess.run(
+            [tools[1], "--target-env", "vulkan1.1", str(binary)], capture_output=True, text=True
+        )
         # The 40 KiB variant is valid SPIR-V; only a device can refuse it.
         assert val.returncode == 0, f"{name}: spirv-val: {val.stdout}{val.stderr}"
         out[name] = binary.read_bytes()
@@ -347,9 +352,12 @@ def test_add_with_i32_scalar_buffer(dev, spirv, rng, n: int) -> None:
     a, b = _nonzero(rng, n), _nonzero(rng, n)
     groups = -(-n // 64)
     sentinel = np.float32(rng.uniform(3, 4))
-    with dev.buffer_from(a) as ba, dev.buffer_from(b) as bb, \
-            dev.buffer_from(np.full(groups * 64, sentinel, np.float32)) as bc, \
-            dev.scalar(n, np.int32) as bn:
+    with (
+        dev.buffer_from(a) as ba,
+        dev.buffer_from(b) as bb,
+        dev.buffer_from(np.full(groups * 64, sentinel, np.float32)) as bc,
+        dev.scalar(n, np.int32) as bn,
+    ):
         dev.dispatch(kern, [ba, bb, bc, bn], groups=(groups, 1, 1))
         c = bc.read()
         np.testing.assert_array_equal(c[:n], a + b)
@@ -382,9 +390,13 @@ def test_dependent_dispatches_in_one_submit(dev, spirv, rng) -> None:
     w = 9
     n = w * WG
     a, b = _nonzero(rng, n), _nonzero(rng, n)
-    with dev.buffer_from(a) as ba, dev.buffer_from(b) as bb, dev.scalar(n) as bn, \
-            dev.buffer_from(np.full(n, np.nan, np.float32)) as bc, \
-            dev.buffer_from(np.full(w, np.nan, np.float32)) as bo:
+    with (
+        dev.buffer_from(a) as ba,
+        dev.buffer_from(b) as bb,
+        dev.scalar(n) as bn,
+        dev.buffer_from(np.full(n, np.nan, np.float32)) as bc,
+        dev.buffer_from(np.full(w, np.nan, np.float32)) as bo,
+    ):
         # wg_sum reads what add_f32 wrote: only the barrier between them
         # keeps the NaNs out.
         dev.run([(add, [ba, bb, bc, bn], n // 64), (red, [bc, bo], w)])
@@ -392,8 +404,9 @@ def test_dependent_dispatches_in_one_submit(dev, spirv, rng) -> None:
         np.testing.assert_allclose(bo.read(), want, rtol=1e-5, atol=1e-5 * WG)
 
         # The same sequence recorded once and replayed on new contents.
-        with dev.record([(add, [ba, bb, bc, bn], n // 64), (red, [bc, bo], w)],
-                        profile=True) as rec:
+        with dev.record(
+            [(add, [ba, bb, bc, bn], n // 64), (red, [bc, bo], w)], profile=True
+        ) as rec:
             for _ in range(2):
                 a, b = _nonzero(rng, n), _nonzero(rng, n)
                 ba.write(a)
@@ -456,6 +469,26 @@ def test_kernel_cache_and_refusals(dev, spirv) -> None:
     assert issubclass(vk.VulkanUnavailable, PootError)
 
 
+def test_hung_run_times_out(spirv) -> None:
+    """A run past `timeout_s` raises instead of blocking forever, and the
+    device refuses further work (the run may still be in flight)."""
+    try:
+        device = vk.Device(prefer="lavapipe", timeout_s=1e-9)
+    except vk.VulkanUnavailable as e:
+        _unavailable(f"Vulkan on Mesa lavapipe is unavailable: {e}")
+    with device as dev:
+        kern = dev.load_kernel(spirv["wg_sum"])
+        x, out = dev.zeros(4096 * WG * 4), dev.empty(4096 * 4)
+        try:
+            dev.dispatch(kern, [x, out], groups=4096)
+        except vk.VulkanError as e:
+            assert "did not finish within the timeout" in str(e)
+        else:  # a driver that runs the work inside vkQueueSubmit never times out
+            pytest.skip("this driver finished the run before the fence wait began")
+        with pytest.raises(vk.VulkanError, match="unusable"):
+            dev.dispatch(kern, [x, out], groups=1)
+
+
 _CHILD = """
 import json, sys
 from poot_mlir.runtime import vulkan as vk
@@ -475,10 +508,12 @@ print(json.dumps(result))
 def _child(env_update: dict[str, str]) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "VK_DRIVER_FILES"}
     env.update(env_update)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(vk.__file__).parents[3]),
-                                                      env.get("PYTHONPATH")]))
-    out = subprocess.run([sys.executable, "-c", _CHILD], env=env, capture_output=True,
-                         text=True, timeout=60)
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(Path(vk.__file__).parents[3]), env.get("PYTHONPATH")])
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD], env=env, capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -538,11 +573,18 @@ def test_no_validation_or_synchronization_errors(spirv, tmp_path) -> None:
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(Path(vk.__file__).parents[3]), env.get("PYTHONPATH")])
     )
-    out = subprocess.run([sys.executable, "-c", _VALIDATED, *args], env=env,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", _VALIDATED, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     text = out.stdout + out.stderr
     if "UNAVAILABLE" in out.stdout:
-        pytest.skip("VK_LAYER_KHRONOS_validation is not installed "
-                    "(apt-get install vulkan-validationlayers)")
+        pytest.skip(
+            "VK_LAYER_KHRONOS_validation is not installed "
+            "(apt-get install vulkan-validationlayers)"
+        )
     assert out.returncode == 0 and "DONE" in out.stdout, text
     assert "Validation Error" not in text and "SYNC-HAZARD" not in text, text

@@ -70,6 +70,7 @@ class Recording:
         each dispatch's device time in seconds."""
         if self._closed:
             raise VulkanError("recording is closed")
+        self.device._check_open()
         if any(b.closed for _, bufs, _ in self._steps for b in bufs):
             raise DispatchError("a buffer of this recording was closed after recording")
         return self.device._submit(self._cmd, len(self._steps) if self._profile else 0)
@@ -107,6 +108,9 @@ class Device:
     without resizable BAR does; lets the CPU device test that path).
     `validation`: enable VK_LAYER_KHRONOS_validation (Debian package
     vulkan-validationlayers); defaults to $POOT_VULKAN_VALIDATION == "1".
+    `timeout_s`: how long a run may take before the device is declared hung
+    (a kernel that never ends, e.g. a loop bound read from a wrong buffer);
+    None waits forever.
     """
 
     def __init__(
@@ -115,6 +119,7 @@ class Device:
         *,
         memory: str = "auto",
         validation: bool | None = None,
+        timeout_s: float | None = 600.0,
     ) -> None:
         if memory not in ("auto", "staged"):
             raise VulkanError(f"memory must be 'auto' or 'staged', got {memory!r}")
@@ -124,6 +129,8 @@ class Device:
         self._recordings: weakref.WeakSet[Recording] = weakref.WeakSet()
         self._kernels: dict[tuple[str, str, int], Kernel] = {}
         self._instance = self._device = None
+        self._broken: str | None = None
+        self._timeout_ns = E.U64_MAX if timeout_s is None else int(timeout_s * 1e9)
         self._vk = vk = _loader.load()
         if validation is None:
             validation = os.environ.get("POOT_VULKAN_VALIDATION") == "1"
@@ -747,17 +754,23 @@ class Device:
 
     def _submit(self, cmd: Any, timed_steps: int) -> list[float] | None:
         vk, d = self._vk, self._device
+        name = self.properties["device_name"]
         with self._lock:
             try:
                 submit = vk.VkSubmitInfo(commandBufferCount=1, pCommandBuffers=[cmd])
                 vk.vkQueueSubmit(self._queue, 1, [submit], self._fence)
-                # Gotcha: the package raises VkTimeout rather than returning it.
-                vk.vkWaitForFences(d, 1, [self._fence], vk.VK_TRUE, E.U64_MAX)
+                vk.vkWaitForFences(d, 1, [self._fence], vk.VK_TRUE, self._timeout_ns)
                 vk.vkResetFences(d, 1, [self._fence])
+            except vk.VkTimeout:
+                # Gotcha: the package raises VkTimeout (not a VkError) instead
+                # of returning VK_TIMEOUT. The work is still in flight, so
+                # nothing may be reused or freed: the device is done for.
+                self._broken = f"a run on {name} did not finish within the timeout"
+                raise VulkanError(f"{self._broken}; the device is unusable now") from None
             except vk.VkError as e:
-                raise VulkanError(
-                    f"running on {self.properties['device_name']} failed: {E.error_name(e)}"
-                ) from e
+                if isinstance(e, vk.VkErrorDeviceLost):
+                    self._broken = f"{name} was lost"
+                raise VulkanError(f"running on {name} failed: {E.error_name(e)}") from e
             if not timed_steps:
                 return None
             count = timed_steps + 1
@@ -776,6 +789,8 @@ class Device:
     def _check_open(self) -> None:
         if self._closed:
             raise VulkanError("device is closed")
+        if self._broken:
+            raise VulkanError(f"device is unusable: {self._broken}")
 
     @property
     def closed(self) -> bool:
@@ -791,6 +806,11 @@ class Device:
 
     def _teardown(self) -> None:
         vk, d = self._vk, self._device
+        if d is not None and self._broken:
+            # Work may still run: freeing its memory could crash the driver.
+            # Leak the device on purpose; the process ends it.
+            self._device = self._instance = None
+            return
         if d is not None:
             vk.vkDeviceWaitIdle(d)
             for r in list(self._recordings):
