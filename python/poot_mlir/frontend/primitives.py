@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Callable, Sequence, Union
 
+import ml_dtypes
 import numpy as np
 
 from .. import ir
@@ -83,23 +84,13 @@ def _dense(shape: tuple[int, ...], dtype: str, value: object) -> ir.DenseElement
         return ir.DenseElementsAttr.get_splat(ttype, attr)
     array = np.asarray(value)
     if dtype == "bf16":
-        # numpy has no bfloat16 without ml_dtypes: spell the literal instead.
-        flat = ", ".join(repr(float(x)) for x in array.reshape(-1).astype(np.float64))
-        body = f"[{flat}]" if array.ndim else flat
-        literal = f"dense<{body}> : {ttype}" if array.ndim <= 1 else None
-        if literal is None:
-            literal = f"dense<{_nested(array.astype(np.float64).tolist())}> : {ttype}"
-        return ir.DenseElementsAttr(ir.Attribute.parse(literal))
+        # bf16 through its bit pattern: ml_dtypes rounds to nearest even.
+        bits = np.ascontiguousarray(array.astype(ml_dtypes.bfloat16)).view(np.uint16)
+        return ir.DenseElementsAttr.get(bits, type=element_type("bf16"))
     array = np.ascontiguousarray(array.astype(_NP_DTYPES[dtype]))
-    if dtype == "i1":
-        return ir.DenseElementsAttr.get(array, type=element_type("i1"))
+    if dtype == "i1":  # numpy bools map to i1 by themselves; an explicit type is refused
+        return ir.DenseElementsAttr.get(array)
     return ir.DenseElementsAttr.get(array, type=element_type(dtype))
-
-
-def _nested(values: object) -> str:
-    if isinstance(values, list):
-        return "[" + ", ".join(_nested(v) for v in values) + "]"
-    return repr(float(values))  # type: ignore[arg-type]
 
 
 def _emit_constant(tr: Tracer, shape: tuple[int, ...], dtype: str, value: object) -> Tensor:
@@ -144,9 +135,10 @@ def constant(
     tracer: Tracer | None = None,
 ) -> Tensor:
     """`poot.constant`: a Python scalar (0-d, or a splat of `shape`) or an
-    array-like. `dtype` defaults to the numpy dtype of an array (float64 ->
-    f64, float32 -> f32, int -> i32, bool -> i1) and to f32 / i32 / i1 for a
-    Python float / int / bool. Emits into `tracer` (default: the current one).
+    array-like. `dtype` defaults to the numpy array's or scalar's own dtype
+    (float64 -> f64, float32 -> f32, float16 -> f16, integers -> i32, bool ->
+    i1) and, for Python numbers and lists, to f32 / i32 / i1. Emits into
+    `tracer` (default: the current one).
     """
     op = "constant"
     tr = tracer if tracer is not None else Tracer.current()
@@ -154,17 +146,15 @@ def constant(
         raise TraceError(f"{op}: Tracer {tr.name!r} is finished")
     is_scalar = isinstance(value, (bool, int, float, np.generic))
     if dtype is None:
-        if is_scalar:
-            kind = np.asarray(value).dtype
-        else:
-            kind = np.asarray(value).dtype
+        kind = np.asarray(value).dtype
+        typed = isinstance(value, (np.ndarray, np.generic))
         if kind == np.bool_:
             dtype = "i1"
         elif np.issubdtype(kind, np.integer):
             dtype = "i32"
-        elif kind == np.float64 and not is_scalar:
+        elif typed and kind == np.float64:
             dtype = "f64"
-        elif kind == np.float16:
+        elif typed and kind == np.float16:
             dtype = "f16"
         elif np.issubdtype(kind, np.floating):
             dtype = "f32"
@@ -178,8 +168,10 @@ def constant(
     array = np.asarray(value)
     if shape is not None and tuple(shape) != array.shape:
         raise fail(op, "shape", f"{tuple(shape)} does not match the value's shape {array.shape}")
-    if not np.all(np.isfinite(array)) and dtype not in FLOAT_DTYPES:
-        raise fail(op, "value", "holds non-finite entries for an integer dtype")
+    if dtype not in FLOAT_DTYPES and array.dtype.kind == "f" and not np.all(np.mod(array, 1) == 0):
+        raise fail(op, "value", f"holds non-integer entries for dtype {dtype}")
+    if dtype == "i1" and not np.all((array == 0) | (array == 1)):
+        raise fail(op, "value", "holds entries other than 0/1 for dtype i1")
     if dtype == "i32" and array.size and (array.min() < _I32_MIN or array.max() > _I32_MAX):
         raise fail(op, "value", "has entries that do not fit in i32")
     return _emit_constant(tr, tuple(int(d) for d in array.shape), dtype, array)
@@ -447,7 +439,7 @@ def slice(  # noqa: A001 - the op's name
             raise fail(op, arg, f"has {len(vals)} entries but x {x.shape} has rank {x.rank}")
     for d in range(x.rank):
         if not 0 <= lo[d] <= hi[d] <= x.shape[d]:
-            raise fail(op, "start", f"/limit [{lo[d]}, {hi[d]}) on axis {d} is outside 0..{x.shape[d]} of x {x.shape}")
+            raise fail(op, "start", f"and limit [{lo[d]}, {hi[d]}) on axis {d} leave 0..{x.shape[d]} of x {x.shape}")
         if steps[d] < 1:
             raise fail(op, "strides", f"must be >= 1, got {steps[d]} on axis {d}")
     out = tuple((hi[d] - lo[d] + steps[d] - 1) // steps[d] for d in range(x.rank))
@@ -530,7 +522,12 @@ def matmul(lhs: Tensor, rhs: Tensor) -> Tensor:
         raise fail(
             op, "rhs", f"has shape {rhs.shape}; its dimension -2 ({rhs.shape[-2]}) must equal lhs's last ({lhs.shape[-1]}, lhs {lhs.shape})"
         )
-    batch = checks.broadcast_shapes(op, {"lhs": lhs.shape[:-2], "rhs": rhs.shape[:-2]})
+    try:
+        batch = checks.broadcast_shapes(op, {"lhs": lhs.shape[:-2], "rhs": rhs.shape[:-2]})
+    except TraceError:
+        raise fail(
+            op, "rhs", f"has batch dimensions {rhs.shape[:-2]}, which do not broadcast with lhs's {lhs.shape[:-2]}"
+        ) from None
     out = batch + (lhs.shape[-2], rhs.shape[-1])
     return _wrap(tr, tr.emit(lambda: poot.matmul(lhs.value, rhs.value)), op, out, lhs.dtype)
 
