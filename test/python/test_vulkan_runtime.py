@@ -418,6 +418,9 @@ def test_dependent_dispatches_in_one_submit(dev, spirv, rng) -> None:
                 a, b = _nonzero(rng, n), _nonzero(rng, n)
                 ba.write(a)
                 bb.write(b)
+                # A profiled run big enough to regrow the device's own pools
+                # must leave the recording's untouched.
+                assert len(dev.run([(add, [ba, bb, bc, bn], n // 64)] * 70, profile=True)) == 70
                 times = rec.run()
                 want = (a + b).astype(np.float64).reshape(w, WG).sum(axis=1)
                 np.testing.assert_allclose(bo.read(), want, rtol=1e-5, atol=1e-5 * WG)

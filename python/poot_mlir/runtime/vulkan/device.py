@@ -49,17 +49,21 @@ class Recording:
         self._steps = steps
         self._profile = profile
         vk, d = device._vk, device._device
-        self._cmd = None
-        self._pool = device._make_descriptor_pool(
-            len(steps), sum(k.num_buffers for k, _, _ in steps)
-        )
+        self._cmd = self._pool = self._queries = None
         try:
+            # Its own descriptor and query pools: the device's are reset and
+            # regrown by every run.
+            self._pool = device._make_descriptor_pool(
+                len(steps), sum(k.num_buffers for k, _, _ in steps)
+            )
+            if profile:
+                self._queries = device._make_query_pool(len(steps) + 1)
             sets = device._write_descriptor_sets(self._pool, steps)
             self._cmd = vk.vkAllocateCommandBuffers(
                 d,
                 vk.VkCommandBufferAllocateInfo(commandPool=device._cmd_pool, commandBufferCount=1),
             )[0]
-            device._record(self._cmd, steps, sets, profile, one_time=False)
+            device._record(self._cmd, steps, sets, self._queries, one_time=False)
         except BaseException:
             self.close()
             raise
@@ -73,7 +77,8 @@ class Recording:
         self.device._check_open()
         if any(b.closed for _, bufs, _ in self._steps for b in bufs):
             raise DispatchError("a buffer of this recording was closed after recording")
-        return self.device._submit(self._cmd, len(self._steps) if self._profile else 0)
+        timed = len(self._steps) if self._profile else 0
+        return self.device._submit(self._cmd, timed, self._queries)
 
     def close(self) -> None:
         """Free the command buffer and descriptor sets (idempotent)."""
@@ -82,12 +87,15 @@ class Recording:
         self._closed = True
         dev = self.device
         dev._recordings.discard(self)
-        if self._cmd is not None:
-            dev._vk.vkFreeCommandBuffers(dev._device, dev._cmd_pool, 1, [self._cmd])
-            self._cmd = None
-        if self._pool is not None:
-            dev._vk.vkDestroyDescriptorPool(dev._device, self._pool, None)
-            self._pool = None
+        vk, d = dev._vk, dev._device
+        if d is not None:  # else the device is gone, and these with it
+            if self._cmd is not None:
+                vk.vkFreeCommandBuffers(d, dev._cmd_pool, 1, [self._cmd])
+            if self._pool is not None:
+                vk.vkDestroyDescriptorPool(d, self._pool, None)
+            if self._queries is not None:
+                vk.vkDestroyQueryPool(d, self._queries, None)
+        self._cmd = self._pool = self._queries = None
         self._steps = []
 
     def __enter__(self) -> Recording:
@@ -95,6 +103,12 @@ class Recording:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: modules may be half gone
+            pass
 
 
 class Device:
@@ -408,7 +422,7 @@ class Device:
                 E.A_HOST_READ | E.A_SHADER_READ | E.A_SHADER_WRITE,
             )
             vk.vkEndCommandBuffer(cmd)
-            self._submit(cmd, 0)
+            self._submit(cmd)
 
     def _staged_write(self, buf: Buffer, view: np.ndarray, offset: int) -> None:
         with self._lock:
@@ -524,10 +538,11 @@ class Device:
                 pool = self._transient_descriptor_pool(
                     len(norm), sum(k.num_buffers for k, _, _ in norm)
                 )
+                queries = self._transient_query_pool(len(norm) + 1) if profile else None
                 try:
                     sets = self._write_descriptor_sets(pool, norm)
-                    self._record(self._cmd, norm, sets, profile, one_time=True)
-                    return self._submit(self._cmd, len(norm) if profile else 0)
+                    self._record(self._cmd, norm, sets, queries, one_time=True)
+                    return self._submit(self._cmd, len(norm) if profile else 0, queries)
                 finally:
                     self._vk.vkResetDescriptorPool(self._device, pool, 0)
         finally:
@@ -684,12 +699,11 @@ class Device:
         vk.vkCmdPipelineBarrier(cmd, src_stage, dst_stage, 0, 1, [barrier], 0, None, 0, None)
 
     def _record(
-        self, cmd: Any, steps: _Norm, sets: list[Any], profile: bool, *, one_time: bool
+        self, cmd: Any, steps: _Norm, sets: list[Any], queries: Any, *, one_time: bool
     ) -> None:
+        """Record `steps` into `cmd`; with a query pool `queries`, a timestamp
+        before the first step and after each."""
         vk = self._vk
-        queries = len(steps) + 1 if profile else 0
-        if queries:
-            self._ensure_queries(queries)
         flags = E.CMD_ONE_TIME_SUBMIT if one_time else 0
         vk.vkBeginCommandBuffer(cmd, vk.VkCommandBufferBeginInfo(flags=flags))
         # Host writes and earlier submissions' writes -> these shaders.
@@ -700,9 +714,9 @@ class Device:
             E.A_HOST_WRITE | E.A_TRANSFER_WRITE | E.A_SHADER_WRITE,
             E.A_SHADER_READ | E.A_SHADER_WRITE,
         )
-        if queries:
-            vk.vkCmdResetQueryPool(cmd, self._query_pool, 0, queries)
-            vk.vkCmdWriteTimestamp(cmd, E.PS_TOP, self._query_pool, 0)
+        if queries is not None:
+            vk.vkCmdResetQueryPool(cmd, queries, 0, len(steps) + 1)
+            vk.vkCmdWriteTimestamp(cmd, E.PS_TOP, queries, 0)
         bound = None
         for n, ((kern, _, g), s) in enumerate(zip(steps, sets)):
             if n:
@@ -720,8 +734,8 @@ class Device:
             vk.vkCmdBindDescriptorSets(cmd, E.BIND_COMPUTE, kern._layout, 0, 1, [s], 0, None)
             if all(g):
                 vk.vkCmdDispatch(cmd, *g)
-            if queries:
-                vk.vkCmdWriteTimestamp(cmd, E.PS_BOTTOM, self._query_pool, n + 1)
+            if queries is not None:
+                vk.vkCmdWriteTimestamp(cmd, E.PS_BOTTOM, queries, n + 1)
         # The shaders' writes -> the host (mapped reads) and transfers (staged reads).
         self._barrier(
             cmd,
@@ -732,27 +746,31 @@ class Device:
         )
         vk.vkEndCommandBuffer(cmd)
 
-    def _ensure_queries(self, count: int) -> None:
+    def _make_query_pool(self, count: int) -> Any:
         if not self.properties["supports_timestamps"]:
             raise DispatchError(
                 f"{self.properties['device_name']} has no timestamps on its compute "
                 "queue: profile=True is unavailable"
             )
-        if self._query_pool is None or self._query_capacity < count:
-            vk = self._vk
-            if self._query_pool is not None:
-                vk.vkDestroyQueryPool(self._device, self._query_pool, None)
-                self._query_pool = None
-            self._query_capacity = max(64, 1 << (count - 1).bit_length())
-            self._query_pool = vk.vkCreateQueryPool(
-                self._device,
-                vk.VkQueryPoolCreateInfo(
-                    queryType=E.QUERY_TIMESTAMP, queryCount=self._query_capacity
-                ),
-                None,
-            )
+        vk = self._vk
+        return vk.vkCreateQueryPool(
+            self._device,
+            vk.VkQueryPoolCreateInfo(queryType=E.QUERY_TIMESTAMP, queryCount=count),
+            None,
+        )
 
-    def _submit(self, cmd: Any, timed_steps: int) -> list[float] | None:
+    def _transient_query_pool(self, count: int) -> Any:
+        """The device's run-scoped timestamp pool, grown to fit."""
+        if self._query_pool is None or self._query_capacity < count:
+            if self._query_pool is not None:
+                self._vk.vkDestroyQueryPool(self._device, self._query_pool, None)
+                self._query_pool = None
+            capacity = max(64, 1 << (count - 1).bit_length())
+            self._query_pool = self._make_query_pool(capacity)
+            self._query_capacity = capacity
+        return self._query_pool
+
+    def _submit(self, cmd: Any, timed_steps: int = 0, queries: Any = None) -> list[float] | None:
         vk, d = self._vk, self._device
         name = self.properties["device_name"]
         with self._lock:
@@ -776,7 +794,7 @@ class Device:
             count = timed_steps + 1
             data = vk.ffi.new("uint64_t[]", count)
             vk.vkGetQueryPoolResults(
-                d, self._query_pool, 0, count, 8 * count, data, 8, E.QUERY_RESULT_64_WAIT
+                d, queries, 0, count, 8 * count, data, 8, E.QUERY_RESULT_64_WAIT
             )
         bits = self._timestamp_bits
         mask = E.U64_MAX if bits >= 64 else (1 << bits) - 1
