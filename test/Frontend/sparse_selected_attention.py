@@ -86,7 +86,10 @@ def sparse_decode() -> None:
     v = tr.input("v", (2, 2, 16, 8))
     scores = tr.input("scores", (2, 1, 16))
     q_pos = tr.input("q_pos", (2, 1), "i32", range=(0, 15))
-    tr.output("out", ops.sparse_selected_attention(q, k, v, scores, q_pos, block_size=8, top_k=1, softcap=10.0))
+    tr.output(
+        "out",
+        ops.sparse_selected_attention(q, k, v, scores, q_pos, block_size=8, top_k=1, softcap=10.0),
+    )
     print(tr.mlir())
 
 

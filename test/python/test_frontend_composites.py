@@ -56,7 +56,12 @@ class Env:
 def test_result_shapes() -> None:
     e = Env()
     out, k1, v1 = ops.attention_masked(e.q, e.k, e.v, e.kc, e.vc, e.pos, bias=e.bias, softcap=30.0)
-    assert (out.shape, k1.shape, v1.shape, out.dtype) == ((2, 4, 1, 6), (2, 2, 8, 8), (2, 2, 8, 6), "f32")
+    assert (out.shape, k1.shape, v1.shape, out.dtype) == (
+        (2, 4, 1, 6),
+        (2, 2, 8, 8),
+        (2, 2, 8, 6),
+        "f32",
+    )
     out, k1, v1 = ops.attention_live(e.q, e.k, e.v, e.kc, e.vc, e.pos, guard_name="ok")
     assert (out.shape, k1.shape) == ((2, 4, 1, 6), (2, 2, 8, 8))
     assert e.tr.result_names == ["ok"]
@@ -65,7 +70,12 @@ def test_result_shapes() -> None:
     assert ops.attention_mla(e.q, e.knope, e.kpe, e.vp, e.pos).shape == (2, 4, 1, 6)
     out, kp1, vp1 = ops.attention_paged(e.q, e.k, e.v, e.kpool, e.vpool, e.write, e.read, e.pos)
     assert (out.shape, kp1.shape, vp1.shape) == ((2, 4, 1, 6), (16, 2, 8), (16, 2, 6))
-    assert ops.sparse_selected_attention(e.qp, e.kp, e.vp, e.idx, block_size=2, top_k=3).shape == (2, 4, 8, 6)
+    assert ops.sparse_selected_attention(e.qp, e.kp, e.vp, e.idx, block_size=2, top_k=3).shape == (
+        2,
+        4,
+        8,
+        6,
+    )
     ids = ops.sparse_block_topk(e.idx, None, block_size=4, top_k=1)
     assert (ids.shape, ids.dtype) == ((2, 8, 1), "i32")
     assert ops.indexer_scores(e.x, e.x).shape == (2, 3, 3)
@@ -114,10 +124,13 @@ def test_chain_lengths() -> None:
     mask = 1 + 1 + 3  # iota, compare; constants lowest/0, select
     assert chain_len(lambda e: ops.softmax(e.x)) == 5
     assert chain_len(lambda e: ops.repeat_kv(e.kp, 2)) == 3
-    assert chain_len(lambda e: ops.attention_masked(e.q, e.k, e.v, e.kc, e.vc, e.pos)) == 2 + 6 + mask + score + 1
-    assert chain_len(lambda e: ops.attention_masked(e.q, e.k, e.v, e.kc, e.vc, e.pos, softcap=1.0, bias=e.bias)) == (
-        2 + 6 + mask + score + 1 + 4 + 1
+    assert (
+        chain_len(lambda e: ops.attention_masked(e.q, e.k, e.v, e.kc, e.vc, e.pos))
+        == 2 + 6 + mask + score + 1
     )
+    assert chain_len(
+        lambda e: ops.attention_masked(e.q, e.k, e.v, e.kc, e.vc, e.pos, softcap=1.0, bias=e.bias)
+    ) == (2 + 6 + mask + score + 1 + 4 + 1)
     assert chain_len(lambda e: ops.attention_prefill(e.qp, e.kp, e.vp)) == 6 + 6 + score + 1
     assert chain_len(lambda e: ops.attention_live(e.q, e.k, e.v, e.kc, e.vc, e.pos)) == (
         2 + 5 + 5 + 6 + 2 + score + 2
@@ -128,64 +141,290 @@ def test_chain_lengths() -> None:
 
 BAD = [
     # attention_masked
-    (lambda e: partial(ops.attention_masked, e.kp, e.k, e.v, e.kc, e.vc, e.pos), "attention_masked: k_new must have shape (2, 2, 8, 8)"),
-    (lambda e: partial(ops.attention_masked, e.x, e.k, e.v, e.kc, e.vc, e.pos), "attention_masked: q must have rank 4"),
-    (lambda e: partial(ops.attention_masked, e.i, e.k, e.v, e.kc, e.vc, e.pos), "attention_masked: q has dtype i32"),
-    (lambda e: partial(ops.attention_masked, e.h16, e.k, e.v, e.kc, e.vc, e.pos), "attention_masked: k_cache has dtype f32 but q has f16"),
-    (lambda e: partial(ops.attention_masked, e.q, e.k, e.v, e.kc, ops.slice(e.vc, (0, 0, 0, 0), (2, 2, 4, 6)), e.pos), "attention_masked: v_cache has shape (2, 2, 4, 6); its [B, Hkv, Lk]"),
-    (lambda e: partial(ops.attention_masked, e.q, e.k, e.v, ops.reshape(e.kc, (2, 8, 2, 8)), e.vc, e.pos), "attention_masked: k_cache has 8 heads, which do not divide q's 4"),
-    (lambda e: partial(ops.attention_masked, e.q, e.k, e.v, ops.reshape(e.kc, (2, 2, 4, 16)), e.vc, e.pos), "attention_masked: k_cache has key width 16 but q has 8"),
-    (lambda e: partial(ops.attention_masked, e.q, e.k, e.k, e.kc, e.vc, e.pos), "attention_masked: v_new must have shape (2, 2, 1, 6)"),
-    (lambda e: partial(ops.attention_masked, e.q, e.k, e.v, e.kc, e.vc, e.i), "attention_masked: pos must be a 0-d i32"),
-    (lambda e: partial(ops.attention_masked, e.q, e.k, e.v, e.kc, e.vc, e.pos, scale="x"), "attention_masked: scale must be a finite number"),
-    (lambda e: partial(ops.attention_masked, e.q, e.k, e.v, e.kc, e.vc, e.pos, softcap=-1.0), "attention_masked: softcap must be a positive finite number"),
-    (lambda e: partial(ops.attention_masked, e.q, e.k, e.v, e.kc, e.vc, e.pos, bias=e.idx), "attention_masked: bias has shape (2, 8, 8); expected [1|2, 1|4, 1|1, 8]"),
-    (lambda e: partial(ops.attention_masked, e.q, e.k, e.v, e.kc, e.vc, e.pos, bias=ops.reshape(e.idx, (2, 2, 4, 8))), "attention_masked: bias has shape (2, 2, 4, 8)"),
-    (lambda e: partial(ops.attention_masked, e.q, e.k, e.v, e.kc, e.vc, e.pos, bias=e.h16), "attention_masked: bias has dtype f16"),
+    (
+        lambda e: partial(ops.attention_masked, e.kp, e.k, e.v, e.kc, e.vc, e.pos),
+        "attention_masked: k_new must have shape (2, 2, 8, 8)",
+    ),
+    (
+        lambda e: partial(ops.attention_masked, e.x, e.k, e.v, e.kc, e.vc, e.pos),
+        "attention_masked: q must have rank 4",
+    ),
+    (
+        lambda e: partial(ops.attention_masked, e.i, e.k, e.v, e.kc, e.vc, e.pos),
+        "attention_masked: q has dtype i32",
+    ),
+    (
+        lambda e: partial(ops.attention_masked, e.h16, e.k, e.v, e.kc, e.vc, e.pos),
+        "attention_masked: k_cache has dtype f32 but q has f16",
+    ),
+    (
+        lambda e: partial(
+            ops.attention_masked,
+            e.q,
+            e.k,
+            e.v,
+            e.kc,
+            ops.slice(e.vc, (0, 0, 0, 0), (2, 2, 4, 6)),
+            e.pos,
+        ),
+        "attention_masked: v_cache has shape (2, 2, 4, 6); its [B, Hkv, Lk]",
+    ),
+    (
+        lambda e: partial(
+            ops.attention_masked, e.q, e.k, e.v, ops.reshape(e.kc, (2, 8, 2, 8)), e.vc, e.pos
+        ),
+        "attention_masked: k_cache has 8 heads, which do not divide q's 4",
+    ),
+    (
+        lambda e: partial(
+            ops.attention_masked, e.q, e.k, e.v, ops.reshape(e.kc, (2, 2, 4, 16)), e.vc, e.pos
+        ),
+        "attention_masked: k_cache has key width 16 but q has 8",
+    ),
+    (
+        lambda e: partial(ops.attention_masked, e.q, e.k, e.k, e.kc, e.vc, e.pos),
+        "attention_masked: v_new must have shape (2, 2, 1, 6)",
+    ),
+    (
+        lambda e: partial(ops.attention_masked, e.q, e.k, e.v, e.kc, e.vc, e.i),
+        "attention_masked: pos must be a 0-d i32",
+    ),
+    (
+        lambda e: partial(ops.attention_masked, e.q, e.k, e.v, e.kc, e.vc, e.pos, scale="x"),
+        "attention_masked: scale must be a finite number",
+    ),
+    (
+        lambda e: partial(ops.attention_masked, e.q, e.k, e.v, e.kc, e.vc, e.pos, softcap=-1.0),
+        "attention_masked: softcap must be a positive finite number",
+    ),
+    (
+        lambda e: partial(ops.attention_masked, e.q, e.k, e.v, e.kc, e.vc, e.pos, bias=e.idx),
+        "attention_masked: bias has shape (2, 8, 8); expected [1|2, 1|4, 1|1, 8]",
+    ),
+    (
+        lambda e: partial(
+            ops.attention_masked,
+            e.q,
+            e.k,
+            e.v,
+            e.kc,
+            e.vc,
+            e.pos,
+            bias=ops.reshape(e.idx, (2, 2, 4, 8)),
+        ),
+        "attention_masked: bias has shape (2, 2, 4, 8)",
+    ),
+    (
+        lambda e: partial(ops.attention_masked, e.q, e.k, e.v, e.kc, e.vc, e.pos, bias=e.h16),
+        "attention_masked: bias has dtype f16",
+    ),
     # attention_prefill
-    (lambda e: partial(ops.attention_prefill, e.q, e.kp, e.vp), "attention_prefill: k has 8 keys but q has 1 rows"),
-    (lambda e: partial(ops.attention_prefill, e.qp, e.k, e.vp), "attention_prefill: v has shape (2, 2, 8, 6); its [B, Hkv, Lk] must match k"),
-    (lambda e: partial(ops.attention_prefill, e.qp, e.kp, e.vp, bias=e.idx), "attention_prefill: bias has shape (2, 8, 8); expected [1|2, 1|4, 1|8, 8]"),
-    (lambda e: partial(ops.attention_prefill, e.qp, ops.concat([e.kp, e.kp], 0), e.vp), "attention_prefill: k has batch 4 but q has 2"),
+    (
+        lambda e: partial(ops.attention_prefill, e.q, e.kp, e.vp),
+        "attention_prefill: k has 8 keys but q has 1 rows",
+    ),
+    (
+        lambda e: partial(ops.attention_prefill, e.qp, e.k, e.vp),
+        "attention_prefill: v has shape (2, 2, 8, 6); its [B, Hkv, Lk] must match k",
+    ),
+    (
+        lambda e: partial(ops.attention_prefill, e.qp, e.kp, e.vp, bias=e.idx),
+        "attention_prefill: bias has shape (2, 8, 8); expected [1|2, 1|4, 1|8, 8]",
+    ),
+    (
+        lambda e: partial(ops.attention_prefill, e.qp, ops.concat([e.kp, e.kp], 0), e.vp),
+        "attention_prefill: k has batch 4 but q has 2",
+    ),
     # attention_live
-    (lambda e: partial(ops.attention_live, e.qp, e.kp, e.vp, e.kc, e.vc, e.pos), "attention_live: q has 8 query rows; the live form is a decode"),
-    (lambda e: partial(ops.attention_live, e.q, e.k, e.v, e.kc, e.vc, e.pos, guard_name=""), "attention_live: guard_name must be a non-empty string"),
+    (
+        lambda e: partial(ops.attention_live, e.qp, e.kp, e.vp, e.kc, e.vc, e.pos),
+        "attention_live: q has 8 query rows; the live form is a decode",
+    ),
+    (
+        lambda e: partial(ops.attention_live, e.q, e.k, e.v, e.kc, e.vc, e.pos, guard_name=""),
+        "attention_live: guard_name must be a non-empty string",
+    ),
     # attention_mla
-    (lambda e: partial(ops.attention_mla, e.qp, e.kp, e.kpe, e.vp), "attention_mla: k_nope width 8 plus k_pe width 2 must equal q's key width 8"),
-    (lambda e: partial(ops.attention_mla, e.qp, e.knope, e.knope, e.vp), "attention_mla: k_pe has shape (2, 2, 8, 6); expected [2, 1, 8, s]"),
-    (lambda e: partial(ops.attention_mla, e.q, e.knope, e.kpe, e.vp), "attention_mla: q has 1 rows but there are 8 keys; without pos"),
+    (
+        lambda e: partial(ops.attention_mla, e.qp, e.kp, e.kpe, e.vp),
+        "attention_mla: k_nope width 8 plus k_pe width 2 must equal q's key width 8",
+    ),
+    (
+        lambda e: partial(ops.attention_mla, e.qp, e.knope, e.knope, e.vp),
+        "attention_mla: k_pe has shape (2, 2, 8, 6); expected [2, 1, 8, s]",
+    ),
+    (
+        lambda e: partial(ops.attention_mla, e.q, e.knope, e.kpe, e.vp),
+        "attention_mla: q has 1 rows but there are 8 keys; without pos",
+    ),
     # attention_paged
-    (lambda e: partial(ops.attention_paged, e.q, e.k, e.v, e.kpool, e.vpool, e.read, e.read, e.pos), "attention_paged: write_map must have shape (2,)"),
-    (lambda e: partial(ops.attention_paged, e.q, e.k, e.v, e.kpool, e.vpool, e.write, e.write, e.pos), "attention_paged: read_map must have shape [2, cap]"),
-    (lambda e: partial(ops.attention_paged, e.q, e.k, e.v, e.kc, e.vpool, e.write, e.read, e.pos), "attention_paged: k_pool must have rank 3"),
-    (lambda e: partial(ops.attention_paged, e.q, e.k, e.v, e.kpool, e.kpool, e.write, e.read, e.pos), "attention_paged: v_new must have shape (2, 2, 1, 8)"),
-    (lambda e: partial(ops.attention_paged, e.q, e.k, e.v, e.kpool, ops.slice(e.vpool, (0, 0, 0), (8, 2, 6)), e.write, e.read, e.pos), "attention_paged: v_pool has shape (8, 2, 6); its [S, Hkv] must match k_pool"),
-    (lambda e: partial(ops.attention_paged, e.q, e.k, e.v, e.kpool, e.vpool, e.write, e.read, e.pos, softcap=0.0), "attention_paged: softcap must be"),
+    (
+        lambda e: partial(
+            ops.attention_paged, e.q, e.k, e.v, e.kpool, e.vpool, e.read, e.read, e.pos
+        ),
+        "attention_paged: write_map must have shape (2,)",
+    ),
+    (
+        lambda e: partial(
+            ops.attention_paged, e.q, e.k, e.v, e.kpool, e.vpool, e.write, e.write, e.pos
+        ),
+        "attention_paged: read_map must have shape [2, cap]",
+    ),
+    (
+        lambda e: partial(
+            ops.attention_paged, e.q, e.k, e.v, e.kc, e.vpool, e.write, e.read, e.pos
+        ),
+        "attention_paged: k_pool must have rank 3",
+    ),
+    (
+        lambda e: partial(
+            ops.attention_paged, e.q, e.k, e.v, e.kpool, e.kpool, e.write, e.read, e.pos
+        ),
+        "attention_paged: v_new must have shape (2, 2, 1, 8)",
+    ),
+    (
+        lambda e: partial(
+            ops.attention_paged,
+            e.q,
+            e.k,
+            e.v,
+            e.kpool,
+            ops.slice(e.vpool, (0, 0, 0), (8, 2, 6)),
+            e.write,
+            e.read,
+            e.pos,
+        ),
+        "attention_paged: v_pool has shape (8, 2, 6); its [S, Hkv] must match k_pool",
+    ),
+    (
+        lambda e: partial(
+            ops.attention_paged,
+            e.q,
+            e.k,
+            e.v,
+            e.kpool,
+            e.vpool,
+            e.write,
+            e.read,
+            e.pos,
+            softcap=0.0,
+        ),
+        "attention_paged: softcap must be",
+    ),
     # sparse
-    (lambda e: partial(ops.sparse_selected_attention, e.qp, e.kp, e.vp, e.idx, block_size=3, top_k=1), "sparse_selected_attention: block_size = 3 does not divide the key length 8"),
-    (lambda e: partial(ops.sparse_selected_attention, e.qp, e.kp, e.vp, e.idx, block_size=2, top_k=5), "sparse_selected_attention: top_k = 5 exceeds the 4 key blocks"),
-    (lambda e: partial(ops.sparse_selected_attention, e.qp, e.kp, e.vp, e.idx, block_size=2, top_k=0), "sparse_selected_attention: top_k must be >= 1"),
-    (lambda e: partial(ops.sparse_selected_attention, e.qp, e.kp, e.vp, e.idx, e.idx, block_size=2, top_k=1), "sparse_selected_attention: q_pos has dtype f32"),
-    (lambda e: partial(ops.sparse_selected_attention, e.qp, e.kp, e.vp, e.idx, ops.reshape(e.i, (8, 2)), block_size=2, top_k=1), "sparse_selected_attention: q_pos must have shape (2, 8)"),
-    (lambda e: partial(ops.sparse_selected_attention, e.q, e.kp, e.vp, ops.slice(e.idx, (0, 0, 0), (2, 1, 8)), block_size=2, top_k=1), "sparse_selected_attention: q_pos is needed when Lq (1) != Lk (8)"),
-    (lambda e: partial(ops.sparse_selected_attention, e.qp, e.kp, e.vp, e.x, block_size=2, top_k=1), "sparse_selected_attention: q_pos is needed when Lq (3) != Lk (8)"),
-    (lambda e: partial(ops.sparse_selected_attention, e.qp, e.kp, e.vp, ops.slice(e.idx, (0, 0, 0), (1, 8, 8)), block_size=2, top_k=1), "sparse_selected_attention: index_scores has shape (1, 8, 8); expected [2, 8, 8]"),
-    (lambda e: partial(ops.sparse_block_topk, e.i, None, block_size=2, top_k=1), "sparse_block_topk: index_scores has dtype i32"),
-    (lambda e: partial(ops.indexer_scores, e.x, ops.slice(e.idx, (0, 0, 0), (2, 8, 4))), "indexer_scores: k_idx has shape (2, 8, 4); expected [2, Lk, 8]"),
+    (
+        lambda e: partial(
+            ops.sparse_selected_attention, e.qp, e.kp, e.vp, e.idx, block_size=3, top_k=1
+        ),
+        "sparse_selected_attention: block_size = 3 does not divide the key length 8",
+    ),
+    (
+        lambda e: partial(
+            ops.sparse_selected_attention, e.qp, e.kp, e.vp, e.idx, block_size=2, top_k=5
+        ),
+        "sparse_selected_attention: top_k = 5 exceeds the 4 key blocks",
+    ),
+    (
+        lambda e: partial(
+            ops.sparse_selected_attention, e.qp, e.kp, e.vp, e.idx, block_size=2, top_k=0
+        ),
+        "sparse_selected_attention: top_k must be >= 1",
+    ),
+    (
+        lambda e: partial(
+            ops.sparse_selected_attention, e.qp, e.kp, e.vp, e.idx, e.idx, block_size=2, top_k=1
+        ),
+        "sparse_selected_attention: q_pos has dtype f32",
+    ),
+    (
+        lambda e: partial(
+            ops.sparse_selected_attention,
+            e.qp,
+            e.kp,
+            e.vp,
+            e.idx,
+            ops.reshape(e.i, (8, 2)),
+            block_size=2,
+            top_k=1,
+        ),
+        "sparse_selected_attention: q_pos must have shape (2, 8)",
+    ),
+    (
+        lambda e: partial(
+            ops.sparse_selected_attention,
+            e.q,
+            e.kp,
+            e.vp,
+            ops.slice(e.idx, (0, 0, 0), (2, 1, 8)),
+            block_size=2,
+            top_k=1,
+        ),
+        "sparse_selected_attention: q_pos is needed when Lq (1) != Lk (8)",
+    ),
+    (
+        lambda e: partial(
+            ops.sparse_selected_attention, e.qp, e.kp, e.vp, e.x, block_size=2, top_k=1
+        ),
+        "sparse_selected_attention: q_pos is needed when Lq (3) != Lk (8)",
+    ),
+    (
+        lambda e: partial(
+            ops.sparse_selected_attention,
+            e.qp,
+            e.kp,
+            e.vp,
+            ops.slice(e.idx, (0, 0, 0), (1, 8, 8)),
+            block_size=2,
+            top_k=1,
+        ),
+        "sparse_selected_attention: index_scores has shape (1, 8, 8); expected [2, 8, 8]",
+    ),
+    (
+        lambda e: partial(ops.sparse_block_topk, e.i, None, block_size=2, top_k=1),
+        "sparse_block_topk: index_scores has dtype i32",
+    ),
+    (
+        lambda e: partial(ops.indexer_scores, e.x, ops.slice(e.idx, (0, 0, 0), (2, 8, 4))),
+        "indexer_scores: k_idx has shape (2, 8, 4); expected [2, Lk, 8]",
+    ),
     # the others
     (lambda e: partial(ops.repeat_kv, e.x, 2), "repeat_kv: x must have rank 4"),
     (lambda e: partial(ops.repeat_kv, e.kp, 0), "repeat_kv: n_rep must be >= 1"),
     (lambda e: partial(ops.softmax, e.i), "softmax: x has dtype i32"),
-    (lambda e: partial(ops.rope, e.x, e.x, e.idx), "rope: sin has shape (2, 8, 8), which does not broadcast to x"),
-    (lambda e: partial(ops.rope, ops.slice(e.x, (0, 0, 0), (2, 3, 7)), e.w, e.w), "rope: x needs an even last dimension"),
+    (
+        lambda e: partial(ops.rope, e.x, e.x, e.idx),
+        "rope: sin has shape (2, 8, 8), which does not broadcast to x",
+    ),
+    (
+        lambda e: partial(ops.rope, ops.slice(e.x, (0, 0, 0), (2, 3, 7)), e.w, e.w),
+        "rope: x needs an even last dimension",
+    ),
     (lambda e: partial(ops.rope, e.x, e.h16, e.w), "rope: cos has dtype f16"),
     (lambda e: partial(ops.rms_norm, e.x, e.idx), "rms_norm: weight has shape (2, 8, 8)"),
-    (lambda e: partial(ops.rms_norm, e.x, e.w, -1.0), "rms_norm: eps must be a non-negative number"),
+    (
+        lambda e: partial(ops.rms_norm, e.x, e.w, -1.0),
+        "rms_norm: eps must be a non-negative number",
+    ),
     (lambda e: partial(ops.silu, e.i), "silu: x has dtype i32"),
     (lambda e: partial(ops.linear, e.x, e.x), "linear: w must have rank 2"),
-    (lambda e: partial(ops.linear, e.x, ops.reshape(e.w, (2, 4))), "linear: w has shape (2, 4); its first dimension must equal x's last"),
-    (lambda e: partial(ops.mlp, e.x, ops.reshape(e.w, (2, 4)), e.w, e.w), "mlp: w_up must have rank 2"),
-    (lambda e: partial(ops.mlp, e.x, ops.reshape(e.w, (2, 4)), ops.reshape(e.w, (2, 4)), ops.reshape(e.w, (2, 4))), "mlp: w_gate has shape (2, 4); want [8, F]"),
+    (
+        lambda e: partial(ops.linear, e.x, ops.reshape(e.w, (2, 4))),
+        "linear: w has shape (2, 4); its first dimension must equal x's last",
+    ),
+    (
+        lambda e: partial(ops.mlp, e.x, ops.reshape(e.w, (2, 4)), e.w, e.w),
+        "mlp: w_up must have rank 2",
+    ),
+    (
+        lambda e: partial(
+            ops.mlp,
+            e.x,
+            ops.reshape(e.w, (2, 4)),
+            ops.reshape(e.w, (2, 4)),
+            ops.reshape(e.w, (2, 4)),
+        ),
+        "mlp: w_gate has shape (2, 4); want [8, F]",
+    ),
 ]
 
 
@@ -206,7 +445,9 @@ def test_declared_ranges_must_fit_the_cache_and_pool() -> None:
     vc = t.state("v0", (1, 1, 8, 4))
     pos = t.pos(max_pos=8)  # one past the cache
     q = t.input("q", (1, 1, 1, 4))
-    with pytest.raises(TraceError, match=r"attention_masked: pos has declared range \[0, 8\].*needs 0 <= pos <= 7"):
+    with pytest.raises(
+        TraceError, match=r"attention_masked: pos has declared range \[0, 8\].*needs 0 <= pos <= 7"
+    ):
         ops.attention_masked(q, q, q, kc, vc, pos)
     with pytest.raises(TraceError, match=r"attention_live: pos has declared range"):
         ops.attention_live(q, q, q, kc, vc, pos)
@@ -223,11 +464,17 @@ def test_declared_ranges_must_fit_the_cache_and_pool() -> None:
     big_w = t2.input("bw", (1,), "i32", range=(-1, 8), slot="write_map")
     big_r = t2.input("br", (1, 4), "i32", range=(0, 8), slot="slot_map")
     neg_r = t2.input("nr", (1, 4), "i32", range=(-1, 7), slot="slot_map")
-    with pytest.raises(TraceError, match=r"attention_paged: write_map has declared range \[-1, 8\], outside \[-1, 7\]"):
+    with pytest.raises(
+        TraceError,
+        match=r"attention_paged: write_map has declared range \[-1, 8\], outside \[-1, 7\]",
+    ):
         ops.attention_paged(q, q, q, kpool, vpool, big_w, good_r, pos2)
     with pytest.raises(TraceError, match=r"attention_paged: read_map has declared range \[0, 8\]"):
         ops.attention_paged(q, q, q, kpool, vpool, good_w, big_r, pos2)
-    with pytest.raises(TraceError, match=r"attention_paged: read_map has declared range \[-1, 7\], outside \[0, 7\]"):
+    with pytest.raises(
+        TraceError,
+        match=r"attention_paged: read_map has declared range \[-1, 7\], outside \[0, 7\]",
+    ):
         ops.attention_paged(q, q, q, kpool, vpool, good_w, neg_r, pos2)
     out = ops.attention_paged(q, q, q, kpool, vpool, good_w, good_r, pos2)
     assert out[0].shape == (1, 1, 1, 4)
@@ -236,5 +483,7 @@ def test_declared_ranges_must_fit_the_cache_and_pool() -> None:
 def test_live_guard_name_must_be_free() -> None:
     e = Env()
     e.tr.output("taken", e.q)
-    with pytest.raises(TraceError, match="attention_live: guard_name 'taken' is already a result name"):
+    with pytest.raises(
+        TraceError, match="attention_live: guard_name 'taken' is already a result name"
+    ):
         ops.attention_live(e.q, e.k, e.v, e.kc, e.vc, e.pos, guard_name="taken")

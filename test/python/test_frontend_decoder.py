@@ -11,7 +11,13 @@ import numpy as np
 import pytest
 
 from poot_mlir import oracle
-from poot_mlir.examples.decoder import DecoderConfig, build_decoder, init_state, init_weights, weight_shapes
+from poot_mlir.examples.decoder import (
+    DecoderConfig,
+    build_decoder,
+    init_state,
+    init_weights,
+    weight_shapes,
+)
 
 STEPS = 5
 
@@ -35,7 +41,9 @@ class NumpyDecoder:
     f32 between steps, so both are rounded to f32 here too. `k`/`v` start as
     the given caches (any content: the mask hides slots past pos)."""
 
-    def __init__(self, config: DecoderConfig, weights: dict[str, np.ndarray], state: dict[str, np.ndarray]) -> None:
+    def __init__(
+        self, config: DecoderConfig, weights: dict[str, np.ndarray], state: dict[str, np.ndarray]
+    ) -> None:
         self.c = config
         self.w = {n: a.astype(np.float64) for n, a in weights.items()}
         self.k = [state[f"k{layer}"][0].astype(np.float64) for layer in range(config.layers)]
@@ -113,7 +121,9 @@ def test_decode_steps_carry_the_kv_state(rng) -> None:
         np.testing.assert_allclose(result.named["logits"][0, 0], want, rtol=1e-10, atol=1e-10)
         state = {n: a.astype(np.float32) for n, a in result.state.items()}
         for layer in range(config.layers):
-            np.testing.assert_array_equal(state[f"k{layer}"][0, :, pos], model.k[layer][:, pos].astype(np.float32))
+            np.testing.assert_array_equal(
+                state[f"k{layer}"][0, :, pos], model.k[layer][:, pos].astype(np.float32)
+            )
         # the f32 session, carrying its own state
         low = session.step(inputs)
         assert low.named["logits"].dtype == np.float32
@@ -123,7 +133,9 @@ def test_decode_steps_carry_the_kv_state(rng) -> None:
 
 def test_main_prints_the_module() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "poot_mlir.examples.decoder", "--steps", "2"], capture_output=True, text=True
+        [sys.executable, "-m", "poot_mlir.examples.decoder", "--steps", "2"],
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("module {")

@@ -21,7 +21,9 @@ from hypothesis import strategies as st
 from poot_mlir import oracle
 from poot_mlir.frontend import Tracer, ops
 
-FAST = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FAST = settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @pytest.fixture(autouse=True)
@@ -74,7 +76,9 @@ def check(module, inputs: dict, expected: dict[str, np.ndarray]) -> None:
     ref = oracle.run(module, inputs, reference=True)
     low = oracle.run(module, inputs)
     for name, want in expected.items():
-        np.testing.assert_allclose(ref.named[name], want, rtol=1e-10, atol=1e-10, err_msg=f"{name} (reference)")
+        np.testing.assert_allclose(
+            ref.named[name], want, rtol=1e-10, atol=1e-10, err_msg=f"{name} (reference)"
+        )
         got = low.named[name]
         if got.dtype.kind == "f":
             assert got.dtype == np.float32, name
@@ -95,7 +99,9 @@ DECODE_CASES = {
 }
 
 
-def run_decode_masked(rng, B, Hkv, n_rep, cap, Dk, Dv, T, softcap, bias_kind, scale, *, live=False) -> None:
+def run_decode_masked(
+    rng, B, Hkv, n_rep, cap, Dk, Dv, T, softcap, bias_kind, scale, *, live=False
+) -> None:
     Hq = Hkv * n_rep
     tr = Tracer("decode")
     kc = tr.state("k0", (B, Hkv, cap, Dk))
@@ -152,8 +158,13 @@ def test_attention_masked_decode(rng, case) -> None:
 @FAST
 @given(
     shape=st.tuples(
-        st.integers(1, 2), st.integers(1, 3), st.sampled_from([1, 2, 4]), st.integers(4, 12),
-        st.sampled_from([4, 8, 12]), st.sampled_from([3, 8]), st.integers(1, 3),
+        st.integers(1, 2),
+        st.integers(1, 3),
+        st.sampled_from([1, 2, 4]),
+        st.integers(4, 12),
+        st.sampled_from([4, 8, 12]),
+        st.sampled_from([3, 8]),
+        st.integers(1, 3),
     ),
     softcap=st.sampled_from([None, 3.0]),
     bias=st.sampled_from([None, "alibi", "shared"]),
@@ -184,9 +195,17 @@ def run_prefill(rng, B, Hkv, n_rep, L, Dk, Dv, softcap, bias_kind, scale) -> Non
     v_t = tr.input("v", (B, Hkv, L, Dv))
     bias_shape = {"alibi": (1, Hq, L, L), "shared": (B, 1, 1, L)}.get(bias_kind)
     bias_t = tr.input("bias", bias_shape) if bias_shape else None
-    tr.output("out", ops.attention_prefill(q_t, k_t, v_t, scale=scale, softcap=softcap, bias=bias_t))
-    inputs = {"q": normal(rng, (B, Hq, L, Dk)), "k": normal(rng, (B, Hkv, L, Dk)), "v": normal(rng, (B, Hkv, L, Dv))}
-    bias = {"alibi": lambda: alibi(Hq, L, L, 0), "shared": lambda: normal(rng, bias_shape)}.get(bias_kind, lambda: None)()
+    tr.output(
+        "out", ops.attention_prefill(q_t, k_t, v_t, scale=scale, softcap=softcap, bias=bias_t)
+    )
+    inputs = {
+        "q": normal(rng, (B, Hq, L, Dk)),
+        "k": normal(rng, (B, Hkv, L, Dk)),
+        "v": normal(rng, (B, Hkv, L, Dv)),
+    }
+    bias = {"alibi": lambda: alibi(Hq, L, L, 0), "shared": lambda: normal(rng, bias_shape)}.get(
+        bias_kind, lambda: None
+    )()
     if bias is not None:
         inputs["bias"] = bias
     visible = np.arange(L)[None, :] <= np.arange(L)[:, None]
@@ -204,7 +223,14 @@ def test_attention_prefill(rng, case) -> None:
 
 @FAST
 @given(
-    shape=st.tuples(st.integers(1, 2), st.integers(1, 2), st.sampled_from([1, 3]), st.integers(1, 9), st.sampled_from([4, 8]), st.sampled_from([2, 8])),
+    shape=st.tuples(
+        st.integers(1, 2),
+        st.integers(1, 2),
+        st.sampled_from([1, 3]),
+        st.integers(1, 9),
+        st.sampled_from([4, 8]),
+        st.sampled_from([2, 8]),
+    ),
     softcap=st.sampled_from([None, 2.0]),
     bias=st.sampled_from([None, "alibi", "shared"]),
 )
@@ -217,9 +243,15 @@ def test_attention_prefill_shapes(rng, shape, softcap, bias) -> None:
 
 @pytest.mark.parametrize(
     "B, Hkv, n_rep, cap, Dk, Dv, softcap, bias",
-    [(1, 2, 1, 8, 8, 8, None, None), (2, 2, 2, 10, 8, 4, 3.0, "alibi"), (2, 1, 4, 6, 12, 12, None, "shared")],
+    [
+        (1, 2, 1, 8, 8, 8, None, None),
+        (2, 2, 2, 10, 8, 4, 3.0, "alibi"),
+        (2, 1, 4, 6, 12, 12, None, "shared"),
+    ],
 )
-def test_attention_live_ignores_nan_in_unused_rows(rng, B, Hkv, n_rep, cap, Dk, Dv, softcap, bias) -> None:
+def test_attention_live_ignores_nan_in_unused_rows(
+    rng, B, Hkv, n_rep, cap, Dk, Dv, softcap, bias
+) -> None:
     """The one definition: same answer as the masked decode, and a NaN in a
     cache row past pos never reaches the output (true selects)."""
     Hq = Hkv * n_rep
@@ -249,7 +281,10 @@ def test_attention_live_ignores_nan_in_unused_rows(rng, B, Hkv, n_rep, cap, Dk, 
         }
         inputs["k0"][:, :, pos + 1 :] = np.nan
         inputs["v0"][:, :, pos + 1 :] = np.nan
-        b = {"alibi": lambda: alibi(Hq, 1, cap, pos), "shared": lambda: normal(rng, bias_shape)}.get(bias, lambda: None)()
+        b = {
+            "alibi": lambda: alibi(Hq, 1, cap, pos),
+            "shared": lambda: normal(rng, bias_shape),
+        }.get(bias, lambda: None)()
         if b is not None:
             inputs["bias"] = b
         k1_np, v1_np = inputs["k0"].copy(), inputs["v0"].copy()
@@ -271,7 +306,14 @@ def test_attention_live_ignores_nan_in_unused_rows(rng, B, Hkv, n_rep, cap, Dk, 
 
 @FAST
 @given(
-    shape=st.tuples(st.integers(1, 2), st.integers(1, 2), st.sampled_from([1, 2]), st.integers(2, 10), st.sampled_from([4, 8]), st.sampled_from([3, 8])),
+    shape=st.tuples(
+        st.integers(1, 2),
+        st.integers(1, 2),
+        st.sampled_from([1, 2]),
+        st.integers(2, 10),
+        st.sampled_from([4, 8]),
+        st.sampled_from([3, 8]),
+    ),
     softcap=st.sampled_from([None, 5.0]),
     bias=st.sampled_from([None, "alibi", "shared"]),
 )
@@ -311,9 +353,18 @@ def test_attention_mla(rng, B, Hkv, n_rep, Lq, Lk, Dn, s, Dv, decode, softcap) -
     if decode:
         first = int(rng.integers(0, Lk - Lq + 1))
         inputs["pos"] = np.int32(first)
-    key = np.concatenate([inputs["k_nope"], np.broadcast_to(inputs["k_pe"], (B, Hkv, Lk, s))], axis=-1)
+    key = np.concatenate(
+        [inputs["k_nope"], np.broadcast_to(inputs["k_pe"], (B, Hkv, Lk, s))], axis=-1
+    )
     visible = np.arange(Lk)[None, :] <= first + np.arange(Lq)[:, None]
-    want = attend(inputs["q"], key, inputs["v"], scale=f32(1 / math.sqrt(Dk)), softcap=f32(softcap), visible=visible)
+    want = attend(
+        inputs["q"],
+        key,
+        inputs["v"],
+        scale=f32(1 / math.sqrt(Dk)),
+        softcap=f32(softcap),
+        visible=visible,
+    )
     check(tr.finish(), inputs, {"out": want})
 
 
@@ -331,7 +382,9 @@ def run_paged(rng, B, Hkv, n_rep, T, cap, S, Dk, Dv, softcap, pad) -> None:
     q_t = tr.input("q", (B, Hq, T, Dk))
     k_t = tr.input("k", (B, Hkv, T, Dk))
     v_t = tr.input("v", (B, Hkv, T, Dv))
-    out, kp1, vp1 = ops.attention_paged(q_t, k_t, v_t, kp_t, vp_t, write_t, read_t, pos_t, softcap=softcap)
+    out, kp1, vp1 = ops.attention_paged(
+        q_t, k_t, v_t, kp_t, vp_t, write_t, read_t, pos_t, softcap=softcap
+    )
     tr.output("out", out)
     tr.state_out("k_pool", kp1)
     tr.state_out("v_pool", vp1)
@@ -369,13 +422,24 @@ def run_paged(rng, B, Hkv, n_rep, T, cap, S, Dk, Dv, softcap, pad) -> None:
             k_view[b, :, t] = k_pool[read[b, t]]
             v_view[b, :, t] = v_pool[read[b, t]]
     visible = np.arange(cap)[None, :] <= pos + np.arange(T)[:, None]
-    want = attend(inputs["q"], k_view, v_view, scale=f32(1 / math.sqrt(Dk)), softcap=f32(softcap), visible=visible)
+    want = attend(
+        inputs["q"],
+        k_view,
+        v_view,
+        scale=f32(1 / math.sqrt(Dk)),
+        softcap=f32(softcap),
+        visible=visible,
+    )
     check(tr.finish(), inputs, {"out": want, "k_pool": k_pool, "v_pool": v_pool})
 
 
 @pytest.mark.parametrize(
     "B, Hkv, n_rep, T, cap, S, Dk, Dv, softcap, pad",
-    [(1, 2, 1, 1, 8, 16, 8, 8, None, False), (2, 2, 2, 1, 12, 32, 8, 4, 5.0, True), (2, 1, 3, 2, 6, 20, 4, 6, None, True)],
+    [
+        (1, 2, 1, 1, 8, 16, 8, 8, None, False),
+        (2, 2, 2, 1, 12, 32, 8, 4, 5.0, True),
+        (2, 1, 3, 2, 6, 20, 4, 6, None, True),
+    ],
 )
 def test_attention_paged(rng, B, Hkv, n_rep, T, cap, S, Dk, Dv, softcap, pad) -> None:
     run_paged(rng, B, Hkv, n_rep, T, cap, S, Dk, Dv, softcap, pad)
@@ -383,7 +447,13 @@ def test_attention_paged(rng, B, Hkv, n_rep, T, cap, S, Dk, Dv, softcap, pad) ->
 
 @FAST
 @given(
-    shape=st.tuples(st.integers(1, 3), st.integers(1, 2), st.sampled_from([1, 2]), st.integers(1, 2), st.integers(2, 9)),
+    shape=st.tuples(
+        st.integers(1, 3),
+        st.integers(1, 2),
+        st.sampled_from([1, 2]),
+        st.integers(1, 2),
+        st.integers(2, 9),
+    ),
     pad=st.booleans(),
 )
 def test_attention_paged_shapes(rng, shape, pad) -> None:
@@ -427,7 +497,12 @@ def run_sparse(rng, B, Hkv, n_rep, Lq, Lk, D, bs, k, softcap, decode) -> None:
     idx_t = tr.input("index", (B, Lq, Lk))
     qpos_t = tr.input("q_pos", (B, Lq), "i32", range=(0, Lk - 1)) if decode else None
     tr.output("ids", ops.sparse_block_topk(idx_t, qpos_t, block_size=bs, top_k=k))
-    tr.output("out", ops.sparse_selected_attention(q_t, k_t, v_t, idx_t, qpos_t, block_size=bs, top_k=k, softcap=softcap))
+    tr.output(
+        "out",
+        ops.sparse_selected_attention(
+            q_t, k_t, v_t, idx_t, qpos_t, block_size=bs, top_k=k, softcap=softcap
+        ),
+    )
     inputs = {
         "q": normal(rng, (B, Hq, Lq, D)),
         "k": normal(rng, (B, Hkv, Lk, D)),
@@ -441,10 +516,19 @@ def run_sparse(rng, B, Hkv, n_rep, Lq, Lk, D, bs, k, softcap, decode) -> None:
         qpos = np.broadcast_to(np.arange(Lq, dtype=np.int32), (B, Lq))
     ids = block_ids(inputs["index"], qpos, bs, k)
     visible = sparse_visible(ids, qpos, bs, Lk)
-    want = attend(inputs["q"], inputs["k"], inputs["v"], scale=f32(1 / math.sqrt(D)), softcap=f32(softcap), visible=visible)
+    want = attend(
+        inputs["q"],
+        inputs["k"],
+        inputs["v"],
+        scale=f32(1 / math.sqrt(D)),
+        softcap=f32(softcap),
+        visible=visible,
+    )
     check(tr.finish(), inputs, {"out": want})
     for reference in (True, False):
-        np.testing.assert_array_equal(oracle.run(tr.finish(), inputs, reference=reference).named["ids"], ids)
+        np.testing.assert_array_equal(
+            oracle.run(tr.finish(), inputs, reference=reference).named["ids"], ids
+        )
 
 
 @pytest.mark.parametrize(
@@ -462,7 +546,13 @@ def test_sparse_selected_attention(rng, B, Hkv, n_rep, Lq, Lk, D, bs, k, softcap
 
 @FAST
 @given(
-    shape=st.tuples(st.integers(1, 2), st.integers(1, 2), st.sampled_from([1, 2]), st.sampled_from([1, 2, 4]), st.integers(1, 5)),
+    shape=st.tuples(
+        st.integers(1, 2),
+        st.integers(1, 2),
+        st.sampled_from([1, 2]),
+        st.sampled_from([1, 2, 4]),
+        st.integers(1, 5),
+    ),
     k=st.integers(1, 3),
     decode=st.booleans(),
 )
@@ -484,7 +574,9 @@ def test_sparse_block_topk_matches_the_fused_op(rng) -> None:
     qpos = rng.integers(0, nb * bs, (B, Lq)).astype(np.int32)
     got = oracle.run(tr.finish(), {"index": index, "q_pos": qpos}).named["ids"]
     block_scores = index.reshape(B, Lq, nb, bs).max(axis=-1)
-    np.testing.assert_array_equal(got, oracle.semantics.block_topk(block_scores, qpos, k=k, block_size=bs))
+    np.testing.assert_array_equal(
+        got, oracle.semantics.block_topk(block_scores, qpos, k=k, block_size=bs)
+    )
     np.testing.assert_array_equal(got, block_ids(index, qpos, bs, k))
 
 
@@ -494,7 +586,9 @@ def test_indexer_scores(rng) -> None:
     ki = tr.input("k_idx", (2, 7, 3))
     tr.output("s", ops.indexer_scores(qi, ki))
     inputs = {"q_idx": normal(rng, (2, 5, 3)), "k_idx": normal(rng, (2, 7, 3))}
-    want = np.einsum("bid,btd->bit", inputs["q_idx"].astype(np.float64), inputs["k_idx"].astype(np.float64))
+    want = np.einsum(
+        "bid,btd->bit", inputs["q_idx"].astype(np.float64), inputs["k_idx"].astype(np.float64)
+    )
     check(tr.finish(), inputs, {"s": want})
 
 
@@ -511,7 +605,17 @@ def test_rope_rms_norm_mlp(rng) -> None:
     tr.output("norm", ops.rms_norm(x_t, w_t, eps=1e-5))
     tr.output("mlp", ops.mlp(x_t, wg_t, wu_t, wd_t))
     tr.output("softmax", ops.softmax(x_t))
-    inputs = {n: normal(rng, s) for n, s in (("x", (2, 3, 8)), ("angle", (3, 8)), ("w", (8,)), ("wg", (8, 16)), ("wu", (8, 16)), ("wd", (16, 8)))}
+    inputs = {
+        n: normal(rng, s)
+        for n, s in (
+            ("x", (2, 3, 8)),
+            ("angle", (3, 8)),
+            ("w", (8,)),
+            ("wg", (8, 16)),
+            ("wu", (8, 16)),
+            ("wd", (16, 8)),
+        )
+    }
     x, ang, w = (inputs[n].astype(np.float64) for n in ("x", "angle", "w"))
     rotated = np.concatenate([-x[..., 4:], x[..., :4]], axis=-1)
     rope = x * np.cos(ang) + rotated * np.sin(ang)
@@ -519,4 +623,8 @@ def test_rope_rms_norm_mlp(rng) -> None:
     g, u = x @ inputs["wg"].astype(np.float64), x @ inputs["wu"].astype(np.float64)
     mlp = (g / (1 + np.exp(-g)) * u) @ inputs["wd"].astype(np.float64)
     e = np.exp(x - x.max(axis=-1, keepdims=True))
-    check(tr.finish(), inputs, {"rope": rope, "norm": norm, "mlp": mlp, "softmax": e / e.sum(-1, keepdims=True)})
+    check(
+        tr.finish(),
+        inputs,
+        {"rope": rope, "norm": norm, "mlp": mlp, "softmax": e / e.sum(-1, keepdims=True)},
+    )

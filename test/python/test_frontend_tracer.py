@@ -79,10 +79,18 @@ def test_arguments_and_results_carry_the_driver_contract() -> None:
     assert module.operation.verify()
     text = tr.mlir()
     assert '{poot.name = "k0", poot.slot = #poot.slot<state "k0">}' in text
-    assert '{poot.name = "pos", poot.range = #poot.range<0, 7>, poot.slot = #poot.slot<pos>}' in text
+    assert (
+        '{poot.name = "pos", poot.range = #poot.range<0, 7>, poot.slot = #poot.slot<pos>}' in text
+    )
     assert '{poot.name = "ids", poot.range = #poot.range<0, 9>}' in text
-    assert '{poot.name = "read", poot.range = #poot.range<0, 15>, poot.slot = #poot.slot<slot_map>}' in text
-    assert '{poot.name = "write", poot.range = #poot.range<-1, 15>, poot.slot = #poot.slot<write_map>}' in text
+    assert (
+        '{poot.name = "read", poot.range = #poot.range<0, 15>, poot.slot = #poot.slot<slot_map>}'
+        in text
+    )
+    assert (
+        '{poot.name = "write", poot.range = #poot.range<-1, 15>, poot.slot = #poot.slot<write_map>}'
+        in text
+    )
     assert '{poot.name = "ids_ok", poot.slot = #poot.slot<validation>}' in text
     assert tr.finish() is module  # idempotent
 
@@ -178,8 +186,10 @@ def test_every_op_carries_the_callers_line() -> None:
 def test_column_points_at_the_subexpression() -> None:
     tr = Tracer("cols")
     x = tr.input("x", (4,))
-    y = ops.exp(x) * ops.tanh(x)  # noqa: F841
-    exp_col, tanh_col, _ = [int(str(op.location).split(":")[-1].rstrip(")")) for op in tr._block.operations]
+    ops.exp(x) * ops.tanh(x)
+    exp_col, tanh_col, _ = [
+        int(str(op.location).split(":")[-1].rstrip(")")) for op in tr._block.operations
+    ]
     assert tanh_col - exp_col == len("ops.exp(x) * ")
 
 
@@ -192,7 +202,9 @@ def test_locations_survive_poot_opt() -> None:
     line = this_line() + 1
     tr.output("y", ops.sqrt(x))
     text = tr.mlir(debug_info=True)
-    proc = subprocess.run([tool, "--mlir-print-debuginfo"], input=text, capture_output=True, text=True)
+    proc = subprocess.run(
+        [tool, "--mlir-print-debuginfo"], input=text, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     assert f'{Path(__file__).name}":{line}:' in proc.stdout
 
@@ -241,12 +253,18 @@ def test_poot_opt_round_trips_a_traced_module() -> None:
         (lambda tr: tr.input("r", (2,), "f32", range=(0, 3)), ["input 'r'", "range", "i32"]),
         (lambda tr: tr.input("r", (2,), "i32", range=(3, 0)), ["input 'r'", "empty"]),
         (lambda tr: tr.input("m", (2,), "i32", slot="slot_map"), ["input 'm'", "slot_map", "2-D"]),
-        (lambda tr: tr.input("m", (2, 2), "i32", slot="write_map"), ["input 'm'", "write_map", "1-D"]),
+        (
+            lambda tr: tr.input("m", (2, 2), "i32", slot="write_map"),
+            ["input 'm'", "write_map", "1-D"],
+        ),
         (lambda tr: tr.input("m", (2,), "i32", slot="pos"), ["input 'm'", "slot"]),
         (lambda tr: (tr.pos(3), tr.pos(4, name="p2")), ["pos", "already has a pos"]),
         (lambda tr: tr.pos(-1), ["pos", "max_pos"]),
         (lambda tr: tr.output("y", 3.0), ["output 'y'", "traced Tensor"]),
-        (lambda tr: tr.state_out("nope", tr.input("x", (1,))), ["state_out 'nope'", "no state argument"]),
+        (
+            lambda tr: tr.state_out("nope", tr.input("x", (1,))),
+            ["state_out 'nope'", "no state argument"],
+        ),
         (
             lambda tr: (tr.state("s", (2,)), tr.state_out("s", tr.input("x", (3,)))),
             ["state_out 's'", "shape"],

@@ -100,7 +100,11 @@ def init_weights(config: DecoderConfig, seed: int) -> dict[str, np.ndarray]:
 def init_state(config: DecoderConfig) -> dict[str, np.ndarray]:
     """Empty KV caches (the mask hides every slot past pos anyway)."""
     shape = (1, config.kv_heads, config.cap, config.head_dim)
-    return {f"{kind}{layer}": np.zeros(shape, np.float32) for layer in range(config.layers) for kind in "kv"}
+    return {
+        f"{kind}{layer}": np.zeros(shape, np.float32)
+        for layer in range(config.layers)
+        for kind in "kv"
+    }
 
 
 def _heads(x: Tensor, heads: int, head_dim: int) -> Tensor:
@@ -155,7 +159,9 @@ def build_decoder(config: DecoderConfig = DecoderConfig(), name: str = "decode_s
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=0, help="decode this many tokens with the oracle")
+    parser.add_argument(
+        "--steps", type=int, default=0, help="decode this many tokens with the oracle"
+    )
     parser.add_argument("--seed", type=int, default=0, help="weight seed for --steps")
     parser.add_argument("--debug-info", action="store_true", help="print source locations")
     args = parser.parse_args(argv)
@@ -169,7 +175,9 @@ def main(argv: list[str] | None = None) -> None:
         session = oracle.Session(tracer.finish(), init_state(config))
         token = 1
         for step in range(args.steps):
-            result = session.step({"pos": np.int32(step), "token": np.array([[token]], np.int32), **weights})
+            result = session.step(
+                {"pos": np.int32(step), "token": np.array([[token]], np.int32), **weights}
+            )
             token = int(np.argmax(result.named["logits"]))
             print(f"// step {step}: next token {token}")
 

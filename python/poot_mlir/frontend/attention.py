@@ -61,8 +61,10 @@ def _scale_value(op: str, scale: float | None, dk: int) -> float:
 def _check_softcap(op: str, softcap: float | None) -> None:
     if softcap is None:
         return
-    if isinstance(softcap, bool) or not isinstance(softcap, (int, float)) or not (
-        math.isfinite(softcap) and softcap > 0
+    if (
+        isinstance(softcap, bool)
+        or not isinstance(softcap, (int, float))
+        or not (math.isfinite(softcap) and softcap > 0)
     ):
         raise fail(op, "softcap", f"must be a positive finite number or None, got {softcap!r}")
 
@@ -76,7 +78,11 @@ def _check_bias(op: str, bias: Tensor | None, q: Tensor, lk: int) -> None:
     checks.require_same_dtype(op, "bias", bias, "q", q)
     b, hq, lq, _ = q.shape
     want = (b, hq, lq, lk)
-    if bias.rank != 4 or bias.shape[3] != lk or any(d not in (1, w) for d, w in zip(bias.shape[:3], want[:3])):
+    if (
+        bias.rank != 4
+        or bias.shape[3] != lk
+        or any(d not in (1, w) for d, w in zip(bias.shape[:3], want[:3]))
+    ):
         raise fail(op, "bias", f"has shape {bias.shape}; expected [1|{b}, 1|{hq}, 1|{lq}, {lk}]")
 
 
@@ -86,7 +92,9 @@ def _check_q(op: str, q: Tensor) -> None:
     checks.require_rank(op, "q", q, 4)
 
 
-def _check_kv4(op: str, q: Tensor, k: Tensor, v: Tensor, kname: str, vname: str, dk: int | None = None) -> int:
+def _check_kv4(
+    op: str, q: Tensor, k: Tensor, v: Tensor, kname: str, vname: str, dk: int | None = None
+) -> int:
     """`k [B, Hkv, Lk, Dk]`, `v [B, Hkv, Lk, Dv]` against q `[B, Hq, Lq, Dk]`;
     returns n_rep = Hq / Hkv."""
     for arg, t in ((kname, k), (vname, v)):
@@ -95,14 +103,20 @@ def _check_kv4(op: str, q: Tensor, k: Tensor, v: Tensor, kname: str, vname: str,
         checks.require_rank(op, arg, t, 4)
     b, hq, _, qd = q.shape
     if k.shape[0] != b:
-        raise fail(op, kname, f"has batch {k.shape[0]} but q has {b} (q {q.shape}, {kname} {k.shape})")
+        raise fail(
+            op, kname, f"has batch {k.shape[0]} but q has {b} (q {q.shape}, {kname} {k.shape})"
+        )
     if (dk if dk is not None else k.shape[3]) != qd:
-        raise fail(op, kname, f"has key width {k.shape[3]} but q has {qd} (q {q.shape}, {kname} {k.shape})")
+        raise fail(
+            op, kname, f"has key width {k.shape[3]} but q has {qd} (q {q.shape}, {kname} {k.shape})"
+        )
     hkv = k.shape[1]
     if hkv == 0 or hq % hkv:
         raise fail(op, kname, f"has {hkv} heads, which do not divide q's {hq} heads")
     if v.shape[:3] != k.shape[:3]:
-        raise fail(op, vname, f"has shape {v.shape}; its [B, Hkv, Lk] must match {kname} {k.shape[:3]}")
+        raise fail(
+            op, vname, f"has shape {v.shape}; its [B, Hkv, Lk] must match {kname} {k.shape[:3]}"
+        )
     return hq // hkv
 
 
@@ -201,9 +215,13 @@ def _check_cache_pair(
         checks.require_same_dtype(op, arg, new, "q", q)
         checks.require_rank(op, arg, new, 4)
         want = (cache.shape[0], cache.shape[1], q.shape[2], cache.shape[3])
-        checks.require_shape(op, arg, new, want, f"[B, Hkv, Lq, D] (one row per query row, like {arg[0]}_cache)")
+        checks.require_shape(
+            op, arg, new, want, f"[B, Hkv, Lq, D] (one row per query row, like {arg[0]}_cache)"
+        )
     if q.shape[2] > k_cache.shape[2]:
-        raise fail(op, "q", f"has {q.shape[2]} query rows, more than the cache capacity {k_cache.shape[2]}")
+        raise fail(
+            op, "q", f"has {q.shape[2]} query rows, more than the cache capacity {k_cache.shape[2]}"
+        )
     return n_rep
 
 
@@ -238,7 +256,10 @@ def attention_masked(
     """
     op = "attention_masked"
     n_rep = _check_cache_pair(op, q, k_new, v_new, k_cache, v_cache)
-    checks.tracer_of(op, dict(q=q, k_new=k_new, v_new=v_new, k_cache=k_cache, v_cache=v_cache, pos=pos, bias=bias))
+    checks.tracer_of(
+        op,
+        dict(q=q, k_new=k_new, v_new=v_new, k_cache=k_cache, v_cache=v_cache, pos=pos, bias=bias),
+    )
     cap, lq = k_cache.shape[2], q.shape[2]
     _check_pos(op, pos, lq, cap, "the cache capacity")
     scale_v = _scale_value(op, scale, q.shape[3])
@@ -277,7 +298,9 @@ def attention_prefill(
     tr = checks.tracer_of(op, dict(q=q, k=k, v=v, bias=bias))
     length = q.shape[2]
     if k.shape[2] != length:
-        raise fail(op, "k", f"has {k.shape[2]} keys but q has {length} rows; prefill needs Lq == Lk")
+        raise fail(
+            op, "k", f"has {k.shape[2]} keys but q has {length} rows; prefill needs Lq == Lk"
+        )
     scale_v = _scale_value(op, scale, q.shape[3])
     _check_softcap(op, softcap)
     _check_bias(op, bias, q, length)
@@ -333,7 +356,10 @@ def attention_live(
     """
     op = "attention_live"
     n_rep = _check_cache_pair(op, q, k_new, v_new, k_cache, v_cache)
-    tr = checks.tracer_of(op, dict(q=q, k_new=k_new, v_new=v_new, k_cache=k_cache, v_cache=v_cache, pos=pos, bias=bias))
+    tr = checks.tracer_of(
+        op,
+        dict(q=q, k_new=k_new, v_new=v_new, k_cache=k_cache, v_cache=v_cache, pos=pos, bias=bias),
+    )
     b, _, lq, _ = q.shape
     cap = k_cache.shape[2]
     if lq != 1:
@@ -404,16 +430,26 @@ def attention_mla(
     s_width = k_pe.shape[3]
     hkv, lk = k_nope.shape[1], k_nope.shape[2]
     if k_pe.shape[:3] != (b, 1, lk):
-        raise fail(op, "k_pe", f"has shape {k_pe.shape}; expected [{b}, 1, {lk}, s] (one rotary part for every head)")
+        raise fail(
+            op,
+            "k_pe",
+            f"has shape {k_pe.shape}; expected [{b}, 1, {lk}, s] (one rotary part for every head)",
+        )
     if k_nope.shape[3] + s_width != dk:
         raise fail(
-            op, "k_nope", f"width {k_nope.shape[3]} plus k_pe width {s_width} must equal q's key width {dk}"
+            op,
+            "k_nope",
+            f"width {k_nope.shape[3]} plus k_pe width {s_width} must equal q's key width {dk}",
         )
     n_rep = _check_kv4(op, q, k_nope, v, "k_nope", "v", dk=k_nope.shape[3] + s_width)
     tr = checks.tracer_of(op, dict(q=q, k_nope=k_nope, k_pe=k_pe, v=v, pos=pos, bias=bias))
     if pos is None:
         if lq != lk:
-            raise fail(op, "q", f"has {lq} rows but there are {lk} keys; without pos this is a prefill (Lq == Lk)")
+            raise fail(
+                op,
+                "q",
+                f"has {lq} rows but there are {lk} keys; without pos this is a prefill (Lq == Lk)",
+            )
     else:
         _check_pos(op, pos, lq, lk, "the key length")
     scale_v = _scale_value(op, scale, dk)
@@ -475,7 +511,11 @@ def attention_paged(
     if hkv == 0 or hq % hkv:
         raise fail(op, "k_pool", f"has {hkv} heads, which do not divide q's {hq} heads")
     if v_pool.shape[:2] != (slots, hkv):
-        raise fail(op, "v_pool", f"has shape {v_pool.shape}; its [S, Hkv] must match k_pool {k_pool.shape[:2]}")
+        raise fail(
+            op,
+            "v_pool",
+            f"has shape {v_pool.shape}; its [S, Hkv] must match k_pool {k_pool.shape[:2]}",
+        )
     for arg, new, pool in (("k_new", k_new, k_pool), ("v_new", v_new, v_pool)):
         checks.require_tensor(op, arg, new)
         checks.require_same_dtype(op, arg, new, "q", q)
@@ -489,13 +529,27 @@ def attention_paged(
         raise fail(op, "read_map", f"must have shape [{b}, cap], got {read_map.shape}")
     cap = read_map.shape[1]
     for arg, t, lo in (("write_map", write_map, -1), ("read_map", read_map, 0)):
-        if t.declared_range is not None and (t.declared_range[0] < lo or t.declared_range[1] > slots - 1):
+        if t.declared_range is not None and (
+            t.declared_range[0] < lo or t.declared_range[1] > slots - 1
+        ):
             raise fail(
-                op, arg, f"has declared range {list(t.declared_range)}, outside [{lo}, {slots - 1}] of the {slots}-slot pool"
+                op,
+                arg,
+                f"has declared range {list(t.declared_range)}, outside [{lo}, {slots - 1}] of the {slots}-slot pool",
             )
     tr = checks.tracer_of(
         op,
-        dict(q=q, k_new=k_new, v_new=v_new, k_pool=k_pool, v_pool=v_pool, write_map=write_map, read_map=read_map, pos=pos, bias=bias),
+        dict(
+            q=q,
+            k_new=k_new,
+            v_new=v_new,
+            k_pool=k_pool,
+            v_pool=v_pool,
+            write_map=write_map,
+            read_map=read_map,
+            pos=pos,
+            bias=bias,
+        ),
     )
     del tr
     _check_pos(op, pos, lq, cap, "the read map's capacity")

@@ -40,7 +40,11 @@ def tracer_of(op: str, tensors: dict[str, object]) -> "Tracer":
             if found is None:
                 found = value.tracer
             elif value.tracer is not found:
-                raise fail(op, arg, f"was traced by another Tracer ({value.tracer.name!r}, not {found.name!r})")
+                raise fail(
+                    op,
+                    arg,
+                    f"was traced by another Tracer ({value.tracer.name!r}, not {found.name!r})",
+                )
     if found is None:
         found = Tracer.current()
     if found.finished:
@@ -114,13 +118,29 @@ def broadcast_shapes(op: str, shapes: dict[str, tuple[int, ...]]) -> tuple[int, 
     return tuple(out)
 
 
-def broadcasts_to(op: str, arg: str, shape: tuple[int, ...], target: tuple[int, ...], target_name: str) -> None:
+def broadcasts_to(
+    op: str, arg: str, shape: tuple[int, ...], target: tuple[int, ...], target_name: str
+) -> None:
     """`shape` broadcasts to exactly `target` (numpy broadcast_to rules)."""
     ok = len(shape) <= len(target) and all(
         d == 1 or d == t for d, t in zip(reversed(shape), reversed(target))
     )
     if not ok:
-        raise fail(op, arg, f"has shape {shape}, which does not broadcast to {target_name} {target}")
+        raise fail(
+            op, arg, f"has shape {shape}, which does not broadcast to {target_name} {target}"
+        )
+
+
+def static_shape(what: str, shape: object) -> tuple[int, ...]:
+    """A shape as a tuple of static non-negative ints (`what` prefixes the
+    error)."""
+    try:
+        dims = tuple(int(d) for d in shape)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        raise TraceError(f"{what}: shape must be a sequence of ints, got {shape!r}") from None
+    if any(d < 0 for d in dims) or any(isinstance(d, bool) for d in shape):  # type: ignore[union-attr]
+        raise TraceError(f"{what}: shape must hold static non-negative sizes, got {tuple(shape)}")  # type: ignore[arg-type]
+    return dims
 
 
 def shape_size(shape: Sequence[int]) -> int:

@@ -99,13 +99,13 @@ def rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
 def rms_norm(x: Tensor, weight: Tensor, eps: float = 1e-6) -> Tensor:
     """`x * rsqrt(mean(x^2, last axis) + eps) * weight`. Emits:
 
-        sq = mul x, x
-        ss = reduce sum sq (last axis, keepdim)
-        n  = constant D;   ms = div ss, n
-        e  = constant eps; v  = add ms, e
-        r  = rsqrt v
-        y  = mul x, r
-        out = mul y, weight
+    sq = mul x, x
+    ss = reduce sum sq (last axis, keepdim)
+    n  = constant D;   ms = div ss, n
+    e  = constant eps; v  = add ms, e
+    r  = rsqrt v
+    y  = mul x, r
+    out = mul y, weight
     """
     op = "rms_norm"
     checks.require_tensor(op, "x", x)
@@ -143,7 +143,9 @@ def linear(x: Tensor, w: Tensor) -> Tensor:
     checks.require_same_dtype(op, "w", w, "x", x)
     checks.require_rank(op, "w", w, 2)
     if x.rank < 2 or x.shape[-1] != w.shape[0]:
-        raise fail(op, "w", f"has shape {w.shape}; its first dimension must equal x's last (x {x.shape})")
+        raise fail(
+            op, "w", f"has shape {w.shape}; its first dimension must equal x's last (x {x.shape})"
+        )
     return P.matmul(x, w)
 
 

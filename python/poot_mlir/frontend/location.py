@@ -47,4 +47,6 @@ def user_location(context: ir.Context) -> ir.Location:
     frame = user_frame()
     if frame is None:
         return ir.Location.unknown(context)
-    return ir.Location.file(frame.f_code.co_filename, frame.f_lineno, _column(frame), context=context)
+    return ir.Location.file(
+        frame.f_code.co_filename, frame.f_lineno, _column(frame), context=context
+    )

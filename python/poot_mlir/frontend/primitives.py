@@ -23,7 +23,7 @@ from ..errors import TraceError
 from . import checks
 from .checks import fail
 from .dtypes import FLOAT_DTYPES, check_dtype, element_type, tensor_type
-from .tensor import Scalar, Tensor
+from .tensor import Tensor
 from .tracer import Tracer
 
 Operand = Union[Tensor, int, float, bool]
@@ -47,7 +47,9 @@ def _wrap(tr: Tracer, value: ir.Value, op: str, shape: tuple[int, ...], dtype: s
     checks predicted (a mismatch is a frontend bug, not a user error)."""
     out = Tensor(tr, value)
     if (out.shape, out.dtype) != (tuple(shape), dtype):
-        raise AssertionError(f"{op}: inferred {out.shape} {out.dtype}, frontend expected {tuple(shape)} {dtype}")
+        raise AssertionError(
+            f"{op}: inferred {out.shape} {out.dtype}, frontend expected {tuple(shape)} {dtype}"
+        )
     return out
 
 
@@ -116,8 +118,13 @@ def _operand_dtype(op: str, operands: dict[str, Operand]) -> str:
 def _lift_all(tr: Tracer, op: str, operands: dict[str, Operand], dtype: str) -> list[Tensor]:
     """Check every scalar operand, then emit its constant (so a bad scalar
     emits nothing)."""
-    values = {a: (v if isinstance(v, Tensor) else _scalar_value(op, a, v, dtype)) for a, v in operands.items()}
-    return [v if isinstance(v, Tensor) else _emit_constant(tr, (), dtype, v) for v in values.values()]
+    values = {
+        a: (v if isinstance(v, Tensor) else _scalar_value(op, a, v, dtype))
+        for a, v in operands.items()
+    }
+    return [
+        v if isinstance(v, Tensor) else _emit_constant(tr, (), dtype, v) for v in values.values()
+    ]
 
 
 def _shape_of(v: Operand) -> tuple[int, ...]:
@@ -163,7 +170,7 @@ def constant(
     check_dtype(dtype, op)
     if is_scalar:
         scalar = _scalar_value(op, "value", value, dtype)
-        dims = () if shape is None else Tracer._check_shape(shape, op)
+        dims = () if shape is None else checks.static_shape(op, shape)
         return _emit_constant(tr, dims, dtype, scalar)
     array = np.asarray(value)
     if shape is not None and tuple(shape) != array.shape:
@@ -177,13 +184,15 @@ def constant(
     return _emit_constant(tr, tuple(int(d) for d in array.shape), dtype, array)
 
 
-def iota(shape: Sequence[int], dim: int, dtype: str = "i32", *, tracer: Tracer | None = None) -> Tensor:
+def iota(
+    shape: Sequence[int], dim: int, dtype: str = "i32", *, tracer: Tracer | None = None
+) -> Tensor:
     """`poot.iota`: `result[i_0, ..., i_n] = i_dim` as `dtype`."""
     op = "iota"
     tr = tracer if tracer is not None else Tracer.current()
     if tr.finished:
         raise TraceError(f"{op}: Tracer {tr.name!r} is finished")
-    dims = Tracer._check_shape(shape, op)
+    dims = checks.static_shape(op, shape)
     check_dtype(dtype, op)
     if dtype == "i1":
         raise fail(op, "dtype", "must be numeric, got i1")
@@ -195,7 +204,13 @@ def iota(shape: Sequence[int], dim: int, dtype: str = "i32", *, tracer: Tracer |
 # --- elementwise ---------------------------------------------------------------
 
 
-def _binary(op: str, build: Callable[[ir.Value, ir.Value], ir.Value], lhs: Operand, rhs: Operand, allowed: Sequence[str]) -> Tensor:
+def _binary(
+    op: str,
+    build: Callable[[ir.Value, ir.Value], ir.Value],
+    lhs: Operand,
+    rhs: Operand,
+    allowed: Sequence[str],
+) -> Tensor:
     tr = checks.tracer_of(op, {"lhs": lhs, "rhs": rhs})
     dtype = _operand_dtype(op, {"lhs": lhs, "rhs": rhs})
     arg = "lhs" if isinstance(lhs, Tensor) else "rhs"
@@ -246,7 +261,9 @@ def or_(lhs: Operand, rhs: Operand) -> Tensor:
     return _binary("or_", poot.or_, lhs, rhs, ("i32", "i1"))
 
 
-def _unary(op: str, build: Callable[[ir.Value], ir.Value], x: Tensor, allowed: Sequence[str]) -> Tensor:
+def _unary(
+    op: str, build: Callable[[ir.Value], ir.Value], x: Tensor, allowed: Sequence[str]
+) -> Tensor:
     checks.require_tensor(op, "x", x)
     tr = checks.tracer_of(op, {"x": x})
     checks.require_dtype(op, "x", x, allowed)
@@ -373,12 +390,20 @@ def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
     if -1 in dims:
         known = checks.shape_size([d for d in dims if d != -1])
         if known == 0 or x.size % known:
-            raise fail(op, "shape", f"{tuple(dims)} cannot hold the {x.size} elements of x {x.shape}")
+            raise fail(
+                op, "shape", f"{tuple(dims)} cannot hold the {x.size} elements of x {x.shape}"
+            )
         dims[dims.index(-1)] = x.size // known
     if checks.shape_size(dims) != x.size:
-        raise fail(op, "shape", f"{tuple(dims)} holds {checks.shape_size(dims)} elements but x {x.shape} holds {x.size}")
+        raise fail(
+            op,
+            "shape",
+            f"{tuple(dims)} holds {checks.shape_size(dims)} elements but x {x.shape} holds {x.size}",
+        )
     out = tuple(dims)
-    return _wrap(tr, tr.emit(lambda: poot.reshape(tensor_type(out, x.dtype), x.value)), op, out, x.dtype)
+    return _wrap(
+        tr, tr.emit(lambda: poot.reshape(tensor_type(out, x.dtype), x.value)), op, out, x.dtype
+    )
 
 
 def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
@@ -386,9 +411,11 @@ def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
     op = "broadcast_to"
     checks.require_tensor(op, "x", x)
     tr = checks.tracer_of(op, {"x": x})
-    out = Tracer._check_shape(shape, op)
+    out = checks.static_shape(op, shape)
     checks.broadcasts_to(op, "x", x.shape, out, "shape")
-    return _wrap(tr, tr.emit(lambda: poot.broadcast(tensor_type(out, x.dtype), x.value)), op, out, x.dtype)
+    return _wrap(
+        tr, tr.emit(lambda: poot.broadcast(tensor_type(out, x.dtype), x.value)), op, out, x.dtype
+    )
 
 
 def transpose(x: Tensor, perm: Sequence[int]) -> Tensor:
@@ -401,7 +428,9 @@ def transpose(x: Tensor, perm: Sequence[int]) -> Tensor:
     except TypeError:
         raise fail(op, "perm", f"must be a sequence of ints, got {perm!r}") from None
     if sorted(p) != list(range(x.rank)):
-        raise fail(op, "perm", f"{tuple(p)} is not a permutation of the {x.rank} axes of x {x.shape}")
+        raise fail(
+            op, "perm", f"{tuple(p)} is not a permutation of the {x.rank} axes of x {x.shape}"
+        )
     out = tuple(x.shape[d] for d in p)
     return _wrap(tr, tr.emit(lambda: poot.transpose(x.value, p)), op, out, x.dtype)
 
@@ -412,17 +441,27 @@ def concat(inputs: Sequence[Tensor], axis: int) -> Tensor:
     inputs = list(inputs)
     if not inputs:
         raise fail(op, "inputs", "must hold at least one Tensor")
-    named = {f"inputs[{i}]": checks.require_tensor(op, f"inputs[{i}]", t) for i, t in enumerate(inputs)}
+    named = {
+        f"inputs[{i}]": checks.require_tensor(op, f"inputs[{i}]", t) for i, t in enumerate(inputs)
+    }
     tr = checks.tracer_of(op, named)
     first = inputs[0]
     ax = checks.normalize_axis(op, "axis", axis, first.rank)
     for arg, t in named.items():
         checks.require_same_dtype(op, arg, t, "inputs[0]", first)
-        if t.rank != first.rank or any(a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != ax):
-            raise fail(op, arg, f"has shape {t.shape}, which differs from inputs[0] {first.shape} off axis {ax}")
+        if t.rank != first.rank or any(
+            a != b for i, (a, b) in enumerate(zip(t.shape, first.shape)) if i != ax
+        ):
+            raise fail(
+                op,
+                arg,
+                f"has shape {t.shape}, which differs from inputs[0] {first.shape} off axis {ax}",
+            )
     out = list(first.shape)
     out[ax] = sum(t.shape[ax] for t in inputs)
-    return _wrap(tr, tr.emit(lambda: poot.concat([t.value for t in inputs], ax)), op, tuple(out), first.dtype)
+    return _wrap(
+        tr, tr.emit(lambda: poot.concat([t.value for t in inputs], ax)), op, tuple(out), first.dtype
+    )
 
 
 def slice(  # noqa: A001 - the op's name
@@ -439,7 +478,11 @@ def slice(  # noqa: A001 - the op's name
             raise fail(op, arg, f"has {len(vals)} entries but x {x.shape} has rank {x.rank}")
     for d in range(x.rank):
         if not 0 <= lo[d] <= hi[d] <= x.shape[d]:
-            raise fail(op, "start", f"and limit [{lo[d]}, {hi[d]}) on axis {d} leave 0..{x.shape[d]} of x {x.shape}")
+            raise fail(
+                op,
+                "start",
+                f"and limit [{lo[d]}, {hi[d]}) on axis {d} leave 0..{x.shape[d]} of x {x.shape}",
+            )
         if steps[d] < 1:
             raise fail(op, "strides", f"must be >= 1, got {steps[d]} on axis {d}")
     out = tuple((hi[d] - lo[d] + steps[d] - 1) // steps[d] for d in range(x.rank))
@@ -453,7 +496,9 @@ def convert(x: Tensor, dtype: str) -> Tensor:
     checks.require_tensor(op, "x", x)
     tr = checks.tracer_of(op, {"x": x})
     check_dtype(dtype, op)
-    return _wrap(tr, tr.emit(lambda: poot.convert(tensor_type(x.shape, dtype), x.value)), op, x.shape, dtype)
+    return _wrap(
+        tr, tr.emit(lambda: poot.convert(tensor_type(x.shape, dtype), x.value)), op, x.shape, dtype
+    )
 
 
 def gather(x: Tensor, indices: Tensor, axis: int = 0) -> Tensor:
@@ -481,8 +526,16 @@ def scatter_update(x: Tensor, indices: Tensor, updates: Tensor) -> Tensor:
     checks.require_dtype(op, "indices", indices, ("i32",))
     checks.require_rank(op, "indices", indices, 1)
     checks.require_same_dtype(op, "updates", updates, "x", x)
-    checks.require_shape(op, "updates", updates, indices.shape + x.shape[1:], "= indices.shape + x.shape[1:]")
-    return _wrap(tr, tr.emit(lambda: poot.scatter_update(x.value, indices.value, updates.value)), op, x.shape, x.dtype)
+    checks.require_shape(
+        op, "updates", updates, indices.shape + x.shape[1:], "= indices.shape + x.shape[1:]"
+    )
+    return _wrap(
+        tr,
+        tr.emit(lambda: poot.scatter_update(x.value, indices.value, updates.value)),
+        op,
+        x.shape,
+        x.dtype,
+    )
 
 
 def dynamic_update_slice(x: Tensor, update: Tensor, start: Tensor, axis: int) -> Tensor:
@@ -496,10 +549,16 @@ def dynamic_update_slice(x: Tensor, update: Tensor, start: Tensor, axis: int) ->
     if start.shape != () or start.dtype != "i32":
         raise fail(op, "start", f"must be a 0-d i32 tensor, got {start.shape} {start.dtype}")
     ax = checks.normalize_axis(op, "axis", axis, x.rank)
-    if update.rank != x.rank or any(u != d for i, (u, d) in enumerate(zip(update.shape, x.shape)) if i != ax):
-        raise fail(op, "update", f"has shape {update.shape}; it must match x {x.shape} off axis {ax}")
+    if update.rank != x.rank or any(
+        u != d for i, (u, d) in enumerate(zip(update.shape, x.shape)) if i != ax
+    ):
+        raise fail(
+            op, "update", f"has shape {update.shape}; it must match x {x.shape} off axis {ax}"
+        )
     if update.shape[ax] > x.shape[ax]:
-        raise fail(op, "update", f"is {update.shape[ax]} long on axis {ax}, longer than x ({x.shape[ax]})")
+        raise fail(
+            op, "update", f"is {update.shape[ax]} long on axis {ax}, longer than x ({x.shape[ax]})"
+        )
     value = tr.emit(lambda: poot.dynamic_update_slice(x.value, update.value, start.value, ax))
     return _wrap(tr, value, op, x.shape, x.dtype)
 
@@ -520,13 +579,17 @@ def matmul(lhs: Tensor, rhs: Tensor) -> Tensor:
             raise fail(op, arg, f"must have rank >= 2, got shape {t.shape}")
     if lhs.shape[-1] != rhs.shape[-2]:
         raise fail(
-            op, "rhs", f"has shape {rhs.shape}; its dimension -2 ({rhs.shape[-2]}) must equal lhs's last ({lhs.shape[-1]}, lhs {lhs.shape})"
+            op,
+            "rhs",
+            f"has shape {rhs.shape}; its dimension -2 ({rhs.shape[-2]}) must equal lhs's last ({lhs.shape[-1]}, lhs {lhs.shape})",
         )
     try:
         batch = checks.broadcast_shapes(op, {"lhs": lhs.shape[:-2], "rhs": rhs.shape[:-2]})
     except TraceError:
         raise fail(
-            op, "rhs", f"has batch dimensions {rhs.shape[:-2]}, which do not broadcast with lhs's {lhs.shape[:-2]}"
+            op,
+            "rhs",
+            f"has batch dimensions {rhs.shape[:-2]}, which do not broadcast with lhs's {lhs.shape[:-2]}",
         ) from None
     out = batch + (lhs.shape[-2], rhs.shape[-1])
     return _wrap(tr, tr.emit(lambda: poot.matmul(lhs.value, rhs.value)), op, out, lhs.dtype)
@@ -537,7 +600,11 @@ def _reduce(op: str, kind: str, x: Tensor, axis: int, keepdim: bool) -> Tensor:
     tr = checks.tracer_of(op, {"x": x})
     checks.require_dtype(op, "x", x, _NUMERIC)
     ax = checks.normalize_axis(op, "axis", axis, x.rank)
-    out = tuple(1 if i == ax else d for i, d in enumerate(x.shape)) if keepdim else x.shape[:ax] + x.shape[ax + 1 :]
+    out = (
+        tuple(1 if i == ax else d for i, d in enumerate(x.shape))
+        if keepdim
+        else x.shape[:ax] + x.shape[ax + 1 :]
+    )
 
     def build() -> ir.Value:
         attr = ir.Attribute.parse(f"#poot<reduce_kind {kind}>")
@@ -594,9 +661,3 @@ def index_guard(x: Tensor, min: int, max: int) -> tuple[Tensor, Tensor]:  # noqa
         raise fail(op, "min", f"= {min} exceeds max = {max}")
     results = tr.emit(lambda: poot.index_guard(x.value, min, max))
     return _wrap(tr, results[0], op, x.shape, "i32"), _wrap(tr, results[1], op, (), "i1")
-
-
-def full_like_scalar(value: Scalar, like: Tensor) -> Tensor:
-    """A 0-d constant of `like`'s dtype in `like`'s tracer."""
-    v = _scalar_value("constant", "value", value, like.dtype)
-    return _emit_constant(like.tracer, (), like.dtype, v)

@@ -38,11 +38,17 @@ def indexer_scores(q_idx: Tensor, k_idx: Tensor) -> Tensor:
     checks.require_rank(op, "q_idx", q_idx, 3)
     checks.require_rank(op, "k_idx", k_idx, 3)
     if k_idx.shape[0] != q_idx.shape[0] or k_idx.shape[2] != q_idx.shape[2]:
-        raise fail(op, "k_idx", f"has shape {k_idx.shape}; expected [{q_idx.shape[0]}, Lk, {q_idx.shape[2]}]")
+        raise fail(
+            op,
+            "k_idx",
+            f"has shape {k_idx.shape}; expected [{q_idx.shape[0]}, Lk, {q_idx.shape[2]}]",
+        )
     return P.matmul(q_idx, P.transpose(k_idx, (0, 2, 1)))
 
 
-def _check_selection(op: str, index_scores: Tensor, q_pos: Tensor | None, block_size: int, top_k: int) -> tuple[int, int, int, int]:
+def _check_selection(
+    op: str, index_scores: Tensor, q_pos: Tensor | None, block_size: int, top_k: int
+) -> tuple[int, int, int, int]:
     """(B, Lq, Lk, nb) after checking the selection operands."""
     checks.require_tensor(op, "index_scores", index_scores)
     checks.require_float(op, "index_scores", index_scores)
@@ -57,13 +63,23 @@ def _check_selection(op: str, index_scores: Tensor, q_pos: Tensor | None, block_
         raise fail(op, "top_k", f"= {top_k} exceeds the {nb} key blocks")
     if q_pos is None:
         if lq != lk:
-            raise fail(op, "q_pos", f"is needed when Lq ({lq}) != Lk ({lk}); without it row i sits at position i")
+            raise fail(
+                op,
+                "q_pos",
+                f"is needed when Lq ({lq}) != Lk ({lk}); without it row i sits at position i",
+            )
     else:
         checks.require_tensor(op, "q_pos", q_pos)
         checks.require_dtype(op, "q_pos", q_pos, ("i32",))
         checks.require_shape(op, "q_pos", q_pos, (b, lq), "[B, Lq]")
-        if q_pos.declared_range is not None and (q_pos.declared_range[0] < 0 or q_pos.declared_range[1] >= lk):
-            raise fail(op, "q_pos", f"has declared range {list(q_pos.declared_range)}, outside [0, {lk - 1}]")
+        if q_pos.declared_range is not None and (
+            q_pos.declared_range[0] < 0 or q_pos.declared_range[1] >= lk
+        ):
+            raise fail(
+                op,
+                "q_pos",
+                f"has declared range {list(q_pos.declared_range)}, outside [0, {lk - 1}]",
+            )
     return b, lq, lk, nb
 
 
@@ -72,7 +88,9 @@ def _positions(tr: Tracer, q_pos: Tensor | None, b: int, lq: int) -> Tensor:
     return q_pos if q_pos is not None else P.iota((b, lq), 1, "i32", tracer=tr)
 
 
-def sparse_block_topk(index_scores: Tensor, q_pos: Tensor | None, *, block_size: int, top_k: int) -> Tensor:
+def sparse_block_topk(
+    index_scores: Tensor, q_pos: Tensor | None, *, block_size: int, top_k: int
+) -> Tensor:
     """Block ids `[B, Lq, K]` i32: per row, the `K` complete blocks before its
     own with the highest block score (descending, ties to the lower id),
     padded with -1 -- `poot.block_topk` of the block scores. Emits:
@@ -104,7 +122,14 @@ def sparse_block_topk(index_scores: Tensor, q_pos: Tensor | None, *, block_size:
 
 
 def _block_topk(
-    tr: Tracer, index_scores: Tensor, q_pos: Tensor | None, b: int, lq: int, nb: int, bs: int, k: int
+    tr: Tracer,
+    index_scores: Tensor,
+    q_pos: Tensor | None,
+    b: int,
+    lq: int,
+    nb: int,
+    bs: int,
+    k: int,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """(ids, qpos, bsc, own3): the chain of `sparse_block_topk`, also handing
     back the positions, the block-size constant and the own-block ids the
@@ -179,7 +204,9 @@ def sparse_selected_attention(
     b, lq, lk, nb = _check_selection(op, index_scores, q_pos, block_size, top_k)
     if (b, lq) != (q.shape[0], q.shape[2]) or lk != k.shape[2]:
         raise fail(
-            op, "index_scores", f"has shape {index_scores.shape}; expected [{q.shape[0]}, {q.shape[2]}, {k.shape[2]}] = [B, Lq, Lk]"
+            op,
+            "index_scores",
+            f"has shape {index_scores.shape}; expected [{q.shape[0]}, {q.shape[2]}, {k.shape[2]}] = [B, Lq, Lk]",
         )
     tr = checks.tracer_of(op, dict(q=q, k=k, v=v, index_scores=index_scores, q_pos=q_pos))
     scale_v = _scale_value(op, scale, q.shape[3])

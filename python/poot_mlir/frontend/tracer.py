@@ -23,12 +23,13 @@ Arguments and results appear in the order they were declared.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Sequence, TypeVar
 
 from .. import ir
 from ..dialects import func, poot
 from ..errors import TraceError
+from . import checks
 from .dtypes import check_dtype, tensor_type
 from .location import user_location
 from .tensor import Tensor
@@ -58,7 +59,6 @@ class _Counters:
     """Per-tracer counters for names the frontend makes up itself."""
 
     live_guards: int = 0
-    extra: dict[str, int] = field(default_factory=dict)
 
 
 _ACTIVE: list["Tracer"] = []
@@ -131,16 +131,6 @@ class Tracer:
         if any(a.name == name for a in self._args):
             raise TraceError(f"{what}: an argument named {name!r} already exists")
 
-    @staticmethod
-    def _check_shape(shape: Sequence[int], what: str) -> tuple[int, ...]:
-        try:
-            dims = tuple(int(d) for d in shape)
-        except TypeError:
-            raise TraceError(f"{what}: shape must be a sequence of ints, got {shape!r}") from None
-        if any(d < 0 for d in dims) or any(isinstance(d, bool) for d in shape):
-            raise TraceError(f"{what}: shape must hold static non-negative sizes, got {tuple(shape)}")
-        return dims
-
     def _add_arg(
         self,
         name: str,
@@ -160,7 +150,7 @@ class Tracer:
         """A buffer carried across steps (a KV cache, a pool). It needs a
         `state_out` of the same name before `finish()`."""
         self._check_arg_name(name, f"state {name!r}")
-        dims = self._check_shape(shape, f"state {name!r}")
+        dims = checks.static_shape(f"state {name!r}", shape)
         check_dtype(dtype, f"state {name!r}")
         return self._add_arg(name, dims, dtype, "state", None)
 
@@ -189,7 +179,7 @@ class Tracer:
         map)."""
         what = f"input {name!r}"
         self._check_arg_name(name, what)
-        dims = self._check_shape(shape, what)
+        dims = checks.static_shape(what, shape)
         check_dtype(dtype, what)
         if range is not None:
             if dtype != "i32":
@@ -207,7 +197,9 @@ class Tracer:
             rank = 2 if slot == "slot_map" else 1
             if dtype != "i32" or len(dims) != rank:
                 layout = "[rows, cap]" if slot == "slot_map" else "[rows * tokens]"
-                raise TraceError(f"{what}: a {slot} must be a {rank}-D i32 tensor {layout}, got {dims} {dtype}")
+                raise TraceError(
+                    f"{what}: a {slot} must be a {rank}-D i32 tensor {layout}, got {dims} {dtype}"
+                )
         return self._add_arg(name, dims, dtype, slot, range)
 
     def slot_map(self, name: str, rows: int, cap: int, pool_slots: int) -> Tensor:
@@ -257,7 +249,9 @@ class Tracer:
         what = f"validation {name!r}"
         self._check_result(name, witness, what)
         if witness.shape != () or witness.dtype != "i1":
-            raise TraceError(f"{what}: witness must be a 0-d i1 tensor, got {witness.shape} {witness.dtype}")
+            raise TraceError(
+                f"{what}: witness must be a 0-d i1 tensor, got {witness.shape} {witness.dtype}"
+            )
         self._results.append(_Result(name, witness, "validation"))
 
     # --- introspection ------------------------------------------------------
@@ -282,7 +276,9 @@ class Tracer:
         if self._module is not None:
             return self._module
         for arg in self._args:
-            if arg.slot == "state" and not any(r.slot == "state" and r.name == arg.name for r in self._results):
+            if arg.slot == "state" and not any(
+                r.slot == "state" and r.name == arg.name for r in self._results
+            ):
                 raise TraceError(f"finish: state {arg.name!r} has no state_out")
         with self.context, user_location(self.context):
             with ir.InsertionPoint(self._block):
