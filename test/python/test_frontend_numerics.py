@@ -628,3 +628,48 @@ def test_rope_rms_norm_mlp(rng) -> None:
         inputs,
         {"rope": rope, "norm": norm, "mlp": mlp, "softmax": e / e.sum(-1, keepdims=True)},
     )
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_half_precision_decode_runs_at_its_dtype(rng, dtype) -> None:
+    """The same chains at f16/bf16 (the primitive decomposition's own dtype:
+    lowest-finite mask, -inf select), against the float64 formula within the
+    dtype's precision."""
+    import ml_dtypes
+
+    npdt = {"f16": np.float16, "bf16": ml_dtypes.bfloat16}[dtype]
+    B, Hkv, n_rep, cap, D = 2, 1, 2, 8, 8
+    Hq = Hkv * n_rep
+    for live in (False, True):
+        tr = Tracer("half")
+        kc = tr.state("k0", (B, Hkv, cap, D), dtype)
+        vc = tr.state("v0", (B, Hkv, cap, D), dtype)
+        pos_t = tr.pos(max_pos=cap - 1)
+        q_t = tr.input("q", (B, Hq, 1, D), dtype)
+        k_t = tr.input("k", (B, Hkv, 1, D), dtype)
+        form = ops.attention_live if live else ops.attention_masked
+        out, k1, v1 = form(q_t, k_t, k_t, kc, vc, pos_t, softcap=4.0)
+        tr.output("out", out)
+        tr.state_out("k0", k1)
+        tr.state_out("v0", v1)
+        pos = int(rng.integers(0, cap))
+        inputs = {
+            "k0": normal(rng, (B, Hkv, cap, D)).astype(npdt),
+            "v0": normal(rng, (B, Hkv, cap, D)).astype(npdt),
+            "pos": np.int32(pos),
+            "q": normal(rng, (B, Hq, 1, D)).astype(npdt),
+            "k": normal(rng, (B, Hkv, 1, D)).astype(npdt),
+        }
+        k1_np, v1_np = (inputs[n].astype(np.float64) for n in ("k0", "v0"))
+        k1_np[:, :, pos] = inputs["k"][:, :, 0]
+        v1_np[:, :, pos] = inputs["k"][:, :, 0]
+        want = attend(
+            inputs["q"],
+            k1_np[:, :, : pos + 1],
+            v1_np[:, :, : pos + 1],
+            scale=1 / math.sqrt(D),
+            softcap=4.0,
+        )
+        got = oracle.run(tr.finish(), inputs).named["out"]
+        assert got.dtype == np.dtype(npdt)
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=5e-2, atol=5e-2)
