@@ -51,6 +51,41 @@ def Poot_SlotKind : I32EnumAttr<"SlotKind", "what a function argument or result 
   let genSpecializedAttr = 0;
 }
 
+def Poot_AttentionSchedule : I32EnumAttr<"AttentionSchedule", "attention kernel schedule", [
+    // One workgroup per (batch row, query head, query row).
+    I32EnumAttrCase<"Streaming", 0, "streaming">,
+    // Decode only: a partials launch per (row, split) and a combine launch.
+    I32EnumAttrCase<"SplitKV", 1, "split_kv">]> {
+  let cppNamespace = "::mlir::poot";
+  let genSpecializedAttr = 0;
+}
+
+def Poot_ScoreTransform : I32EnumAttr<"ScoreTransform", "score transform", [
+    I32EnumAttrCase<"Scale", 0, "scale">,
+    I32EnumAttrCase<"ScaleSoftcap", 1, "scale_softcap">]> {
+  let cppNamespace = "::mlir::poot";
+  let genSpecializedAttr = 0;
+}
+
+def Poot_MaskKind : I32EnumAttr<"MaskKind", "additive mask layout", [
+    I32EnumAttrCase<"None", 0, "none">,
+    // Head axis 1: one mask shared by every head.
+    I32EnumAttrCase<"Shared", 1, "shared">,
+    // Head axis Hq: per-head biases (ALiBi).
+    I32EnumAttrCase<"PerHead", 2, "per_head">]> {
+  let cppNamespace = "::mlir::poot";
+  let genSpecializedAttr = 0;
+}
+
+def Poot_KeyBound : I32EnumAttr<"KeyBound", "which keys a row visits and how they are addressed", [
+    I32EnumAttrCase<"Capacity", 0, "capacity">,
+    I32EnumAttrCase<"Live", 1, "live">,
+    I32EnumAttrCase<"Paged", 2, "paged">,
+    I32EnumAttrCase<"PagedLive", 3, "paged_live">]> {
+  let cppNamespace = "::mlir::poot";
+  let genSpecializedAttr = 0;
+}
+
 //===----------------------------------------------------------------------===//
 // Attributes
 //===----------------------------------------------------------------------===//
@@ -85,6 +120,33 @@ def Poot_RangeAttr : Poot_Attr<"Range", "range"> {
   let parameters = (ins "int64_t":$min, "int64_t":$max);
   let assemblyFormat = "`<` $min `,` $max `>`";
   let genVerifyDecl = 1;
+}
+
+def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request"> {
+  let summary = "The planner's generation request for one poot.attention";
+  let description = [{
+    Everything the kernel generator needs, and nothing else: the shape
+    (`batch`, `q_heads`, `kv_heads`, `q_len`, `key_len`, `key_width` = the
+    per-head key width, `shared_width` = the split key's shared width or 0,
+    `value_width`), the score transform, the mask kind, the key bound, and
+    the schedule: `lanes` threads per workgroup (a power of two <= 64 whose
+    running state `lanes * (value_width + 2)` floats fits the device's
+    workgroup memory), `splits` (1 for streaming) with `chunk` keys per split,
+    and the launch grid (`grid_x`, `grid_y`: the workgroup count folded onto
+    two dimensions past the device's X limit). Equal requests generate equal
+    kernels, so the request is the plan key.
+  }];
+  let parameters = (ins
+    "int64_t":$batch, "int64_t":$q_heads, "int64_t":$kv_heads,
+    "int64_t":$q_len, "int64_t":$key_len, "int64_t":$key_width,
+    "int64_t":$shared_width, "int64_t":$value_width,
+    EnumParameter<Poot_ScoreTransform>:$transform,
+    EnumParameter<Poot_MaskKind>:$mask,
+    EnumParameter<Poot_KeyBound>:$key_bound,
+    EnumParameter<Poot_AttentionSchedule>:$schedule,
+    "int64_t":$lanes, "int64_t":$splits, "int64_t":$chunk,
+    "int64_t":$grid_x, "int64_t":$grid_y);
+  let assemblyFormat = "`<` struct(params) `>`";
 }
 
 #endif // POOT_ATTRS_TD

@@ -41,6 +41,8 @@ def Poot_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kSlotAttrName = "poot.slot";
     static constexpr ::llvm::StringLiteral kRangeAttrName = "poot.range";
     static constexpr ::llvm::StringLiteral kNameAttrName = "poot.name";
+    /// The planner's #poot.attention_request on a poot.attention.
+    static constexpr ::llvm::StringLiteral kRequestAttrName = "poot.request";
 
   private:
     void registerAttributes();

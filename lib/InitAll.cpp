@@ -2,6 +2,9 @@
 #include "lib/InitAll.h"
 
 #include "dialect/PootDialect.h"
+#include "lib/Conversion/GPUPipelines.h"
+#include "lib/Conversion/Passes.h"
+#include "lib/Conversion/Pipelines.h"
 #include "lib/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -20,6 +23,14 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVM/ROCDL/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/ROCDL/ROCDLToLLVMIRTranslation.h"
+#include "mlir/Target/SPIRV/Target.h"
 #include "mlir/Transforms/Passes.h"
 
 void mlir::poot::registerAllDialects(DialectRegistry &registry) {
@@ -30,10 +41,28 @@ void mlir::poot::registerAllDialects(DialectRegistry &registry) {
                   bufferization::BufferizationDialect, vector::VectorDialect,
                   LLVM::LLVMDialect, spirv::SPIRVDialect, NVVM::NVVMDialect,
                   ROCDL::ROCDLDialect>();
+  // GPU targets serialize kernels (gpu-module-to-binary) and translate them
+  // to LLVM IR: their target attributes and translations must be known.
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  ROCDL::registerROCDLTargetInterfaceExternalModels(registry);
+  spirv::registerSPIRVTargetInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  registerROCDLDialectTranslation(registry);
+  // The CPU pipeline bufferizes arith/linalg/tensor/scf/func ops.
+  poot::registerCPUPipelineDialectInterfaces(registry);
 }
 
 void mlir::poot::registerAllPasses() {
   // Upstream generic transforms: canonicalize, cse, inline, symbol-dce, ...
   mlir::registerTransformsPasses();
   poot::registerPootTransformsPasses();
+  poot::registerPootGenerateAttentionKernels();
+  poot::registerPootAttentionToLoops();
+  poot::registerPootGPUPipelines();
+  poot::registerConvertPootToLinalg();
+  poot::registerPootCPUEntryABI();
+  poot::registerPootToLLVMCPUPipeline();
 }

@@ -82,13 +82,19 @@ class DtypeLowering(PlanRefusal):
     reason = "DtypeLowering"
 
 
+class GridLimit(PlanRefusal):
+    """The launch's workgroup count does not fit the device's 2-D grid."""
+
+    reason = "GridLimit"
+
+
 class CompileError(PootError):
     """A pass pipeline failed; the message carries MLIR's diagnostics."""
 
 
 def refusal_for(reason: str) -> type[PlanRefusal]:
     """The PlanRefusal subclass for a diagnostic's reason tag."""
-    for cls in (AttentionLds, ScratchBytes, DtypeLowering):
+    for cls in (AttentionLds, ScratchBytes, DtypeLowering, GridLimit):
         if cls.reason == reason:
             return cls
     return PlanRefusal

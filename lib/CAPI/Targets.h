@@ -1,0 +1,22 @@
+/*===- Targets.h - C API: serialize kernels for the runtimes -------*- C -*-===*/
+#ifndef POOT_CAPI_TARGETS_H
+#define POOT_CAPI_TARGETS_H
+
+#include "mlir-c/IR.h"
+#include "mlir-c/Support.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Serializes a `spirv.module` operation to a SPIR-V binary, passed to
+/// `callback` as bytes. Fails (after emitting a diagnostic) on anything else.
+MLIR_CAPI_EXPORTED MlirLogicalResult
+pootSerializeSPIRV(MlirOperation spirvModule, MlirStringCallback callback,
+                   void *userData);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* POOT_CAPI_TARGETS_H */

@@ -1,0 +1,313 @@
+//===- AttentionEmitter.cpp - the one attention kernel body ----------------===//
+//
+// Per lane, over its keys (the seed's online softmax):
+//   s      = transform(dot(q, k[t]) * scale) + mask[t]
+//   m_new  = max(m, s);  rescale = exp(m - m_new);  w = exp(s - m_new)
+//   l      = l * rescale + w;  o[d] = o[d] * rescale + w * v[t][d];  m = m_new
+// A key whose score is -inf is skipped: it adds exactly zero weight. The
+// lane state (o[Dv], m, l) lives in workgroup memory at lane * (Dv + 2).
+// Combine: M = max_i m_i; out[c] = sum_i o_i[c] w_i / sum_i l_i w_i with
+// w_i = exp(m_i - M), or 0 for a lane that saw nothing; a row with no visible
+// key is 0 / 0 = NaN, as the oracle's softmax gives.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Conversion/AttentionKernels/AttentionEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::poot;
+
+AttentionEmitter::AttentionEmitter(OpBuilder &builder, Location loc,
+                                   AttentionRequestAttr req,
+                                   AttentionSignature sig, double scale,
+                                   std::optional<double> softcap)
+    : b(builder), loc(loc), req(req), sig(sig), scale(scale),
+      softcap(softcap) {}
+
+int64_t AttentionEmitter::ldsFloats() const {
+  return req.getLanes() * (req.getValueWidth() + 2);
+}
+
+int64_t AttentionEmitter::rows() const {
+  return req.getBatch() * req.getQHeads() * req.getQLen();
+}
+
+int64_t AttentionEmitter::scratchFloats() const {
+  return rows() * req.getSplits() * (req.getValueWidth() + 2);
+}
+
+Value AttentionEmitter::index(int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value AttentionEmitter::f32(double v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+}
+
+Value AttentionEmitter::load(Value mem, Value idx) {
+  return memref::LoadOp::create(b, loc, mem, ValueRange{idx});
+}
+
+void AttentionEmitter::store(Value val, Value mem, Value idx) {
+  memref::StoreOp::create(b, loc, val, mem, ValueRange{idx});
+}
+
+Value AttentionEmitter::add(Value x, Value y) {
+  if (isa<IndexType>(x.getType()))
+    return arith::AddIOp::create(b, loc, x, y);
+  return arith::AddFOp::create(b, loc, x, y);
+}
+
+Value AttentionEmitter::mul(Value x, Value y) {
+  if (isa<IndexType>(x.getType()))
+    return arith::MulIOp::create(b, loc, x, y);
+  return arith::MulFOp::create(b, loc, x, y);
+}
+
+Value AttentionEmitter::guardedWeight(Value m, Value max) {
+  Value ninf = f32(-std::numeric_limits<double>::infinity());
+  Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, ninf);
+  Value w = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, m, max));
+  return arith::SelectOp::create(b, loc, empty, f32(0.0), w);
+}
+
+std::pair<Value, Value> AttentionEmitter::batchAndHead(Value row) {
+  // row = (b * Hq + h) * Lq + i
+  Value bh = arith::DivUIOp::create(b, loc, row, index(req.getQLen()));
+  Value batch = arith::DivUIOp::create(b, loc, bh, index(req.getQHeads()));
+  Value head = arith::RemUIOp::create(b, loc, bh, index(req.getQHeads()));
+  return {batch, head};
+}
+
+Value AttentionEmitter::keyEnd(const AttentionBuffers &bufs, Value batch) {
+  Value cap = index(req.getKeyLen());
+  if (!sig.length)
+    return cap;
+  // Clamp len into 0..Lk so no length can read outside the buffers.
+  Value len = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                         load(bufs.length, batch));
+  Value lo = arith::MaxSIOp::create(b, loc, len, index(0));
+  return arith::MinSIOp::create(b, loc, lo, cap);
+}
+
+Value AttentionEmitter::keyRowBase(const AttentionBuffers &bufs, Value batch,
+                                   Value g, Value t, int64_t width) {
+  Value hkv = index(req.getKvHeads());
+  Value rowIdx;
+  if (sig.read) {
+    // Paged: pool row read[b, t] * Hkv + g (read is a slot of the pool).
+    Value flat = add(mul(batch, index(req.getKeyLen())), t);
+    Value slot = arith::IndexCastOp::create(b, loc, b.getIndexType(),
+                                            load(bufs.read, flat));
+    rowIdx = add(mul(slot, hkv), g);
+  } else {
+    rowIdx = add(mul(add(mul(batch, hkv), g), index(req.getKeyLen())), t);
+  }
+  return mul(rowIdx, index(width));
+}
+
+Value AttentionEmitter::score(const AttentionBuffers &bufs, Value row,
+                              Value batch, Value head, Value g, Value t) {
+  int64_t dk = req.getKeyWidth(), ds = req.getSharedWidth();
+  Value qBase = mul(row, index(dk + ds));
+  Value kBase = keyRowBase(bufs, batch, g, t, dk);
+
+  auto dot = [&](Value mem, Value base, Value qOffset, int64_t width,
+                 Value init) -> Value {
+    auto loop = scf::ForOp::create(b, loc, index(0), index(width), index(1),
+                                   ValueRange{init});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value d = loop.getInductionVar();
+    Value qv = load(bufs.query, add(qOffset, d));
+    Value kv = load(mem, add(base, d));
+    Value acc = add(loop.getRegionIterArgs()[0], mul(qv, kv));
+    scf::YieldOp::create(b, loc, acc);
+    return loop.getResult(0);
+  };
+
+  Value acc = dot(bufs.key, kBase, qBase, dk, f32(0.0));
+  if (sig.keyShared) {
+    // The shared part k_shared[b, 0, t, :] is read once for every head.
+    Value sBase =
+        mul(add(mul(batch, index(req.getKeyLen())), t), index(ds));
+    acc = dot(bufs.keyShared, sBase, add(qBase, index(dk)), ds, acc);
+  }
+  Value s = mul(acc, f32(scale));
+  if (softcap) {
+    Value cap = f32(*softcap);
+    s = mul(cap, math::TanhOp::create(b, loc,
+                                      arith::DivFOp::create(b, loc, s, cap)));
+  }
+  if (sig.mask) {
+    // mask [Bm, Hm, Qm, Lk] with size-1 dims broadcast.
+    Value i = arith::RemUIOp::create(b, loc, row, index(req.getQLen()));
+    Value mb = sig.maskBatch == 1 ? index(0) : batch;
+    Value mh = sig.maskHeads == 1 ? index(0) : head;
+    Value mi = sig.maskRows == 1 ? index(0) : i;
+    Value flat = add(mul(add(mul(add(mul(mb, index(sig.maskHeads)), mh),
+                                 index(sig.maskRows)),
+                             mi),
+                         index(req.getKeyLen())),
+                     t);
+    s = add(s, load(bufs.mask, flat));
+  }
+  return s;
+}
+
+void AttentionEmitter::emitLaneScan(const AttentionBuffers &bufs, Value row,
+                                    Value split, Value lane, Value lds) {
+  int64_t dv = req.getValueWidth();
+  int64_t stride = dv + 2;
+  Value base = mul(lane, index(stride));
+  Value ninf = f32(-std::numeric_limits<double>::infinity());
+
+  // Initial state: o = 0, m = -inf, l = 0.
+  {
+    auto init = scf::ForOp::create(b, loc, index(0), index(dv), index(1));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(init.getBody());
+    store(f32(0.0), lds, add(base, init.getInductionVar()));
+  }
+  Value mIdx = add(base, index(dv));
+  Value lIdx = add(base, index(dv + 1));
+  store(ninf, lds, mIdx);
+  store(f32(0.0), lds, lIdx);
+
+  auto [batch, head] = batchAndHead(row);
+  int64_t nRep = req.getQHeads() / req.getKvHeads();
+  Value g = arith::DivUIOp::create(b, loc, head, index(nRep));
+
+  // This split's chunk of the visible keys: [split * chunk, min(+chunk, end)).
+  Value end = keyEnd(bufs, batch);
+  Value begin = mul(split, index(req.getChunk()));
+  Value chunkEnd =
+      arith::MinSIOp::create(b, loc, add(begin, index(req.getChunk())), end);
+  auto keys = scf::ForOp::create(b, loc, add(begin, lane), chunkEnd,
+                                 index(req.getLanes()));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(keys.getBody());
+  Value t = keys.getInductionVar();
+  Value s = score(bufs, row, batch, head, g, t);
+  // A -inf score adds exactly zero weight: skip it (NaN still propagates).
+  Value visible = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, s, ninf);
+  auto ifVisible = scf::IfOp::create(b, loc, visible, /*withElse=*/false);
+  b.setInsertionPointToStart(&ifVisible.getThenRegion().front());
+  Value m = load(lds, mIdx);
+  Value mNew = arith::MaximumFOp::create(b, loc, m, s);
+  Value rescale =
+      math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, m, mNew));
+  Value w = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, s, mNew));
+  store(add(mul(load(lds, lIdx), rescale), w), lds, lIdx);
+  Value vBase = keyRowBase(bufs, batch, g, t, dv);
+  auto acc = scf::ForOp::create(b, loc, index(0), index(dv), index(1));
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(acc.getBody());
+    Value d = acc.getInductionVar();
+    Value oIdx = add(base, d);
+    Value o = add(mul(load(lds, oIdx), rescale),
+                  mul(w, load(bufs.value, add(vBase, d))));
+    store(o, lds, oIdx);
+  }
+  store(mNew, lds, mIdx);
+}
+
+void AttentionEmitter::emitLaneCombine(const AttentionBuffers &bufs, Value row,
+                                       Value split, Value lane, Value lds) {
+  int64_t dv = req.getValueWidth(), stride = dv + 2, lanes = req.getLanes();
+  bool partials = req.getSchedule() == AttentionSchedule::SplitKV;
+  Value ninf = f32(-std::numeric_limits<double>::infinity());
+
+  auto reduceLanes = [&](Value init,
+                         function_ref<Value(Value laneBase, Value acc)> step) {
+    auto loop = scf::ForOp::create(b, loc, index(0), index(lanes), index(1),
+                                   ValueRange{init});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value laneBase = mul(loop.getInductionVar(), index(stride));
+    scf::YieldOp::create(b, loc, step(laneBase, loop.getRegionIterArgs()[0]));
+    return loop.getResult(0);
+  };
+
+  Value maxM = reduceLanes(ninf, [&](Value lb, Value acc) -> Value {
+    return arith::MaximumFOp::create(b, loc, acc, load(lds, add(lb, index(dv))));
+  });
+  Value den = reduceLanes(f32(0.0), [&](Value lb, Value acc) -> Value {
+    Value w = guardedWeight(load(lds, add(lb, index(dv))), maxM);
+    return add(acc, mul(load(lds, add(lb, index(dv + 1))), w));
+  });
+
+  Value outBase =
+      partials ? mul(add(mul(row, index(req.getSplits())), split), index(stride))
+               : mul(row, index(dv));
+  auto channels = scf::ForOp::create(b, loc, lane, index(dv), index(lanes));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(channels.getBody());
+    Value c = channels.getInductionVar();
+    Value num = reduceLanes(f32(0.0), [&](Value lb, Value acc) -> Value {
+      Value w = guardedWeight(load(lds, add(lb, index(dv))), maxM);
+      return add(acc, mul(load(lds, add(lb, c)), w));
+    });
+    if (partials)
+      store(num, bufs.scratch, add(outBase, c));
+    else
+      store(arith::DivFOp::create(b, loc, num, den), bufs.out, add(outBase, c));
+  }
+  if (partials) {
+    // Lane 0 publishes (m, l); a split that saw nothing publishes (-inf, 0)
+    // by the same arithmetic, so the scratch needs no initialisation.
+    Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                                        index(0));
+    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+    store(maxM, bufs.scratch, add(outBase, index(dv)));
+    store(den, bufs.scratch, add(outBase, index(dv + 1)));
+  }
+}
+
+void AttentionEmitter::emitSplitCombine(const AttentionBuffers &bufs, Value row,
+                                        Value lane) {
+  int64_t dv = req.getValueWidth(), stride = dv + 2, splits = req.getSplits();
+  Value ninf = f32(-std::numeric_limits<double>::infinity());
+  Value rowBase = mul(mul(row, index(splits)), index(stride));
+
+  auto reduceSplits = [&](Value init,
+                          function_ref<Value(Value splitBase, Value acc)> step) {
+    auto loop = scf::ForOp::create(b, loc, index(0), index(splits), index(1),
+                                   ValueRange{init});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value sb = add(rowBase, mul(loop.getInductionVar(), index(stride)));
+    scf::YieldOp::create(b, loc, step(sb, loop.getRegionIterArgs()[0]));
+    return loop.getResult(0);
+  };
+  Value maxM = reduceSplits(ninf, [&](Value sb, Value acc) -> Value {
+    return arith::MaximumFOp::create(b, loc, acc,
+                                     load(bufs.scratch, add(sb, index(dv))));
+  });
+  Value den = reduceSplits(f32(0.0), [&](Value sb, Value acc) -> Value {
+    Value w = guardedWeight(load(bufs.scratch, add(sb, index(dv))), maxM);
+    return add(acc, mul(load(bufs.scratch, add(sb, index(dv + 1))), w));
+  });
+  auto channels =
+      scf::ForOp::create(b, loc, lane, index(dv), index(req.getLanes()));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(channels.getBody());
+  Value c = channels.getInductionVar();
+  Value num = reduceSplits(f32(0.0), [&](Value sb, Value acc) -> Value {
+    Value w = guardedWeight(load(bufs.scratch, add(sb, index(dv))), maxM);
+    return add(acc, mul(load(bufs.scratch, add(sb, c)), w));
+  });
+  store(arith::DivFOp::create(b, loc, num, den), bufs.out,
+        add(mul(row, index(dv)), c));
+}

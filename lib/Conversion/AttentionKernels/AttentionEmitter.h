@@ -1,0 +1,96 @@
+//===- AttentionEmitter.h - the one attention kernel body ----------*- C++ -*-===//
+//
+// The body of the seed's attention schedules, written once over memrefs and
+// three ids (row, split, lane). The GPU kernels (SPIR-V, NVVM, ROCDL) take the
+// ids from gpu.block_id / gpu.thread_id and separate the phases with a
+// barrier; the CPU form takes them from loops and separates the phases by
+// running every lane's first phase before any lane's second. Both therefore
+// run the same lanes, splits and combine order.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef POOT_CONVERSION_ATTENTIONKERNELS_ATTENTIONEMITTER_H
+#define POOT_CONVERSION_ATTENTIONKERNELS_ATTENTIONEMITTER_H
+
+#include "dialect/PootDialect.h"
+#include "mlir/IR/Builders.h"
+
+#include <optional>
+
+namespace mlir::poot {
+
+/// Flat (1-D) buffers a kernel reads and writes; optional ones are null.
+struct AttentionBuffers {
+  Value query, key, value, keyShared, mask, read, length;
+  /// `out` [B*Hq*Lq*Dv] for streaming/combine; `scratch` for partials.
+  Value out, scratch;
+};
+
+/// Which operands a request needs, in kernel-argument order.
+struct AttentionSignature {
+  bool keyShared = false, mask = false, read = false, length = false;
+  /// Mask dims of size 1 broadcast ([B|1, Hq|1, Lq|1, Lk]).
+  int64_t maskBatch = 1, maskHeads = 1, maskRows = 1;
+};
+
+/// Emits the phases of the schedule described by a #poot.attention_request.
+class AttentionEmitter {
+public:
+  AttentionEmitter(OpBuilder &builder, Location loc, AttentionRequestAttr req,
+                   AttentionSignature sig, double scale,
+                   std::optional<double> softcap);
+
+  /// Workgroup-memory floats the schedule needs: lanes * (Dv + 2).
+  int64_t ldsFloats() const;
+  /// Scratch floats of the split-KV schedule: rows * splits * (Dv + 2).
+  int64_t scratchFloats() const;
+  /// Rows = B * Hq * Lq.
+  int64_t rows() const;
+
+  /// Phase 1 for one lane: initialise its state in `lds` and stream its keys
+  /// t = begin + lane, begin + lane + lanes, ... < end, where [begin, end) is
+  /// the split's chunk of the row's visible keys.
+  void emitLaneScan(const AttentionBuffers &bufs, Value row, Value split,
+                    Value lane, Value lds);
+
+  /// Phase 2 for one lane: fold every lane's state over the output channels
+  /// c = lane, lane + lanes, ... < Dv. Streaming writes the normalised output;
+  /// split partials write the unnormalised (o, m, l) to the scratch.
+  void emitLaneCombine(const AttentionBuffers &bufs, Value row, Value split,
+                       Value lane, Value lds);
+
+  /// The split-KV combine launch, for one lane of one row's workgroup.
+  void emitSplitCombine(const AttentionBuffers &bufs, Value row, Value lane);
+
+private:
+  Value index(int64_t v);
+  Value f32(double v);
+  Value load(Value mem, Value idx);
+  void store(Value val, Value mem, Value idx);
+  Value add(Value a, Value b);
+  Value mul(Value a, Value b);
+  /// exp(m - max) or 0 when m is -inf (a lane or split that saw nothing adds
+  /// exactly zero, and never the NaN of exp(-inf - -inf)).
+  Value guardedWeight(Value m, Value max);
+  /// The batch row b and query head h of a row index.
+  std::pair<Value, Value> batchAndHead(Value row);
+  /// Number of visible keys of batch row b: Lk, or clamp(len[b], 0, Lk).
+  Value keyEnd(const AttentionBuffers &bufs, Value b);
+  /// Score of key t for (row, b, h): transform(q . key(t)) + mask.
+  Value score(const AttentionBuffers &bufs, Value row, Value b, Value h,
+              Value g, Value t);
+  /// Base offset of value(b, g, t) and of the dense/paged key row.
+  Value keyRowBase(const AttentionBuffers &bufs, Value b, Value g, Value t,
+                   int64_t width);
+
+  OpBuilder &b;
+  Location loc;
+  AttentionRequestAttr req;
+  AttentionSignature sig;
+  double scale;
+  std::optional<double> softcap;
+};
+
+} // namespace mlir::poot
+
+#endif // POOT_CONVERSION_ATTENTIONKERNELS_ATTENTIONEMITTER_H

@@ -1,0 +1,140 @@
+//===- AttentionToLoops.cpp - the CPU form of the attention kernel --------===//
+//
+// The same AttentionEmitter phases as the GPU kernels, with the ids taken
+// from loops: for each workgroup, every lane's scan runs before any lane's
+// combine (that is all the barrier guarantees), so the CPU form has the GPU
+// form's lanes, splits and combine order, and its numerics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Conversion/AttentionKernels/AttentionEmitter.h"
+#include "lib/Conversion/AttentionKernels/KernelSignature.h"
+#include "lib/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+namespace mlir::poot {
+#define GEN_PASS_DEF_POOTATTENTIONTOLOOPS
+#include "lib/Conversion/Passes.h.inc"
+} // namespace mlir::poot
+
+using namespace mlir;
+using namespace mlir::poot;
+
+namespace {
+
+/// All dims of a rank-n shape in one reassociation group.
+SmallVector<ReassociationIndices> flatGroup(int64_t rank) {
+  ReassociationIndices all;
+  for (int64_t d = 0; d < rank; ++d)
+    all.push_back(d);
+  return {all};
+}
+
+/// A read-only 1-D buffer view of a tensor operand.
+Value flatBuffer(OpBuilder &b, Location loc, Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  if (type.getRank() != 1)
+    tensor = tensor::CollapseShapeOp::create(b, loc, tensor,
+                                             flatGroup(type.getRank()));
+  auto flat = cast<RankedTensorType>(tensor.getType());
+  auto memrefType = MemRefType::get(flat.getShape(), flat.getElementType());
+  return bufferization::ToBufferOp::create(b, loc, memrefType, tensor,
+                                           /*read_only=*/true);
+}
+
+/// for (iv = 0; iv < n; ++iv) body(iv)
+void forRange(OpBuilder &b, Location loc, int64_t n,
+              function_ref<void(Value)> body) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value end = arith::ConstantIndexOp::create(b, loc, n);
+  auto loop = scf::ForOp::create(b, loc, zero, end, one);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  body(loop.getInductionVar());
+}
+
+struct AttentionToLoops
+    : poot::impl::PootAttentionToLoopsBase<AttentionToLoops> {
+  LogicalResult lower(AttentionOp op) {
+    auto req = op->getAttrOfType<AttentionRequestAttr>(
+        PootDialect::kRequestAttrName);
+    if (!req)
+      return op.emitError("poot.attention has no poot.request: run "
+                          "poot-plan-attention first");
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    KernelSignature sig(op, req);
+    auto launch = req.getSchedule() == AttentionSchedule::SplitKV
+                      ? KernelSignature::Launch::Partials
+                      : KernelSignature::Launch::Stream;
+
+    SmallVector<Value> args;
+    for (Value operand : op->getOperands())
+      args.push_back(flatBuffer(b, loc, operand));
+    AttentionEmitter emitter(
+        b, loc, req, sig.layout, op.getScale().convertToDouble(),
+        op.getSoftcap()
+            ? std::optional<double>(op.getSoftcap()->convertToDouble())
+            : std::nullopt);
+    auto resultType = cast<RankedTensorType>(op.getType());
+    auto outType =
+        MemRefType::get({resultType.getNumElements()}, b.getF32Type());
+    Value out = memref::AllocOp::create(b, loc, outType);
+    Value scratch;
+    if (launch == KernelSignature::Launch::Partials)
+      scratch = memref::AllocOp::create(
+          b, loc, MemRefType::get({emitter.scratchFloats()}, b.getF32Type()));
+    args.push_back(scratch ? scratch : out);
+    AttentionBuffers bufs = sig.bind(args, launch);
+    bufs.out = out;
+    Value lds = memref::AllocOp::create(
+        b, loc, MemRefType::get({emitter.ldsFloats()}, b.getF32Type()));
+
+    int64_t splits = req.getSplits(), lanes = req.getLanes();
+    Value splitsV = arith::ConstantIndexOp::create(b, loc, splits);
+    forRange(b, loc, emitter.rows() * splits, [&](Value wg) {
+      Value row = arith::DivUIOp::create(b, loc, wg, splitsV);
+      Value split = arith::RemUIOp::create(b, loc, wg, splitsV);
+      forRange(b, loc, lanes, [&](Value lane) {
+        emitter.emitLaneScan(bufs, row, split, lane, lds);
+      });
+      forRange(b, loc, lanes, [&](Value lane) {
+        emitter.emitLaneCombine(bufs, row, split, lane, lds);
+      });
+    });
+    if (scratch) {
+      forRange(b, loc, emitter.rows(), [&](Value row) {
+        forRange(b, loc, lanes,
+                 [&](Value lane) { emitter.emitSplitCombine(bufs, row, lane); });
+      });
+      memref::DeallocOp::create(b, loc, scratch);
+    }
+    memref::DeallocOp::create(b, loc, lds);
+
+    Value flat = bufferization::ToTensorOp::create(
+        b, loc,
+        RankedTensorType::get({resultType.getNumElements()}, b.getF32Type()),
+        out, /*restrict=*/true, /*writable=*/true);
+    Value result = tensor::ExpandShapeOp::create(
+        b, loc, resultType, flat, flatGroup(resultType.getRank()));
+    op.getResult().replaceAllUsesWith(result);
+    op.erase();
+    return success();
+  }
+
+  void runOnOperation() override {
+    SmallVector<AttentionOp> ops;
+    getOperation().walk([&](AttentionOp op) { ops.push_back(op); });
+    for (AttentionOp op : ops)
+      if (failed(lower(op)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

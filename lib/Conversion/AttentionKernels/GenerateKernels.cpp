@@ -1,0 +1,183 @@
+//===- GenerateKernels.cpp - poot.attention -> gpu kernels -----------------===//
+//
+// Wraps the AttentionEmitter's phases in gpu.func kernels: ids come from
+// gpu.block_id / gpu.thread_id, the phases are separated by gpu.barrier, and
+// workgroup memory is declared the way each target lowers it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Conversion/AttentionKernels/AttentionEmitter.h"
+#include "lib/Conversion/AttentionKernels/KernelSignature.h"
+#include "lib/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
+#include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace mlir::poot {
+#define GEN_PASS_DEF_POOTGENERATEATTENTIONKERNELS
+#include "lib/Conversion/Passes.h.inc"
+} // namespace mlir::poot
+
+using namespace mlir;
+using namespace mlir::poot;
+
+namespace {
+
+enum class KernelPhase { Stream, Partials, Combine };
+
+struct GenerateKernels
+    : poot::impl::PootGenerateAttentionKernelsBase<GenerateKernels> {
+  using PootGenerateAttentionKernelsBase::PootGenerateAttentionKernelsBase;
+
+  /// Workgroup memory of `floats` f32, declared as the target lowers it.
+  Value workgroupBuffer(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
+                        int64_t floats) {
+    if (target == "spirv") {
+      // SPIR-V: memref.alloc in memory space 3 maps to Workgroup storage
+      // (a workgroup attribution crashes GPUFuncOpConversion in LLVM 22).
+      auto type = MemRefType::get({floats}, b.getF32Type(), AffineMap(),
+                                  b.getI64IntegerAttr(3));
+      return memref::AllocOp::create(b, loc, type);
+    }
+    auto space = gpu::AddressSpaceAttr::get(b.getContext(),
+                                            gpu::AddressSpace::Workgroup);
+    auto type = MemRefType::get({floats}, b.getF32Type(), AffineMap(), space);
+    return func.addWorkgroupAttribution(type, loc);
+  }
+
+  gpu::GPUFuncOp createKernel(OpBuilder &b, Location loc, StringRef name,
+                              TypeRange argTypes, int64_t lanes) {
+    auto type = b.getFunctionType(argTypes, {});
+    auto func = gpu::GPUFuncOp::create(b, loc, name, type);
+    func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+    func.setKnownBlockSizeAttr(
+        b.getDenseI32ArrayAttr({static_cast<int32_t>(lanes), 1, 1}));
+    if (target == "spirv")
+      func->setAttr(spirv::getEntryPointABIAttrName(),
+                    spirv::getEntryPointABIAttr(
+                        b.getContext(), {static_cast<int32_t>(lanes), 1, 1}));
+    return func;
+  }
+
+  void emitKernel(OpBuilder &moduleBuilder, AttentionOp op,
+                  AttentionRequestAttr req, const KernelSignature &sig,
+                  KernelPhase phase, StringRef name) {
+    Location loc = op.getLoc();
+    SmallVector<Type> argTypes = sig.argumentTypes(
+        moduleBuilder.getContext(),
+        phase == KernelPhase::Combine ? KernelSignature::Launch::Combine
+        : phase == KernelPhase::Partials ? KernelSignature::Launch::Partials
+                                         : KernelSignature::Launch::Stream);
+    gpu::GPUFuncOp func =
+        createKernel(moduleBuilder, loc, name, argTypes, req.getLanes());
+    OpBuilder b(func.getBody());
+    b.setInsertionPointToStart(&func.getBody().front());
+
+    AttentionBuffers bufs = sig.bind(
+        func.getArguments(),
+        phase == KernelPhase::Combine ? KernelSignature::Launch::Combine
+        : phase == KernelPhase::Partials ? KernelSignature::Launch::Partials
+                                         : KernelSignature::Launch::Stream);
+    AttentionEmitter emitter(b, loc, req, sig.layout,
+                             op.getScale().convertToDouble(),
+                             op.getSoftcap() ? std::optional<double>(
+                                                   op.getSoftcap()->convertToDouble())
+                                             : std::nullopt);
+
+    // Linear workgroup id over the (x, y) fold; the fold may overshoot.
+    Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+    Value lane = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value gridX = arith::ConstantIndexOp::create(b, loc, req.getGridX());
+    Value wg = arith::AddIOp::create(
+        b, loc, bx, arith::MulIOp::create(b, loc, by, gridX));
+    int64_t splits = req.getSplits();
+    int64_t count = phase == KernelPhase::Combine ? emitter.rows()
+                                                  : emitter.rows() * splits;
+    Value inRange = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ult, wg,
+        arith::ConstantIndexOp::create(b, loc, count));
+
+    Value lds;
+    if (phase != KernelPhase::Combine)
+      lds = workgroupBuffer(b, loc, func, emitter.ldsFloats());
+
+    // The whole workgroup takes the same branch (wg is uniform), so the
+    // barrier inside it is reached by every thread or by none.
+    auto ifInRange = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifInRange.getThenRegion().front());
+      if (phase == KernelPhase::Combine) {
+        emitter.emitSplitCombine(bufs, wg, lane);
+      } else {
+        Value splitsV = arith::ConstantIndexOp::create(b, loc, splits);
+        Value row = arith::DivUIOp::create(b, loc, wg, splitsV);
+        Value split = arith::RemUIOp::create(b, loc, wg, splitsV);
+        emitter.emitLaneScan(bufs, row, split, lane, lds);
+        gpu::BarrierOp::create(b, loc);
+        emitter.emitLaneCombine(bufs, row, split, lane, lds);
+      }
+    }
+    if (target == "spirv" && lds)
+      memref::DeallocOp::create(b, loc, lds);
+    gpu::ReturnOp::create(b, loc);
+  }
+
+  void runOnOperation() override {
+    if (target != "spirv" && target != "nvvm" && target != "rocdl") {
+      getOperation().emitError()
+          << "unknown kernel target '" << target << "' (spirv, nvvm, rocdl)";
+      return signalPassFailure();
+    }
+    ModuleOp module = getOperation();
+    SmallVector<AttentionOp> ops;
+    module.walk([&](AttentionOp op) { ops.push_back(op); });
+    SymbolTable symbols(module);
+    bool failed = false;
+    for (auto [i, op] : llvm::enumerate(ops)) {
+      auto req = op->getAttrOfType<AttentionRequestAttr>(
+          PootDialect::kRequestAttrName);
+      if (!req) {
+        op.emitError("poot.attention has no poot.request: run "
+                     "poot-plan-attention first");
+        failed = true;
+        continue;
+      }
+      module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                      UnitAttr::get(&getContext()));
+      OpBuilder b(module.getBodyRegion());
+      b.setInsertionPointToEnd(module.getBody());
+      auto gpuModule = gpu::GPUModuleOp::create(
+          b, op.getLoc(), ("poot_attention_" + Twine(i)).str());
+      symbols.insert(gpuModule);
+      OpBuilder kb(gpuModule.getBodyRegion());
+      kb.setInsertionPointToStart(gpuModule.getBody());
+      KernelSignature sig(op, req);
+      SmallVector<Attribute> kernels;
+      auto ref = [&](StringRef name) {
+        kernels.push_back(SymbolRefAttr::get(
+            gpuModule.getNameAttr(), {FlatSymbolRefAttr::get(&getContext(), name)}));
+      };
+      if (req.getSchedule() == AttentionSchedule::SplitKV) {
+        emitKernel(kb, op, req, sig, KernelPhase::Partials, "partials");
+        emitKernel(kb, op, req, sig, KernelPhase::Combine, "combine");
+        ref("partials");
+        ref("combine");
+      } else {
+        emitKernel(kb, op, req, sig, KernelPhase::Stream, "stream");
+        ref("stream");
+      }
+      op->setAttr("poot.kernels", ArrayAttr::get(&getContext(), kernels));
+    }
+    if (failed)
+      signalPassFailure();
+  }
+};
+
+} // namespace

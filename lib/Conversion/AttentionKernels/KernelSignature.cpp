@@ -1,0 +1,84 @@
+//===- KernelSignature.cpp - argument list of the attention kernels -------===//
+#include "lib/Conversion/AttentionKernels/KernelSignature.h"
+
+using namespace mlir;
+using namespace mlir::poot;
+
+static int64_t elementsOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getNumElements();
+}
+
+KernelSignature::KernelSignature(AttentionOp op, AttentionRequestAttr req) {
+  inputs.push_back({"query", elementsOf(op.getQuery()), false});
+  inputs.push_back({"key", elementsOf(op.getKey()), false});
+  inputs.push_back({"value", elementsOf(op.getValue()), false});
+  if (Value shared = op.getKeyShared()) {
+    layout.keyShared = true;
+    inputs.push_back({"key_shared", elementsOf(shared), false});
+  }
+  if (Value mask = op.getMask()) {
+    layout.mask = true;
+    auto type = cast<RankedTensorType>(mask.getType());
+    layout.maskBatch = type.getDimSize(0);
+    layout.maskHeads = type.getDimSize(1);
+    layout.maskRows = type.getDimSize(2);
+    inputs.push_back({"mask", elementsOf(mask), false});
+  }
+  if (Value read = op.getRead()) {
+    layout.read = true;
+    inputs.push_back({"read", elementsOf(read), true});
+  }
+  if (Value length = op.getLength()) {
+    layout.length = true;
+    inputs.push_back({"len", elementsOf(length), true});
+  }
+  outElements = elementsOf(op.getResult());
+  int64_t rows = req.getBatch() * req.getQHeads() * req.getQLen();
+  scratchElements = rows * req.getSplits() * (req.getValueWidth() + 2);
+}
+
+SmallVector<KernelSignature::Arg> KernelSignature::args(Launch launch) const {
+  Arg out{"out", outElements, false};
+  Arg scratch{"scratch", scratchElements, false};
+  if (launch == Launch::Combine)
+    return {scratch, out};
+  SmallVector<Arg> all(inputs);
+  all.push_back(launch == Launch::Partials ? scratch : out);
+  return all;
+}
+
+SmallVector<Type> KernelSignature::argumentTypes(MLIRContext *ctx,
+                                                 Launch launch) const {
+  SmallVector<Type> types;
+  for (const Arg &arg : args(launch))
+    types.push_back(MemRefType::get(
+        {arg.elements}, arg.isInt ? Type(IntegerType::get(ctx, 32))
+                                  : Type(Float32Type::get(ctx))));
+  return types;
+}
+
+SmallVector<StringRef> KernelSignature::argumentNames(Launch launch) const {
+  SmallVector<StringRef> names;
+  for (const Arg &arg : args(launch))
+    names.push_back(arg.name);
+  return names;
+}
+
+AttentionBuffers KernelSignature::bind(ValueRange values, Launch launch) const {
+  AttentionBuffers bufs;
+  for (auto [arg, value] : llvm::zip(args(launch), values)) {
+    Value *slot = llvm::StringSwitch<Value *>(arg.name)
+                      .Case("query", &bufs.query)
+                      .Case("key", &bufs.key)
+                      .Case("value", &bufs.value)
+                      .Case("key_shared", &bufs.keyShared)
+                      .Case("mask", &bufs.mask)
+                      .Case("read", &bufs.read)
+                      .Case("len", &bufs.length)
+                      .Case("out", &bufs.out)
+                      .Case("scratch", &bufs.scratch)
+                      .Default(nullptr);
+    *slot = value;
+  }
+  return bufs;
+}

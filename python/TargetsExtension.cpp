@@ -1,0 +1,35 @@
+//===- TargetsExtension.cpp - kernel serialization for the Python driver --===//
+//
+// poot_mlir._mlir_libs._pootTargets: the few target operations the Python
+// compiler needs that MLIR's Python API lacks (SPIR-V serialization).
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/CAPI/Targets.h"
+#include "mlir/Bindings/Python/Nanobind.h"
+#include "mlir/Bindings/Python/NanobindAdaptors.h"
+
+#include <string>
+
+namespace nb = nanobind;
+
+namespace {
+void appendBytes(MlirStringRef chunk, void *userData) {
+  static_cast<std::string *>(userData)->append(chunk.data, chunk.length);
+}
+} // namespace
+
+NB_MODULE(_pootTargets, m) {
+  m.doc() = "Kernel serialization for the poot_mlir compiler driver.";
+  m.def(
+      "serialize_spirv",
+      [](MlirOperation op) {
+        std::string bytes;
+        if (mlirLogicalResultIsFailure(
+                pootSerializeSPIRV(op, appendBytes, &bytes)))
+          throw std::runtime_error("SPIR-V serialization failed");
+        return nb::bytes(bytes.data(), bytes.size());
+      },
+      nb::arg("spirv_module"),
+      "Serializes a spirv.module operation to a SPIR-V binary.");
+}

@@ -1,0 +1,231 @@
+"""Compile the fused attention of a step function for a GPU target.
+
+`compile_gpu(module, device, out_dir)` runs `poot-to-{spirv,nvvm,rocdl}` (plan,
+generate, lower), then writes a self-contained artifact: one kernel file per
+poot.attention (SPIR-V binary, PTX, or ROCDL LLVM-dialect text) and
+`manifest.json` — the function signature, each attention's request, and its
+launch sequence (kernel, entry, grid, block, buffer names). A runtime that
+imports no MLIR (poot_mlir.runtime.gpu) executes it.
+
+GPU artifacts cover the fused attention ops: every operand of a poot.attention
+must be a function argument and its result a function result. A step whose
+other primitives must also run on the device is refused with CompileError
+(run it on the CPU target).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from .. import errors
+from ..ir import ArrayAttr, BlockArgument, Module, OpResult, StringAttr
+from . import devices
+from .pipeline import parse_module, run_pipeline
+from .signature import function_signature
+
+ARTIFACT_FORMAT = "poot-artifact/1"
+_REQUEST = re.compile(r"(\w+) = (\w+)")
+_OPERANDS = ("query", "key", "value", "mask", "key_shared", "read", "len")
+
+
+def parse_request(text: str) -> dict[str, Any]:
+    """`#poot.attention_request<batch = 1, ...>` as a dict (ints as ints)."""
+    body = text[text.index("<") + 1 : text.rindex(">")]
+    return {k: int(v) if v.lstrip("-").isdigit() else v for k, v in _REQUEST.findall(body)}
+
+
+def fold_grid(count: int, grid_x: int) -> tuple[int, int, int]:
+    """The planner's (x, y) fold of `count` workgroups over an X limit."""
+    x = min(count, grid_x)
+    return (x, -(-count // x), 1)
+
+
+def launch_plan(request: dict[str, Any], operands: list[str], kernels: list[tuple[str, str]]):
+    """The launches of one attention (mirrors KernelSignature's arg order)."""
+    inputs = [name for name in _ARG_ORDER if name in operands]
+    rows = request["batch"] * request["q_heads"] * request["q_len"]
+    block = [request["lanes"], 1, 1]
+    if request["schedule"] == "split_kv":
+        (pfile, pentry), (cfile, centry) = kernels
+        return [
+            {
+                "kernel": pfile,
+                "entry": pentry,
+                "grid": list(fold_grid(rows * request["splits"], request["grid_x"])),
+                "block": block,
+                "args": inputs + ["scratch"],
+            },
+            {
+                "kernel": cfile,
+                "entry": centry,
+                "grid": list(fold_grid(rows, request["grid_x"])),
+                "block": block,
+                "args": ["scratch", "out"],
+            },
+        ]
+    (file, entry) = kernels[0]
+    return [
+        {
+            "kernel": file,
+            "entry": entry,
+            "grid": [request["grid_x"], request["grid_y"], 1],
+            "block": block,
+            "args": inputs + ["out"],
+        }
+    ]
+
+
+#: Kernel argument order of the inputs (KernelSignature in C++).
+_ARG_ORDER = ("query", "key", "value", "key_shared", "mask", "read", "len")
+
+
+def _attention_operands(op) -> dict[str, Any]:
+    """Operand name -> Value of a poot.attention (optional ones present)."""
+    segments = list(op.attributes["operandSegmentSizes"]) if "operandSegmentSizes" in op.attributes else None
+    values = list(op.operands)
+    if segments is None:
+        # Properties-backed segment sizes: read them through the op view.
+        view = op.opview
+        named = {
+            "query": view.query,
+            "key": view.key,
+            "value": view.value,
+            "mask": view.mask,
+            "key_shared": view.key_shared,
+            "read": view.read,
+            "len": view.length,
+        }
+        return {k: v for k, v in named.items() if v is not None}
+    out, pos = {}, 0
+    for name, count in zip(_OPERANDS, segments):
+        if count:
+            out[name] = values[pos]
+        pos += count
+    return out
+
+
+def _find_func(module: Module, name: str | None):
+    for op in module.body.operations:
+        if op.operation.name == "func.func":
+            sym = StringAttr(op.attributes["sym_name"]).value
+            if name is None or sym == name:
+                return op
+    raise errors.CompileError(f"no func.func {name or ''} in the module")
+
+
+def _kernel_objects(module: Module, target: str) -> dict[str, Any]:
+    """Compiled kernel payloads by gpu.module name."""
+    from .._mlir_libs import _pootTargets
+
+    found: dict[str, Any] = {}
+    for op in module.body.operations:
+        name = op.operation.name
+        if target == "spirv" and name == "spirv.module":
+            sym = StringAttr(op.attributes["sym_name"]).value
+            found[sym.removeprefix("__spv__")] = _pootTargets.serialize_spirv(op.operation)
+        elif target == "nvvm" and name == "gpu.binary":
+            from ..dialects import gpu
+
+            sym = StringAttr(op.attributes["sym_name"]).value
+            obj = gpu.ObjectAttr(ArrayAttr(op.attributes["objects"])[0])
+            found[sym] = bytes(obj.object)
+        elif target == "rocdl" and name == "gpu.module":
+            sym = StringAttr(op.attributes["sym_name"]).value
+            found[sym] = str(op).encode()
+    return found
+
+
+_SUFFIX = {"spirv": ".spv", "nvvm": ".ptx", "rocdl": ".rocdl.mlir"}
+
+
+def compile_gpu(
+    module: "Module | str",
+    device: devices.Device,
+    out_dir: "str | Path",
+    *,
+    func: str | None = None,
+    nvvm_format: str = "isa",
+) -> Path:
+    """Compiles every poot.attention of `func` for `device` into `out_dir`."""
+    if device.target not in _SUFFIX:
+        raise errors.CompileError(f"{device.name} is not a GPU target ({device.target})")
+    mod = parse_module(module)
+    options = device.pipeline_options()
+    if device.target == "nvvm":
+        options += f" format={nvvm_format}"
+    run_pipeline(mod, f"builtin.module(poot-to-{device.target}{{{options}}})")
+
+    func_op = _find_func(mod, func)
+    signature = function_signature(func_op)
+    arg_names = [entry["name"] for entry in signature["inputs"]]
+    result_names = [entry["name"] for entry in signature["outputs"]]
+    returned = {}
+    for op in func_op.regions[0].blocks[0].operations:
+        if op.operation.name == "func.return":
+            for index, value in enumerate(op.operands):
+                returned.setdefault(_value_key(value), []).append(result_names[index])
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    objects = _kernel_objects(mod, device.target)
+    attentions = []
+    for op in func_op.regions[0].blocks[0].operations:
+        name = op.operation.name
+        if name in ("func.return",):
+            continue
+        if name != "poot.attention":
+            raise errors.CompileError(
+                f"GPU targets run the fused attention only; {name} must run on the "
+                "CPU target (compile this step with target='cpu')"
+            )
+        request = parse_request(str(op.attributes["poot.request"]))
+        operands = {}
+        for key, value in _attention_operands(op).items():
+            if not isinstance(value, BlockArgument) and not BlockArgument.isinstance(value):
+                raise errors.CompileError(
+                    f"poot.attention operand {key} is computed in the step; GPU "
+                    "artifacts need it to be a function argument"
+                )
+            operands[key] = arg_names[BlockArgument(value).arg_number]
+        outputs = returned.get(_value_key(op.results[0]), [])
+        if not outputs:
+            raise errors.CompileError("poot.attention's result is not a function result")
+        kernels = []
+        for ref in ArrayAttr(op.attributes["poot.kernels"]):
+            module_name, entry = re.findall(r"@\"?([\w.]+)\"?", str(ref))
+            file = module_name + _SUFFIX[device.target]
+            if not (out / file).exists():
+                (out / file).write_bytes(objects[module_name])
+            kernels.append((file, entry))
+        attentions.append(
+            {
+                "request": request,
+                "scale": float(str(op.attributes["scale"]).split(" ")[0]),
+                "operands": operands,
+                "outputs": outputs,
+                "launches": launch_plan(request, list(operands), kernels),
+                "scratch_floats": (
+                    request["batch"] * request["q_heads"] * request["q_len"]
+                    * request["splits"] * (request["value_width"] + 2)
+                    if request["schedule"] == "split_kv"
+                    else 0
+                ),
+            }
+        )
+    manifest = {
+        "format": ARTIFACT_FORMAT,
+        "target": device.target,
+        "device": device.to_json(),
+        "function": signature,
+        "attention": attentions,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return out
+
+
+def _value_key(value) -> str:
+    """A hashable identity for an ir.Value within one function."""
+    return value.get_name()

@@ -1,0 +1,73 @@
+"""A step function's signature as plain data, for artifact manifests.
+
+The runtimes import no MLIR, so everything they need to bind inputs and
+publish outputs (names, shapes, dtypes, slot kinds, state names, declared
+ranges) is read here from the function's `poot.*` markers and written into
+the manifest.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..ir import ArrayAttr, DictAttr, RankedTensorType, StringAttr, Type
+
+_SLOT = re.compile(r'#poot\.slot<(\w+)(?:\s+"([^"]*)")?>')
+_RANGE = re.compile(r"#poot\.range<(-?\d+),\s*(-?\d+)>")
+
+
+def dtype_name(element: Type) -> str:
+    """Our dtype names: f64 f32 f16 bf16 i32 i1."""
+    return str(element)
+
+
+def _describe(kind: str, index: int, type_: Type, attrs: DictAttr | None) -> dict[str, Any]:
+    tensor = RankedTensorType(type_)
+    entry: dict[str, Any] = {
+        "name": f"{kind}{index}",
+        "shape": list(tensor.shape),
+        "dtype": dtype_name(tensor.element_type),
+        "slot": None,
+        "state": None,
+        "range": None,
+    }
+    if attrs is None:
+        return entry
+    if "poot.name" in attrs:
+        entry["name"] = StringAttr(attrs["poot.name"]).value
+    if "poot.slot" in attrs:
+        match = _SLOT.fullmatch(str(attrs["poot.slot"]))
+        if match:
+            entry["slot"] = match.group(1)
+            entry["state"] = match.group(2)
+            if entry["slot"] == "state" and "poot.name" not in attrs:
+                entry["name"] = match.group(2)
+    if "poot.range" in attrs:
+        match = _RANGE.fullmatch(str(attrs["poot.range"]))
+        if match:
+            entry["range"] = [int(match.group(1)), int(match.group(2))]
+    return entry
+
+
+def _attr_list(func_op, name: str, count: int) -> list[DictAttr | None]:
+    if name not in func_op.attributes:
+        return [None] * count
+    return [DictAttr(a) for a in ArrayAttr(func_op.attributes[name])]
+
+
+def function_signature(func_op) -> dict[str, Any]:
+    """{"name", "inputs": [...], "outputs": [...]} of a func.func."""
+    ftype = func_op.type
+    arg_attrs = _attr_list(func_op, "arg_attrs", len(ftype.inputs))
+    res_attrs = _attr_list(func_op, "res_attrs", len(ftype.results))
+    return {
+        "name": StringAttr(func_op.attributes["sym_name"]).value,
+        "inputs": [
+            _describe("arg", i, t, a) for i, (t, a) in enumerate(zip(ftype.inputs, arg_attrs))
+        ],
+        "outputs": [
+            _describe("result", i, t, a)
+            for i, (t, a) in enumerate(zip(ftype.results, res_attrs))
+        ],
+    }
