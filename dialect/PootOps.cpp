@@ -434,3 +434,35 @@ LogicalResult IndexGuardOp::verify() {
 }
 
 LogicalResult MatMulOp::verify() { return verifyInferredMatMulOp(*this); }
+
+//===----------------------------------------------------------------------===//
+// RopeOp
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferRopeOp(MLIRContext *, std::optional<Location> loc,
+                                 RopeOp::Adaptor adaptor,
+                                 SmallVectorImpl<Type> &inferred) {
+  inferred.push_back(adaptor.getInput().getType());
+  return success();
+}
+POOT_INFER_VIA(RopeOp, inferRopeOp)
+
+LogicalResult RopeOp::verify() {
+  if (failed(verifyInferredRopeOp(*this)))
+    return failure();
+  auto input = tensorOf(getInput());
+  if (input.getRank() < 1 || input.getShape().back() % 2 != 0)
+    return emitOpError("rotary width (the input's last dimension) must be "
+                       "even, got ")
+           << input;
+  for (auto [name, table] : {std::pair<StringRef, Value>{"cos", getCos()},
+                             std::pair<StringRef, Value>{"sin", getSin()}}) {
+    auto type = tensorOf(table);
+    if (type.getElementType() != input.getElementType())
+      return emitOpError() << name << " needs the input's element type";
+    if (!broadcastsTo(type.getShape(), input.getShape()))
+      return emitOpError() << name << " must broadcast to the input's shape "
+                           << "(numpy rules): " << type << " vs " << input;
+  }
+  return success();
+}

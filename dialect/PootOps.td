@@ -85,7 +85,8 @@ def Poot_DynamicUpdateSliceOp : Poot_Op<"dynamic_update_slice", [Pure,
   let hasVerifier = 1;
 }
 
-def Poot_ReshapeOp : Poot_Op<"reshape", [Pure, SameOperandsAndResultElementType]> {
+def Poot_ReshapeOp : Poot_Op<"reshape", [Pure, SameOperandsAndResultElementType,
+    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
   let summary = "Reinterpret the row-major element order with a new shape";
   let description = [{
     `result.flat = operand.flat`; both shapes hold the same element count.
@@ -99,9 +100,11 @@ def Poot_ReshapeOp : Poot_Op<"reshape", [Pure, SameOperandsAndResultElementType]
   let assemblyFormat = "$operand attr-dict `:` type($operand) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
-def Poot_BroadcastOp : Poot_Op<"broadcast", [Pure, SameOperandsAndResultElementType]> {
+def Poot_BroadcastOp : Poot_Op<"broadcast", [Pure, SameOperandsAndResultElementType,
+    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
   let summary = "Explicit numpy broadcast_to";
   let description = [{
     `result = numpy.broadcast_to(operand, result.shape)`: the operand's
@@ -117,10 +120,12 @@ def Poot_BroadcastOp : Poot_Op<"broadcast", [Pure, SameOperandsAndResultElementT
   let assemblyFormat = "$operand attr-dict `:` type($operand) `->` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Poot_TransposeOp : Poot_Op<"transpose", [Pure,
-    InferTypeOpAdaptor]> {
+    InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
   let summary = "Permute dimensions";
   let description = [{
     `result[i_perm[0], ..., i_perm[n-1]] = operand[i_0, ..., i_(n-1)]`, i.e.
@@ -138,10 +143,12 @@ def Poot_TransposeOp : Poot_Op<"transpose", [Pure,
   }];
   let hasVerifier = 1;
   let hasFolder = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Poot_SliceOp : Poot_Op<"slice", [Pure, SameOperandsAndResultElementType,
-    InferTypeOpAdaptor]> {
+    InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
   let summary = "Static strided slice";
   let description = [{
     `result = operand[start[0]:limit[0]:strides[0], ...]` (numpy basic slicing
@@ -162,7 +169,8 @@ def Poot_SliceOp : Poot_Op<"slice", [Pure, SameOperandsAndResultElementType,
 }
 
 def Poot_ConcatOp : Poot_Op<"concat", [Pure, SameOperandsAndResultElementType,
-    InferTypeOpAdaptor]> {
+    InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
   let summary = "Concatenate along one axis";
   let description = [{
     numpy `concatenate(inputs, axis)`: all inputs agree on every other
@@ -200,7 +208,8 @@ def Poot_ConvertOp : Poot_Op<"convert", [Pure, SameOperandsAndResultShape,
 }
 
 def Poot_GatherOp : Poot_Op<"gather", [Pure,
-    InferTypeOpAdaptor]> {
+    InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
   let summary = "Take rows along one axis by index (numpy take)";
   let description = [{
     `result = numpy.take(operand, clip(indices, 0, operand.shape[axis] - 1), axis)`:
@@ -340,6 +349,7 @@ class Poot_BinaryOp<string mnemonic, string math, TypeConstraint operandType,
     $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Poot_AddOp : Poot_BinaryOp<"add", "lhs + rhs", Poot_Tensor,
@@ -374,7 +384,9 @@ def Poot_SqrtOp : Poot_UnaryOp<"sqrt", "sqrt(x)">;
 def Poot_RsqrtOp : Poot_UnaryOp<"rsqrt", "1 / sqrt(x)">;
 def Poot_SinOp : Poot_UnaryOp<"sin", "sin(x)">;
 def Poot_CosOp : Poot_UnaryOp<"cos", "cos(x)">;
-def Poot_NegOp : Poot_UnaryOp<"neg", "-x", StaticShapeTensorOf<[F64, F32, F16, BF16, I32]>>;
+def Poot_NegOp : Poot_UnaryOp<"neg", "-x", StaticShapeTensorOf<[F64, F32, F16, BF16, I32]>> {
+  let hasCanonicalizer = 1;
+}
 def Poot_AbsOp : Poot_UnaryOp<"abs", "|x|", StaticShapeTensorOf<[F64, F32, F16, BF16, I32]>>;
 
 def Poot_CompareOp : Poot_Op<"compare", [Pure,
@@ -396,10 +408,12 @@ def Poot_CompareOp : Poot_Op<"compare", [Pure,
     $direction `,` $lhs `,` $rhs attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def Poot_SelectOp : Poot_Op<"select", [Pure,
-    InferTypeOpAdaptor]> {
+    InferTypeOpAdaptor,
+    DeclareOpInterfaceMethods<InferIntRangeInterface, ["inferResultRanges"]>]> {
   let summary = "Elementwise choice with implicit numpy broadcasting";
   let description = [{
     `result = cond ? on_true : on_false`, all three broadcast together. A
@@ -416,6 +430,44 @@ def Poot_SelectOp : Poot_Op<"select", [Pure,
   let results = (outs Poot_Tensor:$result);
   let assemblyFormat = [{
     $cond `,` $on_true `,` $on_false attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let hasCanonicalizer = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Recognized composites
+//===----------------------------------------------------------------------===//
+
+def Poot_RopeOp : Poot_Op<"rope", [Pure, InferTypeOpAdaptor]> {
+  let summary = "Rotary position embedding, rotate-half form";
+  let description = [{
+    With `d = input.shape[-1]` (even) and `h = d / 2`, over the last axis:
+
+    ```
+    rotate_half(x) = concat(-x[..., h:], x[..., :h])
+    result         = x * cos + rotate_half(x) * sin
+    ```
+
+    `cos` and `sin` broadcast to the input's shape with numpy rules (the
+    tracer passes `[1, 1, L, d]` tables against `[B, H, L, d]` heads); the
+    result has the input's type. The tracer never emits this op: the
+    `poot-recognize-rope` pass forms it from exactly that primitive chain
+    (`mul`, `slice`, `neg`, `concat`, `mul`, `add`), so later passes can see
+    through a rotary embedding as one value.
+
+    ```mlir
+    %qr = poot.rope %q, %cos, %sin
+        : tensor<1x32x1x64xf32>, tensor<1x1x1x64xf32>, tensor<1x1x1x64xf32>
+        -> tensor<1x32x1x64xf32>
+    ```
+  }];
+  let arguments = (ins Poot_FloatTensor:$input, Poot_FloatTensor:$cos,
+                   Poot_FloatTensor:$sin);
+  let results = (outs Poot_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $cos `,` $sin attr-dict `:` type($input) `,` type($cos) `,`
+    type($sin) `->` type($result)
   }];
   let hasVerifier = 1;
 }

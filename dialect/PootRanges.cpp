@@ -88,3 +88,55 @@ void IndexGuardOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
   setResultRanges(getClamped(), rangeI32(std::clamp(xmin, lo, hi),
                                          std::clamp(xmax, lo, hi)));
 }
+
+//===----------------------------------------------------------------------===//
+// Data movement: every element of the result is an element of an input, so
+// the result range is the input range (or the union of the inputs').
+//===----------------------------------------------------------------------===//
+
+static void passThrough(Value result, const ConstantIntRanges &range,
+                        SetIntRangeFn setResultRanges) {
+  if (isI32(result))
+    setResultRanges(result, range);
+}
+
+void ReshapeOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
+                                  SetIntRangeFn setResultRanges) {
+  passThrough(getResult(), argRanges[0], setResultRanges);
+}
+
+void BroadcastOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
+                                    SetIntRangeFn setResultRanges) {
+  passThrough(getResult(), argRanges[0], setResultRanges);
+}
+
+void TransposeOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
+                                    SetIntRangeFn setResultRanges) {
+  passThrough(getResult(), argRanges[0], setResultRanges);
+}
+
+void SliceOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
+                                SetIntRangeFn setResultRanges) {
+  passThrough(getResult(), argRanges[0], setResultRanges);
+}
+
+void GatherOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
+                                 SetIntRangeFn setResultRanges) {
+  // argRanges[0] is the gathered operand; the indices only pick elements.
+  passThrough(getResult(), argRanges[0], setResultRanges);
+}
+
+void ConcatOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
+                                 SetIntRangeFn setResultRanges) {
+  ConstantIntRanges range = argRanges.front();
+  for (const ConstantIntRanges &next : argRanges.drop_front())
+    range = range.rangeUnion(next);
+  passThrough(getResult(), range, setResultRanges);
+}
+
+void SelectOp::inferResultRanges(ArrayRef<ConstantIntRanges> argRanges,
+                                 SetIntRangeFn setResultRanges) {
+  // argRanges[0] is the i1 condition.
+  passThrough(getResult(), argRanges[1].rangeUnion(argRanges[2]),
+              setResultRanges);
+}

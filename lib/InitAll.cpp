@@ -56,6 +56,16 @@ void mlir::poot::registerAllDialects(DialectRegistry &registry) {
 }
 
 void mlir::poot::registerAllPasses() {
+  // Pipelines may not be registered twice: guard against a second call.
+  static bool pipelinesRegistered = [] {
+    PassPipelineRegistration<poot::FuseAttentionPipelineOptions>(
+        "poot-fuse-attention",
+        "Canonicalize, recognize RoPE, rewrite attention chains into "
+        "poot.attention, CSE",
+        poot::buildFuseAttentionPipeline);
+    return true;
+  }();
+  (void)pipelinesRegistered;
   // Upstream generic transforms: canonicalize, cse, inline, symbol-dce, ...
   mlir::registerTransformsPasses();
   poot::registerPootTransformsPasses();

@@ -3,8 +3,10 @@
 #define POOT_LIB_TRANSFORMS_PASSES_H
 
 #include "dialect/PootDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassOptions.h"
 
 namespace mlir::poot {
 
@@ -13,6 +15,24 @@ namespace mlir::poot {
 
 #define GEN_PASS_REGISTRATION
 #include "lib/Transforms/Passes.h.inc"
+
+//===----------------------------------------------------------------------===//
+// Pipelines
+//===----------------------------------------------------------------------===//
+
+/// Options of `poot-fuse-attention`.
+struct FuseAttentionPipelineOptions
+    : public PassPipelineOptions<FuseAttentionPipelineOptions> {
+  PassOptions::Option<bool> remarks{
+      *this, "remarks",
+      llvm::cl::desc("Remark on every attention candidate the rewrite declines"),
+      llvm::cl::init(false)};
+};
+
+/// canonicalize, poot-recognize-rope, poot-attention-rewrite, cse: the
+/// tracer's attention chains become poot.attention, nothing else changes.
+void buildFuseAttentionPipeline(OpPassManager &pm,
+                                const FuseAttentionPipelineOptions &options);
 
 } // namespace mlir::poot
 

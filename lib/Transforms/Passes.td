@@ -74,6 +74,96 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
            "Largest single buffer (storage buffer range) in bytes">,
     Option<"maxAllocBytes", "max-alloc-bytes", "int64_t", /*default=*/"4294967296",
            "Largest allocation the device can make, in bytes">
+def PootRecognizeRope : Pass<"poot-recognize-rope", "::mlir::func::FuncOp"> {
+  let summary = "Form poot.rope from the tracer's rotate-half chain";
+  let description = [{
+    Replaces `x * cos + concat(neg(slice(x, second half)), slice(x, first
+    half)) * sin` (slices and concat over the last axis, operands of `add` and
+    `mul` in either order) with one `poot.rope`, so the attention rewrite and
+    later passes see a rotary embedding as one value. A chain whose result
+    shape is not `x`'s (the tables widen it) or whose halves do not split the
+    last axis exactly is left alone.
+
+    Before:
+    ```mlir
+    %a  = poot.mul %x, %cos : (tensor<1x8x4x64xf32>, tensor<1x1x4x64xf32>) -> tensor<1x8x4x64xf32>
+    %x1 = poot.slice %x [0, 0, 0, 0] to [1, 8, 4, 32] step [1, 1, 1, 1] : ...
+    %x2 = poot.slice %x [0, 0, 0, 32] to [1, 8, 4, 64] step [1, 1, 1, 1] : ...
+    %n  = poot.neg %x2 : tensor<1x8x4x32xf32>
+    %r  = poot.concat %n, %x1 axis = 3 : ...
+    %b  = poot.mul %r, %sin : ...
+    %y  = poot.add %a, %b : ...
+    ```
+    After:
+    ```mlir
+    %y = poot.rope %x, %cos, %sin : tensor<1x8x4x64xf32>, tensor<1x1x4x64xf32>,
+        tensor<1x1x4x64xf32> -> tensor<1x8x4x64xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::poot::PootDialect"];
+}
+
+def PootAttentionRewrite : Pass<"poot-attention-rewrite", "::mlir::func::FuncOp"> {
+  let summary = "Replace the tracer's attention chains with poot.attention";
+  let description = [{
+    Runs after canonicalization and `poot-recognize-rope`. Starting from each
+    `matmul(p, v)` whose `p` is a softmax (`exp(s - max(s)) / sum`, keepdim
+    reductions over the last axis), it reads the score chain back to
+    `matmul(q, transpose(k))` and forms one `poot.attention` when the op's
+    typing rule (its verifier) accepts the operands:
+
+    - scale: `mul` by a splat constant or `div` by one (their product);
+    - softcap: `c * tanh(s / c)` (also `tanh(s * (1/c)) * c`), before masks;
+    - additive masks (`add` of any value independent of the scores, e.g. the
+      in-graph causal mask or an ALiBi bias with head axis Hq): their sum is
+      the `mask` operand; a mask added before the scale is scaled with it;
+    - GQA/MQA: `reshape -> broadcast -> reshape` (or a plain head broadcast)
+      of K and V is read back to the `[B, Hkv, Lk, D]` cache; no repeated copy
+      survives (the dead chain is erased);
+    - split key: `concat(k_nope, broadcast(k_pe))` on the last axis becomes
+      `key` + `key_shared`;
+    - paged key: `transpose(gather(pool, read, axis 0), [0, 2, 1, 3])` becomes
+      the pool + `read` operand when integer range analysis (seeded from the
+      arguments' `poot.range`) proves `read` inside `[0, S)`; otherwise the
+      attention stays over the gathered view;
+    - live length: the `attention_live` selects (K and V rows zeroed where
+      `t >= len`, scores set to `-inf`) become the `len` operand when range
+      analysis proves `1 <= len <= Lk`; a bound that relies on an
+      `index_guard` clamp counts only when that guard's witness is returned
+      as a `#poot.slot<validation>` result.
+
+    Anything else is left exactly as it was: chains whose operands the op
+    cannot type, non-F32 element types (the generated kernel is F32 only),
+    unproven lengths. With `remarks=true` every declined candidate emits a
+    remark naming the failed check.
+
+    Before (decode, GQA n_rep = 4, causal mask `%mask`):
+    ```mlir
+    %r0 = poot.reshape %kc : tensor<1x2x16x8xf32> -> tensor<1x2x1x16x8xf32>
+    %b0 = poot.broadcast %r0 : tensor<1x2x1x16x8xf32> -> tensor<1x2x4x16x8xf32>
+    %kx = poot.reshape %b0 : tensor<1x2x4x16x8xf32> -> tensor<1x8x16x8xf32>
+    %kt = poot.transpose %kx perm = [0, 1, 3, 2] : ...
+    %s  = poot.matmul %q, %kt : ...
+    %s1 = poot.mul %s, %scale : ...
+    %s2 = poot.add %s1, %mask : ...
+    %m  = poot.reduce max %s2 axis = 3 keepdim : ...
+    %d  = poot.sub %s2, %m : ...
+    %e  = poot.exp %d : ...
+    %z  = poot.reduce sum %e axis = 3 keepdim : ...
+    %p  = poot.div %e, %z : ...
+    %o  = poot.matmul %p, %vx : ...
+    ```
+    After:
+    ```mlir
+    %o = poot.attention %q, %kc, %vc mask(%mask : tensor<1x1x1x16xf32>)
+        {scale = 0.35355339059327379 : f64}
+        : tensor<1x8x1x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>
+        -> tensor<1x8x1x8xf32>
+    ```
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Emit a remark for every declined candidate, naming the failed check">
   ];
   let dependentDialects = ["::mlir::poot::PootDialect"];
 }

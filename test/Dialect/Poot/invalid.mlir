@@ -396,3 +396,38 @@ func.func @guard_bounds(%a: tensor<2xi32>) {
   %0, %1 = poot.index_guard %a min = 4 max = 1 : tensor<2xi32>
   return
 }
+
+//===-- rope ------------------------------------------------------------===//
+
+// -----
+
+func.func @rope_odd_width(%x: tensor<2x5xf32>, %c: tensor<5xf32>) {
+  // expected-error @+1 {{rotary width (the input's last dimension) must be even, got 'tensor<2x5xf32>'}}
+  %0 = poot.rope %x, %c, %c : tensor<2x5xf32>, tensor<5xf32>, tensor<5xf32> -> tensor<2x5xf32>
+  return
+}
+
+// -----
+
+func.func @rope_table_dtype(%x: tensor<2x4xf32>, %c: tensor<4xf16>, %s: tensor<4xf32>) {
+  // expected-error @+1 {{cos needs the input's element type}}
+  %0 = poot.rope %x, %c, %s : tensor<2x4xf32>, tensor<4xf16>, tensor<4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @rope_table_shape(%x: tensor<2x4xf32>, %c: tensor<4xf32>, %s: tensor<3x4xf32>) {
+  // expected-error @+1 {{sin must broadcast to the input's shape (numpy rules): 'tensor<3x4xf32>' vs 'tensor<2x4xf32>'}}
+  %0 = poot.rope %x, %c, %s : tensor<2x4xf32>, tensor<4xf32>, tensor<3x4xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @rope_result(%x: tensor<2x4xf32>, %c: tensor<4xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<2x4xf32>' are incompatible with return type(s) of operation 'tensor<1x2x4xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = poot.rope %x, %c, %c : tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<1x2x4xf32>
+  return
+}

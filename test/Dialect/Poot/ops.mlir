@@ -150,3 +150,10 @@ func.func @dtypes(%a: tensor<4xbf16>, %b: tensor<4xf16>, %c: tensor<4xf64>) -> (
   %3 = poot.add %1, %2 : (tensor<4xf16>, tensor<4xf16>) -> tensor<4xf16>
   return %0, %3, %c : tensor<4xbf16>, tensor<4xf16>, tensor<4xf64>
 }
+
+// CHECK-LABEL: func.func @rope
+func.func @rope(%x: tensor<1x4x2x8xf32>, %cos: tensor<1x1x2x8xf32>, %sin: tensor<2x8xf32>) -> tensor<1x4x2x8xf32> {
+  // CHECK: poot.rope %{{.*}}, %{{.*}}, %{{.*}} : tensor<1x4x2x8xf32>, tensor<1x1x2x8xf32>, tensor<2x8xf32> -> tensor<1x4x2x8xf32>
+  %0 = poot.rope %x, %cos, %sin : tensor<1x4x2x8xf32>, tensor<1x1x2x8xf32>, tensor<2x8xf32> -> tensor<1x4x2x8xf32>
+  return %0 : tensor<1x4x2x8xf32>
+}
