@@ -74,6 +74,10 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
            "Largest single buffer (storage buffer range) in bytes">,
     Option<"maxAllocBytes", "max-alloc-bytes", "int64_t", /*default=*/"4294967296",
            "Largest allocation the device can make, in bytes">
+  ];
+  let dependentDialects = ["::mlir::poot::PootDialect"];
+}
+
 def PootRecognizeRope : Pass<"poot-recognize-rope", "::mlir::func::FuncOp"> {
   let summary = "Form poot.rope from the tracer's rotate-half chain";
   let description = [{
