@@ -1,0 +1,51 @@
+//===- Pipelines.h - per-target lowering pipelines ---------------*- C++ -*-===//
+//
+// Each target's pipeline is an options struct, a build function and one
+// registration (the shape of upstream mlir/Dialect/GPU/Pipelines/Passes.h),
+// registered from lib/InitAll so `poot-opt --poot-to-llvm-cpu` and Python's
+// PassManager parse the same definition.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef POOT_LIB_CONVERSION_PIPELINES_H
+#define POOT_LIB_CONVERSION_PIPELINES_H
+
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir {
+class DialectRegistry;
+class OpPassManager;
+namespace poot {
+
+//===----------------------------------------------------------------------===//
+// CPU: poot -> linalg -> buffers (destination passing) -> loops -> LLVM
+//===----------------------------------------------------------------------===//
+
+struct PootToLLVMCPUPipelineOptions
+    : public PassPipelineOptions<PootToLLVMCPUPipelineOptions> {
+  PassOptions::Option<std::string> entry{
+      *this, "entry",
+      llvm::cl::desc("The step function's name; it gets the C interface "
+                     "(empty: every public function)"),
+      llvm::cl::init("")};
+};
+
+/// Lowers a poot module to the LLVM dialect for the in-process CPU runtime:
+/// convert-poot-to-linalg, one-shot bufferization at function boundaries with
+/// identity layouts, results turned into caller-owned out-parameters, buffer
+/// deallocation, loops, and the LLVM conversions (math through LLVM
+/// intrinsics and libm). The entry function gets `_mlir_ciface_<name>`.
+void buildPootToLLVMCPUPipeline(OpPassManager &pm,
+                                const PootToLLVMCPUPipelineOptions &options);
+
+/// Registers `poot-to-llvm-cpu`.
+void registerPootToLLVMCPUPipeline();
+
+/// The dialect interfaces the CPU pipeline needs in every context
+/// (bufferization and buffer-deallocation models).
+void registerCPUPipelineDialectInterfaces(DialectRegistry &registry);
+
+} // namespace poot
+} // namespace mlir
+
+#endif // POOT_LIB_CONVERSION_PIPELINES_H

@@ -1,0 +1,132 @@
+//===- PipelinesCPU.cpp - poot-to-llvm-cpu ---------------------------------===//
+//
+// The CPU target: the whole step function to the LLVM dialect, for a shared
+// object the runtime calls in-process. The ABI it produces (see
+// docs/cpu-target.md): `_mlir_ciface_<entry>(desc *in_0, ..., desc *out_0,
+// ...)`, one pointer to a memref descriptor per argument, then one per
+// result as a caller-owned out-parameter; every layout is the identity
+// (C-contiguous), and the step never writes an input buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Conversion/Pipelines.h"
+
+#include "lib/Conversion/Passes.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MathToLibm/MathToLibm.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/ControlFlow/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void poot::buildPootToLLVMCPUPipeline(
+    OpPassManager &pm, const PootToLLVMCPUPipelineOptions &options) {
+  // 1. poot -> linalg/tensor/scf on tensors. The fused attention ops get
+  //    their CPU loops first: `poot-attention-to-loops` belongs here, ahead
+  //    of convert-poot-to-linalg (which leaves those ops alone).
+  pm.addPass(createConvertPootToLinalg());
+  PootCPUEntryABIOptions abi;
+  abi.entry = options.entry;
+  pm.addPass(createPootCPUEntryABI(abi));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+
+  // 2. Tensors -> buffers. Identity layouts at the function boundary (the
+  //    runtime passes C-contiguous arrays), then every result becomes an
+  //    out-parameter the runtime allocates; a result that is a fresh static
+  //    allocation is written in place of that allocation.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.hoistStaticAllocs = true;
+  outParams.modifyPublicFunctions = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  bufferization::buildBufferDeallocationPipeline(pm);
+
+  // 3. Loops (strided copies too: the artifact links no MLIR runtime), and
+  //    the f16/bf16 arithmetic and math done in f32 with a rounding after
+  //    each op (what numpy/ml_dtypes compute).
+  pm.addNestedPass<func::FuncOp>(createPootCPUExpandStridedCopies());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createLowerAffinePass());
+  math::MathExtendToSupportedTypesOptions mathExtend;
+  pm.addPass(math::createMathExtendToSupportedTypes(mathExtend));
+  arith::ArithEmulateUnsupportedFloatsOptions emulate;
+  emulate.sourceTypeStrs = {"f16", "bf16"};
+  emulate.targetTypeStr = "f32";
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(createCanonicalizerPass());
+
+  // 4. LLVM. Math goes to LLVM intrinsics where one exists (llc turns them
+  //    into libm calls: expf, tanhf, ...) and to libm calls for the rest.
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void poot::registerPootToLLVMCPUPipeline() {
+  PassPipelineRegistration<PootToLLVMCPUPipelineOptions>(
+      "poot-to-llvm-cpu",
+      "Lower a poot module to the LLVM dialect for the in-process CPU "
+      "runtime (destination-passing C interface)",
+      buildPootToLLVMCPUPipeline);
+}
+
+void poot::registerCPUPipelineDialectInterfaces(DialectRegistry &registry) {
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  linalg::registerBufferizableOpInterfaceExternalModels(registry);
+  scf::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  // Buffer deallocation: memref.alloc's allocation model, and ownership
+  // through selects, scf loops/ifs and cf branches.
+  memref::registerAllocationOpInterfaceExternalModels(registry);
+  arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  scf::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  cf::registerBufferDeallocationOpInterfaceExternalModels(registry);
+}

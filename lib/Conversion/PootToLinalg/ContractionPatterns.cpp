@@ -1,0 +1,327 @@
+//===- ContractionPatterns.cpp - poot matmul/reduce/top_k/index_guard -----===//
+//
+// The ops that reduce: batched matmul (numpy batch broadcasting, accumulation
+// in the element type), reduce sum/max/min, top_k (a selection loop: k passes
+// over each row, ties to the lower index, NaN ordered last as in a stable
+// sort of -x) and index_guard (an elementwise clamp plus an all-reduction
+// witness).
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Conversion/PootToLinalg/LoweringUtils.h"
+
+#include "dialect/PootDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::poot;
+using namespace mlir::poot::linalg_lowering;
+
+namespace {
+
+struct MatMulLowering : OpConversionPattern<MatMulOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(MatMulOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    RankedTensorType resultType = op.getType();
+    ArrayRef<int64_t> lhsShape =
+        cast<RankedTensorType>(adaptor.getLhs().getType()).getShape();
+    ArrayRef<int64_t> rhsShape =
+        cast<RankedTensorType>(adaptor.getRhs().getType()).getShape();
+    ArrayRef<int64_t> batch = resultType.getShape().drop_back(2);
+    int64_t nb = batch.size();
+    // Loops: batch..., m, n, k (k is the reduction).
+    int64_t loops = nb + 3;
+    AffineExpr m = getAffineDimExpr(nb, ctx), n = getAffineDimExpr(nb + 1, ctx),
+               k = getAffineDimExpr(nb + 2, ctx);
+    auto operandMap = [&](ArrayRef<int64_t> shape, AffineExpr row,
+                          AffineExpr col) {
+      AffineMap batchMap = broadcastMap(shape.drop_back(2), batch, ctx);
+      SmallVector<AffineExpr> exprs(batchMap.getResults());
+      exprs.push_back(row);
+      exprs.push_back(col);
+      return AffineMap::get(loops, 0, exprs, ctx);
+    };
+    SmallVector<AffineExpr> outExprs;
+    for (int64_t d = 0; d < nb + 2; ++d)
+      outExprs.push_back(getAffineDimExpr(d, ctx));
+    SmallVector<AffineMap> maps{operandMap(lhsShape, m, k),
+                                operandMap(rhsShape, k, n),
+                                AffineMap::get(loops, 0, outExprs, ctx)};
+    SmallVector<utils::IteratorType> iterators = parallelIterators(nb + 2);
+    iterators.push_back(utils::IteratorType::reduction);
+
+    Type elementType = resultType.getElementType();
+    Value zero = scalarConstant(rewriter, loc, elementType, 0.0);
+    Value init = filledTensor(rewriter, loc, resultType, zero);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{resultType},
+        ValueRange{adaptor.getLhs(), adaptor.getRhs()}, ValueRange{init}, maps,
+        iterators, [](OpBuilder &b, Location nloc, ValueRange args) {
+          Value product = arith::MulFOp::create(b, nloc, args[0], args[1]);
+          Value sum = arith::AddFOp::create(b, nloc, args[2], product);
+          linalg::YieldOp::create(b, nloc, sum);
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+/// The identity of a reduction and its combiner at `type`.
+Value reductionIdentity(OpBuilder &b, Location loc, ReduceKind kind, Type type) {
+  if (isa<FloatType>(type)) {
+    double inf = std::numeric_limits<double>::infinity();
+    switch (kind) {
+    case ReduceKind::Sum: return scalarConstant(b, loc, type, 0.0);
+    case ReduceKind::Max: return scalarConstant(b, loc, type, -inf);
+    case ReduceKind::Min: return scalarConstant(b, loc, type, inf);
+    }
+  }
+  if (type.isInteger(1))
+    return scalarConstant(b, loc, type, kind == ReduceKind::Min ? 1 : 0);
+  unsigned width = type.getIntOrFloatBitWidth();
+  switch (kind) {
+  case ReduceKind::Sum:
+    return scalarConstant(b, loc, type, 0);
+  case ReduceKind::Max:
+    return arith::ConstantOp::create(
+        b, loc, b.getIntegerAttr(type, APInt::getSignedMinValue(width)));
+  case ReduceKind::Min:
+    return arith::ConstantOp::create(
+        b, loc, b.getIntegerAttr(type, APInt::getSignedMaxValue(width)));
+  }
+  llvm_unreachable("unknown reduce kind");
+}
+
+Value reductionCombine(OpBuilder &b, Location loc, ReduceKind kind, Value acc,
+                       Value x) {
+  Type type = x.getType();
+  if (isa<FloatType>(type)) {
+    switch (kind) {
+    case ReduceKind::Sum: return arith::AddFOp::create(b, loc, acc, x);
+    case ReduceKind::Max: return arith::MaximumFOp::create(b, loc, acc, x);
+    case ReduceKind::Min: return arith::MinimumFOp::create(b, loc, acc, x);
+    }
+  }
+  if (type.isInteger(1)) // sum at i1 is `any`; min is rejected by the verifier.
+    return kind == ReduceKind::Min
+               ? arith::AndIOp::create(b, loc, acc, x).getResult()
+               : arith::OrIOp::create(b, loc, acc, x).getResult();
+  switch (kind) {
+  case ReduceKind::Sum: return arith::AddIOp::create(b, loc, acc, x);
+  case ReduceKind::Max: return arith::MaxSIOp::create(b, loc, acc, x);
+  case ReduceKind::Min: return arith::MinSIOp::create(b, loc, acc, x);
+  }
+  llvm_unreachable("unknown reduce kind");
+}
+
+struct ReduceLowering : OpConversionPattern<ReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReduceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    auto operandType = cast<RankedTensorType>(adaptor.getOperand().getType());
+    RankedTensorType resultType = storageType(op.getType());
+    Type storage = resultType.getElementType();
+    int64_t rank = operandType.getRank();
+    int64_t axis = op.getAxis();
+    ReduceKind kind = op.getKind();
+
+    SmallVector<AffineExpr> outExprs;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d != axis)
+        outExprs.push_back(getAffineDimExpr(d, ctx));
+      else if (op.getKeepdim())
+        outExprs.push_back(getAffineConstantExpr(0, ctx));
+    }
+    SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                AffineMap::get(rank, 0, outExprs, ctx)};
+    SmallVector<utils::IteratorType> iterators = parallelIterators(rank);
+    iterators[axis] = utils::IteratorType::reduction;
+    Value identity =
+        reductionIdentity(rewriter, loc, kind, op.getType().getElementType());
+    Value init = filledTensor(rewriter, loc, resultType,
+                              toStorage(rewriter, loc, identity, storage));
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{resultType}, ValueRange{adaptor.getOperand()},
+        ValueRange{init}, maps, iterators,
+        [&](OpBuilder &b, Location nloc, ValueRange args) {
+          Value combined =
+              reductionCombine(b, nloc, kind, toLogical(b, nloc, args[1]),
+                               toLogical(b, nloc, args[0]));
+          linalg::YieldOp::create(b, nloc, toStorage(b, nloc, combined, storage));
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+/// True when (a, ia) comes before (b, ib) in top_k's order: larger first,
+/// equal values by lower index, NaN after every number (NaNs by index).
+Value precedes(OpBuilder &b, Location loc, Value a, Value ia, Value x, Value ix) {
+  using P = arith::CmpFPredicate;
+  Value gt = arith::CmpFOp::create(b, loc, P::OGT, a, x);
+  Value eq = arith::CmpFOp::create(b, loc, P::OEQ, a, x);
+  Value lowerIndex =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, ia, ix);
+  Value aNumber = arith::CmpFOp::create(b, loc, P::ORD, a, a);
+  Value aNaN = arith::CmpFOp::create(b, loc, P::UNO, a, a);
+  Value xNaN = arith::CmpFOp::create(b, loc, P::UNO, x, x);
+  Value tieFirst = arith::AndIOp::create(b, loc, eq, lowerIndex);
+  Value numberBeforeNaN = arith::AndIOp::create(b, loc, aNumber, xNaN);
+  Value bothNaN = arith::AndIOp::create(b, loc, aNaN, xNaN);
+  Value nanTieFirst = arith::AndIOp::create(b, loc, bothNaN, lowerIndex);
+  Value result = arith::OrIOp::create(b, loc, gt, tieFirst);
+  result = arith::OrIOp::create(b, loc, result, numberBeforeNaN);
+  return arith::OrIOp::create(b, loc, result, nanTieFirst);
+}
+
+struct TopKLowering : OpConversionPattern<TopKOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TopKOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto operandType = cast<RankedTensorType>(adaptor.getOperand().getType());
+    Type elementType = operandType.getElementType();
+    int64_t n = operandType.getShape().back();
+    int64_t k = op.getK();
+    int64_t rows = operandType.getNumElements() / std::max<int64_t>(n, 1);
+    Type i32 = rewriter.getI32Type();
+
+    // Work on [rows, n]; reshape the [rows, k] results back at the end.
+    Value flat = reshapeTensor(rewriter, loc, adaptor.getOperand(), {rows, n});
+    auto valuesType = RankedTensorType::get({rows, k}, elementType);
+    auto indicesType = RankedTensorType::get({rows, k}, i32);
+    Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    Value cRows = arith::ConstantIndexOp::create(rewriter, loc, rows);
+    Value cK = arith::ConstantIndexOp::create(rewriter, loc, k);
+    Value cN = arith::ConstantIndexOp::create(rewriter, loc, n);
+    Value values0 = emptyTensor(rewriter, loc, valuesType);
+    Value indices0 = emptyTensor(rewriter, loc, indicesType);
+
+    // For each row and rank j: scan the row for the best element that comes
+    // after the previous pick in the order; k passes, no scratch.
+    auto rowLoop = scf::ForOp::create(
+        rewriter, loc, c0, cRows, c1, ValueRange{values0, indices0},
+        [&](OpBuilder &b, Location l, Value r, ValueRange rowArgs) {
+          Value zeroElt = scalarConstant(b, l, elementType, 0.0);
+          auto rankLoop = scf::ForOp::create(
+              b, l, c0, cK, c1,
+              ValueRange{rowArgs[0], rowArgs[1], zeroElt, c0},
+              [&](OpBuilder &b2, Location l2, Value j, ValueRange rankArgs) {
+                Value prevV = rankArgs[2], prevI = rankArgs[3];
+                Value first = arith::CmpIOp::create(
+                    b2, l2, arith::CmpIPredicate::eq, j, c0);
+                Value falseV = arith::ConstantIntOp::create(b2, l2, b2.getI1Type(), 0);
+                auto scan = scf::ForOp::create(
+                    b2, l2, c0, cN, c1, ValueRange{zeroElt, c0, falseV},
+                    [&](OpBuilder &b3, Location l3, Value i, ValueRange s) {
+                      Value bestV = s[0], bestI = s[1], found = s[2];
+                      Value x = tensor::ExtractOp::create(b3, l3, flat,
+                                                          ValueRange{r, i});
+                      Value afterPrev = arith::OrIOp::create(
+                          b3, l3, first, precedes(b3, l3, prevV, prevI, x, i));
+                      Value trueV = arith::ConstantIntOp::create(b3, l3, b3.getI1Type(), 1);
+                      Value notFound = arith::XOrIOp::create(b3, l3, found, trueV);
+                      Value better = arith::OrIOp::create(
+                          b3, l3, notFound, precedes(b3, l3, x, i, bestV, bestI));
+                      Value take = arith::AndIOp::create(b3, l3, afterPrev, better);
+                      Value v = arith::SelectOp::create(b3, l3, take, x, bestV);
+                      Value vi = arith::SelectOp::create(b3, l3, take, i, bestI);
+                      Value f = arith::OrIOp::create(b3, l3, found, take);
+                      scf::YieldOp::create(b3, l3, ValueRange{v, vi, f});
+                    });
+                Value bestV = scan.getResult(0), bestI = scan.getResult(1);
+                Value vals = tensor::InsertOp::create(b2, l2, bestV, rankArgs[0],
+                                                      ValueRange{r, j});
+                Value bestI32 = arith::IndexCastOp::create(b2, l2, i32, bestI);
+                Value idxs = tensor::InsertOp::create(b2, l2, bestI32,
+                                                      rankArgs[1], ValueRange{r, j});
+                scf::YieldOp::create(b2, l2, ValueRange{vals, idxs, bestV, bestI});
+              });
+          scf::YieldOp::create(
+              b, l, ValueRange{rankLoop.getResult(0), rankLoop.getResult(1)});
+        });
+    ArrayRef<int64_t> shape = op.getValues().getType().getShape();
+    Value values = reshapeTensor(rewriter, loc, rowLoop.getResult(0), shape);
+    Value indices = reshapeTensor(rewriter, loc, rowLoop.getResult(1), shape);
+    rewriter.replaceOp(op, ValueRange{values, indices});
+    return success();
+  }
+};
+
+struct IndexGuardLowering : OpConversionPattern<IndexGuardOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(IndexGuardOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value operand = adaptor.getOperand();
+    auto type = cast<RankedTensorType>(operand.getType());
+    int64_t rank = type.getRank();
+    // The bounds are i64 attributes: compare in i64 so no bound wraps.
+    int64_t lo = op.getMinAttr().getInt(), hi = op.getMaxAttr().getInt();
+    auto inRange = [lo, hi](OpBuilder &b, Location l, Value x) {
+      Type i64 = b.getI64Type();
+      Value wide = arith::ExtSIOp::create(b, l, i64, x);
+      Value geLo = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, wide,
+                                         scalarConstant(b, l, i64, lo));
+      Value leHi = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sle, wide,
+                                         scalarConstant(b, l, i64, hi));
+      return arith::AndIOp::create(b, l, geLo, leHi).getResult();
+    };
+    Value clamped = buildElementwise(
+        rewriter, loc, type, ValueRange{operand},
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Type i64 = b.getI64Type();
+          Value wide = arith::ExtSIOp::create(b, l, i64, args[0]);
+          wide = arith::MaxSIOp::create(b, l, wide, scalarConstant(b, l, i64, lo));
+          wide = arith::MinSIOp::create(b, l, wide, scalarConstant(b, l, i64, hi));
+          return arith::TruncIOp::create(b, l, args[0].getType(), wide)
+              .getResult();
+        });
+
+    // witness = all(lo <= x <= hi): an all-reduction into a 0-d i1.
+    // The witness is a bool, stored as a byte.
+    auto witnessType = RankedTensorType::get({}, rewriter.getI8Type());
+    Value init = filledTensor(
+        rewriter, loc, witnessType,
+        arith::ConstantIntOp::create(rewriter, loc, rewriter.getI8Type(), 1));
+    SmallVector<AffineMap> maps{AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                AffineMap::get(rank, 0, {}, ctx)};
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::reduction);
+    auto witness = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{witnessType}, ValueRange{operand},
+        ValueRange{init}, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value ok = arith::AndIOp::create(b, l, toLogical(b, l, args[1]),
+                                           inRange(b, l, args[0]));
+          linalg::YieldOp::create(b, l, toStorage(b, l, ok, b.getI8Type()));
+        });
+    rewriter.replaceOp(op, ValueRange{clamped, witness.getResult(0)});
+    return success();
+  }
+};
+
+} // namespace
+
+void linalg_lowering::populateContractionPatterns(const TypeConverter &converter,
+                                                  RewritePatternSet &patterns) {
+  patterns.add<MatMulLowering, ReduceLowering, TopKLowering,
+               IndexGuardLowering>(converter, patterns.getContext());
+}

@@ -1,0 +1,246 @@
+//===- DataMovementPatterns.cpp - poot shape/data ops -> tensor/linalg/scf ===//
+//
+// reshape, transpose, slice, concat, dynamic_update_slice, gather and
+// scatter_update. The runtime-indexed ops keep every access in bounds the
+// way their descriptions say: dynamic_update_slice clamps its offset, gather
+// clips each index, scatter_update skips an index outside [0, S) (the -1 of
+// a padding token included).
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Conversion/PootToLinalg/LoweringUtils.h"
+
+#include "dialect/PootDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+using namespace mlir;
+using namespace mlir::poot;
+using namespace mlir::poot::linalg_lowering;
+
+namespace {
+
+SmallVector<OpFoldResult> indexAttrs(OpBuilder &b, ArrayRef<int64_t> values) {
+  return llvm::map_to_vector(values, [&](int64_t v) -> OpFoldResult {
+    return b.getIndexAttr(v);
+  });
+}
+
+struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, reshapeTensor(rewriter, op.getLoc(),
+                                         adaptor.getOperand(),
+                                         op.getType().getShape()));
+    return success();
+  }
+};
+
+struct TransposeLowering : OpConversionPattern<TransposeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    // linalg.transpose: result dim d = input dim permutation[d], as numpy.
+    Value init = emptyTensor(rewriter, op.getLoc(), storageType(op.getType()));
+    auto transpose = linalg::TransposeOp::create(
+        rewriter, op.getLoc(), adaptor.getOperand(), init, op.getPermutation());
+    rewriter.replaceOp(op, transpose.getResult());
+    return success();
+  }
+};
+
+struct SliceLowering : OpConversionPattern<SliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(SliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RankedTensorType type = storageType(op.getType());
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, type, adaptor.getOperand(), indexAttrs(rewriter, op.getStart()),
+        indexAttrs(rewriter, type.getShape()),
+        indexAttrs(rewriter, op.getStrides()));
+    return success();
+  }
+};
+
+struct ConcatLowering : OpConversionPattern<ConcatOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ConcatOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    RankedTensorType type = storageType(op.getType());
+    int64_t axis = op.getAxis();
+    Value result = emptyTensor(rewriter, op.getLoc(), type);
+    SmallVector<int64_t> offsets(type.getRank(), 0);
+    SmallVector<int64_t> strides(type.getRank(), 1);
+    for (Value input : adaptor.getInputs()) {
+      auto inputType = cast<RankedTensorType>(input.getType());
+      result = tensor::InsertSliceOp::create(
+          rewriter, op.getLoc(), input, result, indexAttrs(rewriter, offsets),
+          indexAttrs(rewriter, inputType.getShape()),
+          indexAttrs(rewriter, strides));
+      offsets[axis] += inputType.getDimSize(axis);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct DynamicUpdateSliceLowering : OpConversionPattern<DynamicUpdateSliceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(DynamicUpdateSliceOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto operandType = cast<RankedTensorType>(adaptor.getOperand().getType());
+    auto updateType = cast<RankedTensorType>(adaptor.getUpdate().getType());
+    int64_t axis = op.getAxis();
+    int64_t room = operandType.getDimSize(axis) - updateType.getDimSize(axis);
+    // s = clamp(start, 0, operand.shape[axis] - n), computed in i32.
+    Type i32 = rewriter.getI32Type();
+    Value start = tensor::ExtractOp::create(rewriter, loc, adaptor.getStart(),
+                                            ValueRange{});
+    start = arith::MaxSIOp::create(rewriter, loc, start,
+                                   scalarConstant(rewriter, loc, i32, 0));
+    start = arith::MinSIOp::create(rewriter, loc, start,
+                                   scalarConstant(rewriter, loc, i32, room));
+    Value offset = arith::IndexCastOp::create(rewriter, loc,
+                                              rewriter.getIndexType(), start);
+    SmallVector<OpFoldResult> offsets(operandType.getRank(),
+                                      rewriter.getIndexAttr(0));
+    offsets[axis] = offset;
+    SmallVector<int64_t> strides(operandType.getRank(), 1);
+    rewriter.replaceOpWithNewOp<tensor::InsertSliceOp>(
+        op, adaptor.getUpdate(), adaptor.getOperand(), offsets,
+        indexAttrs(rewriter, updateType.getShape()),
+        indexAttrs(rewriter, strides));
+    return success();
+  }
+};
+
+struct GatherLowering : OpConversionPattern<GatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(GatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    Value operand = adaptor.getOperand();
+    auto operandType = cast<RankedTensorType>(operand.getType());
+    auto indicesType = cast<RankedTensorType>(adaptor.getIndices().getType());
+    RankedTensorType resultType = storageType(op.getType());
+    int64_t axis = op.getAxis();
+    int64_t indexRank = indicesType.getRank();
+    int64_t rank = resultType.getRank();
+    int64_t maxIndex = operandType.getDimSize(axis) - 1;
+
+    // Loop over the result; the indices tensor is read at the loop dims it
+    // occupies, and the operand with tensor.extract at the clipped index.
+    SmallVector<AffineExpr> indexExprs;
+    for (int64_t d = 0; d < indexRank; ++d)
+      indexExprs.push_back(getAffineDimExpr(axis + d, ctx));
+    SmallVector<AffineMap> maps{
+        AffineMap::get(rank, 0, indexExprs, ctx),
+        AffineMap::getMultiDimIdentityMap(rank, ctx)};
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{resultType}, ValueRange{adaptor.getIndices()},
+        ValueRange{emptyTensor(rewriter, loc, resultType)}, maps,
+        parallelIterators(rank),
+        [&](OpBuilder &b, Location nloc, ValueRange args) {
+          Type i32 = b.getI32Type();
+          Value index = arith::MaxSIOp::create(b, nloc, args[0],
+                                               scalarConstant(b, nloc, i32, 0));
+          index = arith::MinSIOp::create(
+              b, nloc, index, scalarConstant(b, nloc, i32, maxIndex));
+          SmallVector<Value> coords;
+          for (int64_t d = 0; d < axis; ++d)
+            coords.push_back(linalg::IndexOp::create(b, nloc, d));
+          coords.push_back(
+              arith::IndexCastOp::create(b, nloc, b.getIndexType(), index));
+          for (int64_t d = axis + 1; d < operandType.getRank(); ++d)
+            coords.push_back(
+                linalg::IndexOp::create(b, nloc, d - 1 + indexRank));
+          Value element = tensor::ExtractOp::create(b, nloc, operand, coords);
+          linalg::YieldOp::create(b, nloc, element);
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+struct ScatterUpdateLowering : OpConversionPattern<ScatterUpdateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(ScatterUpdateOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto operandType = cast<RankedTensorType>(adaptor.getOperand().getType());
+    auto indicesType = cast<RankedTensorType>(adaptor.getIndices().getType());
+    int64_t rank = operandType.getRank();
+    int64_t slots = operandType.getDimSize(0);
+    SmallVector<int64_t> rowShape(operandType.getShape());
+    rowShape[0] = 1;
+    SmallVector<OpFoldResult> sizes = indexAttrs(rewriter, rowShape);
+    SmallVector<OpFoldResult> strides =
+        indexAttrs(rewriter, SmallVector<int64_t>(rank, 1));
+    Value indices = adaptor.getIndices();
+    Value updates = adaptor.getUpdates();
+
+    // One row per index, in order (a later duplicate wins); an index outside
+    // [0, S) writes nothing.
+    Value lb = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value ub = arith::ConstantIndexOp::create(rewriter, loc,
+                                              indicesType.getDimSize(0));
+    Value step = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    auto loop = scf::ForOp::create(
+        rewriter, loc, lb, ub, step, ValueRange{adaptor.getOperand()},
+        [&](OpBuilder &b, Location nloc, Value i, ValueRange iterArgs) {
+          Value acc = iterArgs[0];
+          Type i32 = b.getI32Type();
+          Value slot = tensor::ExtractOp::create(b, nloc, indices, ValueRange{i});
+          Value geZero = arith::CmpIOp::create(
+              b, nloc, arith::CmpIPredicate::sge, slot,
+              scalarConstant(b, nloc, i32, 0));
+          Value ltSlots = arith::CmpIOp::create(
+              b, nloc, arith::CmpIPredicate::slt, slot,
+              scalarConstant(b, nloc, i32, slots));
+          Value inPool = arith::AndIOp::create(b, nloc, geZero, ltSlots);
+          auto ifOp = scf::IfOp::create(
+              b, nloc, inPool,
+              [&](OpBuilder &tb, Location tloc) {
+                SmallVector<OpFoldResult> rowOffsets(rank, tb.getIndexAttr(0));
+                rowOffsets[0] = i;
+                Value row = tensor::ExtractSliceOp::create(
+                    tb, tloc, updates, rowOffsets, sizes, strides);
+                SmallVector<OpFoldResult> dstOffsets(rank, tb.getIndexAttr(0));
+                dstOffsets[0] = arith::IndexCastOp::create(
+                                    tb, tloc, tb.getIndexType(), slot)
+                                    .getResult();
+                Value written = tensor::InsertSliceOp::create(
+                    tb, tloc, row, acc, dstOffsets, sizes, strides);
+                scf::YieldOp::create(tb, tloc, written);
+              },
+              [&](OpBuilder &eb, Location eloc) {
+                scf::YieldOp::create(eb, eloc, acc);
+              });
+          scf::YieldOp::create(b, nloc, ifOp.getResult(0));
+        });
+    rewriter.replaceOp(op, loop.getResult(0));
+    return success();
+  }
+};
+
+} // namespace
+
+void linalg_lowering::populateDataMovementPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<ReshapeLowering, TransposeLowering, SliceLowering,
+               ConcatLowering, DynamicUpdateSliceLowering, GatherLowering,
+               ScatterUpdateLowering>(converter, patterns.getContext());
+}

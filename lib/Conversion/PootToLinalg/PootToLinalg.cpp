@@ -1,0 +1,71 @@
+//===- PootToLinalg.cpp - convert-poot-to-linalg ---------------------------===//
+//
+// The pass: every primitive poot op must lower (a leftover one is an error
+// naming it); the fused attention ops stay, for their own lowering. Bool
+// tensors change type to their byte storage, function signatures included.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Conversion/Passes.h"
+
+#include "lib/Conversion/PootToLinalg/LoweringUtils.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::poot {
+#define GEN_PASS_DEF_CONVERTPOOTTOLINALG
+#include "lib/Conversion/Passes.h.inc"
+} // namespace mlir::poot
+
+using namespace mlir;
+using namespace mlir::poot;
+
+void poot::populatePootToLinalgTypeConversions(TypeConverter &converter) {
+  converter.addConversion([](Type type) { return type; });
+  converter.addConversion([](RankedTensorType type) -> Type {
+    return linalg_lowering::storageType(type);
+  });
+}
+
+void poot::populatePootToLinalgPatterns(const TypeConverter &converter,
+                                        RewritePatternSet &patterns) {
+  linalg_lowering::populateElementwisePatterns(converter, patterns);
+  linalg_lowering::populateDataMovementPatterns(converter, patterns);
+  linalg_lowering::populateContractionPatterns(converter, patterns);
+}
+
+namespace {
+struct ConvertPootToLinalg
+    : poot::impl::ConvertPootToLinalgBase<ConvertPootToLinalg> {
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    TypeConverter converter;
+    populatePootToLinalgTypeConversions(converter);
+
+    ConversionTarget target(*ctx);
+    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect,
+                           math::MathDialect, scf::SCFDialect,
+                           tensor::TensorDialect>();
+    target.addIllegalDialect<PootDialect>();
+    target.addLegalOp<AttentionOp, SelectedAttentionOp, BlockTopKOp>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp func) {
+      return converter.isSignatureLegal(func.getFunctionType()) &&
+             converter.isLegal(&func.getBody());
+    });
+    target.addDynamicallyLegalOp<func::ReturnOp, func::CallOp>(
+        [&](Operation *op) { return converter.isLegal(op); });
+
+    RewritePatternSet patterns(ctx);
+    populatePootToLinalgPatterns(converter, patterns);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                   converter);
+    populateReturnOpTypeConversionPattern(patterns, converter);
+    populateCallOpTypeConversionPattern(patterns, converter);
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
+      signalPassFailure();
+  }
+};
+} // namespace

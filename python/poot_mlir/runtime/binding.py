@@ -1,0 +1,282 @@
+"""The binder every artifact runtime shares: inputs checked before anything runs.
+
+It reads only an artifact manifest's `function` signature (plain JSON: names,
+shapes, dtypes, slot kinds, state names, declared ranges, write-map pools),
+never MLIR, and enforces the driver contract the oracle's binder enforces:
+
+- every argument gets exactly one value (by its `poot.name`, else `arg{i}`; a
+  state argument also answers to its state name), else `MissingInputError`;
+- numpy arrays and scalars carry exactly the argument's shape and dtype (an
+  f64 array for an f32 argument is refused, not rounded), else
+  `ShapeBindError`; untyped Python scalars and lists convert (ints exactly,
+  floats rounding to nearest even);
+- every element of an argument with a declared `#poot.range` lies in it, else
+  `RangeBindError`;
+- a write map is a checked forward slot map: each word is -1 or a slot in
+  `[0, S)`, and no slot is named twice, else `WriteMapError`.
+
+A refusal raises before any compiled code runs, so nothing is touched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import (
+    BindError,
+    MissingInputError,
+    RangeBindError,
+    ShapeBindError,
+    ValidationFailure,
+    WriteMapError,
+)
+
+Inputs = Mapping[str, Any] | Sequence[Any]
+
+FLOAT_DTYPES = ("f64", "f32", "f16", "bf16")
+
+
+def numpy_dtype(name: str) -> np.dtype:
+    """The numpy dtype of one of our element type names."""
+    if name == "bf16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    table = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "i32": np.int32, "i1": np.bool_}
+    if name not in table:
+        raise ValueError(f"unknown element type {name!r}")
+    return np.dtype(table[name])
+
+
+@dataclass(frozen=True)
+class Port:
+    """One argument or result of the step, as the manifest describes it."""
+
+    role: str  # "arg" or "result"
+    index: int
+    key: str  # poot.name, else arg{i} / result{i}
+    name: str | None
+    shape: tuple[int, ...]
+    element: str
+    slot: str | None = None
+    state: str | None = None
+    range: tuple[int, int] | None = None
+    pool: int | None = None  # write maps: the S their words stay below
+
+    @property
+    def dtype(self) -> np.dtype:
+        return numpy_dtype(self.element)
+
+    def spec(self) -> str:
+        dims = "".join(f"{d}x" for d in self.shape)
+        return f"tensor<{dims}{self.element}>"
+
+    def describe(self) -> str:
+        """`'pos' (arg2)`, `arg2`, or `'k0' (arg0 (state 'k0'))`."""
+        position = f"{self.role}{self.index}"
+        if self.state is not None:
+            position = f"{position} (state {self.state!r})"
+        return position if self.name is None else f"{self.name!r} ({position})"
+
+    @staticmethod
+    def from_json(role: str, index: int, entry: Mapping[str, Any]) -> "Port":
+        declared = entry.get("name")
+        name = None if declared in (None, f"{role}{index}") else str(declared)
+        bounds = entry.get("range")
+        return Port(
+            role=role,
+            index=index,
+            key=name if name is not None else f"{role}{index}",
+            name=name,
+            shape=tuple(int(d) for d in entry["shape"]),
+            element=str(entry["dtype"]),
+            slot=entry.get("slot"),
+            state=entry.get("state"),
+            range=None if bounds is None else (int(bounds[0]), int(bounds[1])),
+            pool=None if entry.get("pool") is None else int(entry["pool"]),
+        )
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The step function's arguments and results."""
+
+    name: str
+    args: tuple[Port, ...]
+    results: tuple[Port, ...]
+
+    @staticmethod
+    def from_json(function: Mapping[str, Any]) -> "Signature":
+        return Signature(
+            name=str(function["name"]),
+            args=tuple(Port.from_json("arg", i, e) for i, e in enumerate(function["inputs"])),
+            results=tuple(Port.from_json("result", i, e) for i, e in enumerate(function["outputs"])),
+        )
+
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        """State slot names of the arguments, in argument order."""
+        return tuple(a.state for a in self.args if a.state is not None)
+
+
+@dataclass
+class Result:
+    """What a step produced: every result in order, results by `poot.name`,
+    and the state results by state name (what replaces the state)."""
+
+    outputs: list[np.ndarray]
+    named: dict[str, np.ndarray] = field(default_factory=dict)
+    state: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+# --- normalizing one value ------------------------------------------------------
+
+
+def _round_float(raw: np.ndarray, element: str) -> np.ndarray:
+    """float64 values rounded to nearest even in `element`."""
+    wide = raw.astype(np.float64)
+    if element == "bf16":
+        # numpy has no direct f64 -> bf16; ml_dtypes rounds through f32.
+        return wide.astype(np.float32).astype(numpy_dtype("bf16"))
+    return wide.astype(numpy_dtype(element))
+
+
+def _python_value(port: Port, value: Any) -> np.ndarray:
+    """An untyped Python scalar / nested list converted to the port's dtype."""
+    try:
+        raw = np.asarray(value)
+    except Exception as exc:  # ragged lists and the like
+        raise ShapeBindError(f"{port.describe()}: cannot read {value!r} as an array") from exc
+    if raw.dtype == object or raw.dtype.kind not in "biuf":
+        raise ShapeBindError(f"{port.describe()}: expected numbers, got {raw.dtype}")
+    if port.element in FLOAT_DTYPES:
+        return _round_float(raw, port.element)
+    if raw.dtype.kind == "f":
+        raise ShapeBindError(f"{port.describe()}: expected {port.element} values, got floats {value!r}")
+    converted = raw.astype(port.dtype)
+    if not np.array_equal(converted.astype(np.int64), raw.astype(np.int64)):
+        raise ShapeBindError(f"{port.describe()}: {value!r} does not fit {port.element}")
+    return converted
+
+
+def normalize(port: Port, value: Any) -> np.ndarray:
+    """The value for `port` as a C-contiguous array of exactly its shape and dtype."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        array = np.asarray(value)
+        if array.dtype != port.dtype:
+            raise ShapeBindError(
+                f"{port.describe()}: dtype {array.dtype} does not match {port.spec()} "
+                f"(expected {port.dtype})"
+            )
+    else:
+        array = _python_value(port, value)
+    if array.shape != port.shape:
+        raise ShapeBindError(f"{port.describe()}: shape {array.shape} does not match {port.spec()}")
+    # (np.ascontiguousarray would turn a 0-d array into a 1-d one.)
+    return array if array.flags.c_contiguous else array.copy(order="C")
+
+
+# --- the checks -----------------------------------------------------------------
+
+
+def check_range(port: Port, array: np.ndarray) -> None:
+    """Every element lies in the declared inclusive range."""
+    lo, hi = port.range  # type: ignore[misc]
+    wide = array.astype(np.int64)
+    bad = np.flatnonzero((wide < lo) | (wide > hi))
+    if bad.size:
+        index = tuple(int(i) for i in np.unravel_index(int(bad[0]), wide.shape))
+        raise RangeBindError(
+            f"{port.describe()}: value {int(wide[index])} at index {index} is outside "
+            f"its declared range #poot.range<{lo}, {hi}>"
+        )
+
+
+def check_write_map(port: Port, array: np.ndarray) -> None:
+    """A forward slot map: each word is -1 or a pool slot in [0, S), and no
+    slot appears twice."""
+    words = array.astype(np.int64).reshape(-1)
+    pool = port.pool
+    limit = f"[0, {pool})" if pool is not None else "[0, S)"
+    bad = (words < -1) | ((words >= pool) if pool is not None else np.zeros_like(words, bool))
+    if np.any(bad):
+        flat = int(np.flatnonzero(bad)[0])
+        index = tuple(int(i) for i in np.unravel_index(flat, array.shape))
+        raise WriteMapError(
+            f"{port.describe()}: word {int(words[flat])} at index {index} is neither -1 nor "
+            f"a pool slot in {limit}"
+        )
+    slots = words[words != -1]
+    unique, counts = np.unique(slots, return_counts=True)
+    if np.any(counts > 1):
+        twice = int(unique[counts > 1][0])
+        where = [int(i) for i in np.nonzero(words == twice)[0]]
+        raise WriteMapError(f"{port.describe()}: slot {twice} is named more than once (at {where})")
+
+
+def _accepted_keys(signature: Signature) -> set[str]:
+    keys = {port.key for port in signature.args}
+    keys.update(port.state for port in signature.args if port.state is not None)
+    return keys
+
+
+def _lookup(inputs: Mapping[str, Any], port: Port) -> Any:
+    names = [port.key]
+    if port.state is not None and port.state != port.key:
+        names.append(port.state)
+    given = [n for n in names if n in inputs]
+    if not given:
+        alias = f" or state {port.state!r}" if port.state is not None else ""
+        raise MissingInputError(f"no value for argument {port.describe()}{alias}")
+    if len(given) > 1:
+        raise BindError(f"argument {port.describe()} is given twice, as {given}")
+    return inputs[given[0]]
+
+
+def bind(signature: Signature, inputs: Inputs) -> list[np.ndarray]:
+    """Check `inputs` against the signature; the argument arrays in order
+    (C-contiguous, exact dtype). Raises the BindError subclass of the first
+    refusal."""
+    if isinstance(inputs, Mapping):
+        unknown = sorted(set(inputs) - _accepted_keys(signature))
+        if unknown:
+            expected = ", ".join(port.key for port in signature.args)
+            raise BindError(f"unknown inputs {unknown} (arguments: {expected})")
+        raw = [_lookup(inputs, port) for port in signature.args]
+    else:
+        raw = list(inputs)
+        if len(raw) < len(signature.args):
+            missing = signature.args[len(raw)]
+            raise MissingInputError(
+                f"{len(raw)} inputs for {len(signature.args)} arguments: no value for "
+                f"{missing.describe()}"
+            )
+        if len(raw) > len(signature.args):
+            raise BindError(f"{len(raw)} inputs for {len(signature.args)} arguments")
+    arrays = [normalize(port, value) for port, value in zip(signature.args, raw)]
+    for port, array in zip(signature.args, arrays):
+        if port.slot == "write_map":
+            check_write_map(port, array)
+        elif port.range is not None:
+            check_range(port, array)
+    return arrays
+
+
+def check_validation(signature: Signature, outputs: Sequence[np.ndarray]) -> None:
+    """Raise ValidationFailure when a validation output is false."""
+    for port, value in zip(signature.results, outputs):
+        if port.slot == "validation" and not bool(np.all(value)):
+            raise ValidationFailure(
+                f"validation output {port.describe()} of @{signature.name} is false: "
+                "the step failed and publishes no state"
+            )
+
+
+def package(signature: Signature, outputs: list[np.ndarray]) -> Result:
+    """Sort a step's outputs into a Result."""
+    named = {p.key: v for p, v in zip(signature.results, outputs) if p.name is not None}
+    state = {p.state: v for p, v in zip(signature.results, outputs) if p.state is not None}
+    return Result(outputs, named, state)

@@ -1,0 +1,45 @@
+// RUN: poot-opt %s --poot-to-llvm-cpu="entry=step" | FileCheck %s
+
+// The whole CPU pipeline on a decode step (KV write at a clamped position,
+// causal mask, softmax, bool and f16 values): only the LLVM dialect is
+// left, every result is a caller-owned out-parameter, the C interface
+// takes one descriptor pointer per argument and then per result, and the
+// only external calls are malloc/free and libm (llc turns llvm.intr.exp
+// into expf).
+
+// CHECK-NOT: poot.
+// CHECK-NOT: memref.
+// CHECK-NOT: linalg.
+// CHECK-NOT: memrefCopy
+// CHECK-DAG: llvm.func @malloc(i64) -> !llvm.ptr
+// CHECK-DAG: llvm.func @free(!llvm.ptr)
+// CHECK: llvm.func @step(
+// CHECK: llvm.intr.exp(%{{.*}}) : (f32) -> f32
+// CHECK: llvm.func @_mlir_ciface_step(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) attributes {llvm.emit_c_interface} {
+// CHECK-NOT: llvm.return %
+// CHECK: llvm.return
+func.func @step(%k: tensor<1x2x8x4xf32> {poot.name = "k", poot.slot = #poot.slot<state "k">},
+                %knew: tensor<1x2x1x4xf32> {poot.name = "knew"},
+                %pos: tensor<i32> {poot.name = "pos", poot.slot = #poot.slot<pos>, poot.range = #poot.range<0, 7>},
+                %q: tensor<1x2x1x4xf32> {poot.name = "q"},
+                %h: tensor<4xf16> {poot.name = "h"})
+    -> (tensor<1x2x8x4xf32> {poot.name = "k", poot.slot = #poot.slot<state "k">},
+        tensor<1x2x1x4xf32> {poot.name = "out"},
+        tensor<1x1x1x8xi1> {poot.name = "future"},
+        tensor<4xf16> {poot.name = "h2"}) {
+  %k1 = poot.dynamic_update_slice %k, %knew, %pos axis = 2 : tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>, tensor<i32>
+  %kt = poot.transpose %k1 perm = [0, 1, 3, 2] : tensor<1x2x8x4xf32> -> tensor<1x2x4x8xf32>
+  %s = poot.matmul %q, %kt : (tensor<1x2x1x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x1x8xf32>
+  %iota = poot.iota dim = 3 : tensor<1x1x1x8xi32>
+  %future = poot.compare gt, %iota, %pos : (tensor<1x1x1x8xi32>, tensor<i32>) -> tensor<1x1x1x8xi1>
+  %ninf = poot.constant dense<0xFF800000> : tensor<f32>
+  %s1 = poot.select %future, %ninf, %s : (tensor<1x1x1x8xi1>, tensor<f32>, tensor<1x2x1x8xf32>) -> tensor<1x2x1x8xf32>
+  %m = poot.reduce max %s1 axis = 3 keepdim : tensor<1x2x1x8xf32> -> tensor<1x2x1x1xf32>
+  %xs = poot.sub %s1, %m : (tensor<1x2x1x8xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x8xf32>
+  %ex = poot.exp %xs : tensor<1x2x1x8xf32>
+  %sum = poot.reduce sum %ex axis = 3 keepdim : tensor<1x2x1x8xf32> -> tensor<1x2x1x1xf32>
+  %p = poot.div %ex, %sum : (tensor<1x2x1x8xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x8xf32>
+  %out = poot.matmul %p, %k1 : (tensor<1x2x1x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x1x4xf32>
+  %h2 = poot.mul %h, %h : (tensor<4xf16>, tensor<4xf16>) -> tensor<4xf16>
+  return %k1, %out, %future, %h2 : tensor<1x2x8x4xf32>, tensor<1x2x1x4xf32>, tensor<1x1x1x8xi1>, tensor<4xf16>
+}
