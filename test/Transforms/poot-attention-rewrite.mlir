@@ -520,3 +520,402 @@ func.func @plain_matmuls(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> tensor<2x4
   %y = poot.matmul %h, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
   return %y : tensor<2x4xf32>
 }
+
+//===----------------------------------------------------------------------===//
+// One case per remaining decline, on a minimal chain (B = H = Lq = 1, Lk = 4).
+//===----------------------------------------------------------------------===//
+
+// -----
+
+// CHECK-LABEL: func.func @scale_not_constant
+// CHECK-NOT:   poot.attention
+func.func @scale_not_constant(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>, %c: tensor<f32>) -> tensor<1x1x1x2xf32> {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s0 = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %s = poot.mul %s0, %c : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: 'poot.mul' in the score chain neither scales by a splat constant nor completes a softcap c * tanh(s / c)}}
+  %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @div_not_constant
+// CHECK-NOT:   poot.attention
+func.func @div_not_constant(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>, %c: tensor<f32>) -> tensor<1x1x1x2xf32> {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s0 = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %s = poot.div %s0, %c : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: 'poot.div' in the score chain does not divide by a finite nonzero splat constant}}
+  %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @unknown_score_op
+// CHECK-NOT:   poot.attention
+func.func @unknown_score_op(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32> {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s0 = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %s = poot.abs %s0 : tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: 'poot.abs' between the score matmul and the softmax is not a scale, softcap, additive mask or live-length select}}
+  %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// Two score matmuls added: neither is a mask.
+// CHECK-LABEL: func.func @two_score_chains
+// CHECK-NOT:   poot.attention
+func.func @two_score_chains(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>, %r: tensor<1x1x2x4xf32>) -> tensor<1x1x1x2xf32> {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s0 = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %s1 = poot.matmul %q, %r : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %s = poot.add %s0, %s1 : (tensor<1x1x1x4xf32>, tensor<1x1x1x4xf32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: cannot tell the scores from the mask in 'poot.add' (both or neither operand comes from the score matmul)}}
+  %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// The softcap applied twice.
+// CHECK-LABEL: func.func @two_softcaps
+// CHECK-NOT:   poot.attention
+func.func @two_softcaps(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32> {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s0 = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %cap = poot.constant dense<30.0> : tensor<f32>
+  %d0 = poot.div %s0, %cap : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %t0 = poot.tanh %d0 : tensor<1x1x1x4xf32>
+  %s1 = poot.mul %t0, %cap : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %d1 = poot.div %s1, %cap : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %t1 = poot.tanh %d1 : tensor<1x1x1x4xf32>
+  %s = poot.mul %t1, %cap : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: two softcaps in one score chain}}
+  %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// A scale after the softcap is not the op's order.
+// CHECK-LABEL: func.func @scale_after_softcap
+// CHECK-NOT:   poot.attention
+func.func @scale_after_softcap(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32> {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s0 = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %cap = poot.constant dense<30.0> : tensor<f32>
+  %d0 = poot.div %s0, %cap : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %t0 = poot.tanh %d0 : tensor<1x1x1x4xf32>
+  %s1 = poot.mul %t0, %cap : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %c = poot.constant dense<0.5> : tensor<f32>
+  %s = poot.mul %s1, %c : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: a scale applied after the softcap is not the op's score transform (scale, softcap, mask)}}
+  %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// The score matmul reads a key that is not transposed in the graph.
+// CHECK-LABEL: func.func @key_not_transposed
+// CHECK-NOT:   poot.attention
+func.func @key_not_transposed(%q: tensor<1x1x1x2xf32>, %kt: tensor<1x1x2x4xf32>, %v: tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32> {
+  %s = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: the score matmul's right operand is not a transposed key (poot.transpose swapping the last two axes)}}
+  %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// Rank-3 attention (no head axis): not the op's [B, H, L, D] layout.
+// CHECK-LABEL: func.func @rank3
+// CHECK-NOT:   poot.attention
+func.func @rank3(%q: tensor<1x1x2xf32>, %k: tensor<1x4x2xf32>, %v: tensor<1x4x2xf32>) -> tensor<1x1x2xf32> {
+  %kt = poot.transpose %k perm = [0, 2, 1] : tensor<1x4x2xf32> -> tensor<1x2x4xf32>
+  %s = poot.matmul %q, %kt : (tensor<1x1x2xf32>, tensor<1x2x4xf32>) -> tensor<1x1x4xf32>
+  %m = poot.reduce max %s axis = 2 keepdim : tensor<1x1x4xf32> -> tensor<1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x4xf32>, tensor<1x1x1xf32>) -> tensor<1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 2 keepdim : tensor<1x1x4xf32> -> tensor<1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x4xf32>, tensor<1x1x1xf32>) -> tensor<1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: the softmax runs over tensor<1x1x4xf32>, not the [B, Hq, Lq, Lk] scores of one attention}}
+  %out = poot.matmul %p, %v : (tensor<1x1x4xf32>, tensor<1x4x2xf32>) -> tensor<1x1x2xf32>
+  return %out : tensor<1x1x2xf32>
+}
+
+// -----
+
+// The probabilities are also returned.
+// CHECK-LABEL: func.func @probs_escape
+// CHECK-NOT:   poot.attention
+func.func @probs_escape(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>) -> (tensor<1x1x1x2xf32>, tensor<1x1x1x4xf32>) {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: a softmax intermediate is also used outside the attention chain}}
+  %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out, %p : tensor<1x1x1x2xf32>, tensor<1x1x1x4xf32>
+}
+
+// -----
+
+// A rotary part broadcast over the batch as well as the heads is not a split
+// key (key_shared has the query's batch): the attention reads the
+// concatenated key.
+// CHECK-LABEL: func.func @split_key_fallback
+// CHECK:       %[[K:.*]] = poot.concat
+// CHECK:       poot.attention %arg0, %[[K]], %arg3 {scale = 1.000000e+00 : f64}
+func.func @split_key_fallback(%q: tensor<2x1x1x3xf32>, %kn: tensor<2x1x4x2xf32>, %kpe: tensor<1x1x4x1xf32>, %v: tensor<2x1x4x2xf32>) -> tensor<2x1x1x2xf32> {
+  %kb = poot.broadcast %kpe : tensor<1x1x4x1xf32> -> tensor<2x1x4x1xf32>
+  %k = poot.concat %kn, %kb axis = 3 : (tensor<2x1x4x2xf32>, tensor<2x1x4x1xf32>) -> tensor<2x1x4x3xf32>
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<2x1x4x3xf32> -> tensor<2x1x3x4xf32>
+  %s = poot.matmul %q, %kt : (tensor<2x1x1x3xf32>, tensor<2x1x3x4xf32>) -> tensor<2x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<2x1x1x4xf32> -> tensor<2x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<2x1x1x4xf32>, tensor<2x1x1x1xf32>) -> tensor<2x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<2x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<2x1x1x4xf32> -> tensor<2x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<2x1x1x4xf32>, tensor<2x1x1x1xf32>) -> tensor<2x1x1x4xf32>
+  %out = poot.matmul %p, %v : (tensor<2x1x1x4xf32>, tensor<2x1x4x2xf32>) -> tensor<2x1x1x2xf32>
+  return %out : tensor<2x1x1x2xf32>
+}
+
+// -----
+
+// K and V gathered by different read maps: no paged form.
+// CHECK-LABEL: func.func @paged_two_maps
+// CHECK:       poot.attention %arg0, %{{.*}}, %{{.*}} {scale
+func.func @paged_two_maps(%q: tensor<1x1x1x2xf32>, %kp: tensor<8x1x2xf32>, %vp: tensor<8x1x2xf32>,
+                          %rk: tensor<1x4xi32> {poot.range = #poot.range<0, 7>}, %rv: tensor<1x4xi32> {poot.range = #poot.range<0, 7>}) -> tensor<1x1x1x2xf32> {
+  %kg = poot.gather %kp[%rk] axis = 0 : (tensor<8x1x2xf32>, tensor<1x4xi32>) -> tensor<1x4x1x2xf32>
+  %k = poot.transpose %kg perm = [0, 2, 1, 3] : tensor<1x4x1x2xf32> -> tensor<1x1x4x2xf32>
+  %vg = poot.gather %vp[%rv] axis = 0 : (tensor<8x1x2xf32>, tensor<1x4xi32>) -> tensor<1x4x1x2xf32>
+  %v = poot.transpose %vg perm = [0, 2, 1, 3] : tensor<1x4x1x2xf32> -> tensor<1x1x4x2xf32>
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{paged key not fused, attention reads the gathered view: K and V are not both gathered by one read map}}
+  %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// Live selects that bound K/V and the scores by different lengths.
+// CHECK-LABEL: func.func @live_two_lengths
+// CHECK-NOT:   poot.attention
+func.func @live_two_lengths(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>,
+                            %a: tensor<i32> {poot.range = #poot.range<1, 4>}, %b: tensor<i32> {poot.range = #poot.range<1, 4>}) -> tensor<1x1x1x2xf32> {
+  %tr = poot.iota dim = 2 : tensor<1x1x4x1xi32>
+  %krow = poot.compare lt, %tr, %a : (tensor<1x1x4x1xi32>, tensor<i32>) -> tensor<1x1x4x1xi1>
+  %zero = poot.constant dense<0.0> : tensor<f32>
+  %kl = poot.select %krow, %k, %zero : (tensor<1x1x4x1xi1>, tensor<1x1x4x2xf32>, tensor<f32>) -> tensor<1x1x4x2xf32>
+  %vl = poot.select %krow, %v, %zero : (tensor<1x1x4x1xi1>, tensor<1x1x4x2xf32>, tensor<f32>) -> tensor<1x1x4x2xf32>
+  %tc = poot.iota dim = 3 : tensor<1x1x1x4xi32>
+  %keep = poot.compare lt, %tc, %b : (tensor<1x1x1x4xi32>, tensor<i32>) -> tensor<1x1x1x4xi1>
+  %kt = poot.transpose %kl perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s0 = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %ninf = poot.constant dense<0xFF800000> : tensor<f32>
+  %s = poot.select %keep, %s0, %ninf : (tensor<1x1x1x4xi1>, tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: live length: the K, V and score selects bound different lengths}}
+  %out = poot.matmul %p, %vl : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// Keys kept by t <= len: not the op's t < len.
+// CHECK-LABEL: func.func @live_wrong_compare
+// CHECK-NOT:   poot.attention
+func.func @live_wrong_compare(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>,
+                              %a: tensor<i32> {poot.range = #poot.range<1, 4>}) -> tensor<1x1x1x2xf32> {
+  %tr = poot.iota dim = 2 : tensor<1x1x4x1xi32>
+  %krow = poot.compare lt, %tr, %a : (tensor<1x1x4x1xi32>, tensor<i32>) -> tensor<1x1x4x1xi1>
+  %zero = poot.constant dense<0.0> : tensor<f32>
+  %kl = poot.select %krow, %k, %zero : (tensor<1x1x4x1xi1>, tensor<1x1x4x2xf32>, tensor<f32>) -> tensor<1x1x4x2xf32>
+  %vl = poot.select %krow, %v, %zero : (tensor<1x1x4x1xi1>, tensor<1x1x4x2xf32>, tensor<f32>) -> tensor<1x1x4x2xf32>
+  %tc = poot.iota dim = 3 : tensor<1x1x1x4xi32>
+  %keep = poot.compare le, %tc, %a : (tensor<1x1x1x4xi32>, tensor<i32>) -> tensor<1x1x1x4xi1>
+  %kt = poot.transpose %kl perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s0 = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %ninf = poot.constant dense<0xFF800000> : tensor<f32>
+  %s = poot.select %keep, %s0, %ninf : (tensor<1x1x1x4xi1>, tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: the live select keeps keys by 'le', not t < len}}
+  %out = poot.matmul %p, %vl : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// The live condition counts the wrong axis (the key rows' iota on D).
+// CHECK-LABEL: func.func @live_wrong_iota
+// CHECK-NOT:   poot.attention
+func.func @live_wrong_iota(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>,
+                           %a: tensor<i32> {poot.range = #poot.range<1, 4>}) -> tensor<1x1x1x2xf32> {
+  %tr = poot.iota dim = 3 : tensor<1x1x1x2xi32>
+  %krow = poot.compare lt, %tr, %a : (tensor<1x1x1x2xi32>, tensor<i32>) -> tensor<1x1x1x2xi1>
+  %zero = poot.constant dense<0.0> : tensor<f32>
+  %kl = poot.select %krow, %k, %zero : (tensor<1x1x1x2xi1>, tensor<1x1x4x2xf32>, tensor<f32>) -> tensor<1x1x4x2xf32>
+  %vl = poot.select %krow, %v, %zero : (tensor<1x1x1x2xi1>, tensor<1x1x4x2xf32>, tensor<f32>) -> tensor<1x1x4x2xf32>
+  %tc = poot.iota dim = 3 : tensor<1x1x1x4xi32>
+  %keep = poot.compare lt, %tc, %a : (tensor<1x1x1x4xi32>, tensor<i32>) -> tensor<1x1x1x4xi1>
+  %kt = poot.transpose %kl perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s0 = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %ninf = poot.constant dense<0xFF800000> : tensor<f32>
+  %s = poot.select %keep, %s0, %ninf : (tensor<1x1x1x4xi1>, tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: the live condition's iota does not count the 4 key positions}}
+  %out = poot.matmul %p, %vl : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// A per-head length is not one value per batch row.
+// CHECK-LABEL: func.func @live_per_head_length
+// CHECK-NOT:   poot.attention
+func.func @live_per_head_length(%q: tensor<1x2x1x2xf32>, %k: tensor<1x2x4x2xf32>, %v: tensor<1x2x4x2xf32>,
+                                %a: tensor<1x2x1x1xi32> {poot.range = #poot.range<1, 4>}) -> tensor<1x2x1x2xf32> {
+  %tr = poot.iota dim = 2 : tensor<1x1x4x1xi32>
+  %krow = poot.compare lt, %tr, %a : (tensor<1x1x4x1xi32>, tensor<1x2x1x1xi32>) -> tensor<1x2x4x1xi1>
+  %zero = poot.constant dense<0.0> : tensor<f32>
+  %kl = poot.select %krow, %k, %zero : (tensor<1x2x4x1xi1>, tensor<1x2x4x2xf32>, tensor<f32>) -> tensor<1x2x4x2xf32>
+  %vl = poot.select %krow, %v, %zero : (tensor<1x2x4x1xi1>, tensor<1x2x4x2xf32>, tensor<f32>) -> tensor<1x2x4x2xf32>
+  %tc = poot.iota dim = 3 : tensor<1x1x1x4xi32>
+  %keep = poot.compare lt, %tc, %a : (tensor<1x1x1x4xi32>, tensor<1x2x1x1xi32>) -> tensor<1x2x1x4xi1>
+  %kt = poot.transpose %kl perm = [0, 1, 3, 2] : tensor<1x2x4x2xf32> -> tensor<1x2x2x4xf32>
+  %s0 = poot.matmul %q, %kt : (tensor<1x2x1x2xf32>, tensor<1x2x2x4xf32>) -> tensor<1x2x1x4xf32>
+  %ninf = poot.constant dense<0xFF800000> : tensor<f32>
+  %s = poot.select %keep, %s0, %ninf : (tensor<1x2x1x4xi1>, tensor<1x2x1x4xf32>, tensor<f32>) -> tensor<1x2x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x2x1x4xf32> -> tensor<1x2x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x2x1x4xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x2x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x2x1x4xf32> -> tensor<1x2x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x2x1x4xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x4xf32>
+  // expected-remark @+1 {{attention not fused: the live length tensor<1x2x1x1xi32> is not one value per batch row}}
+  %out = poot.matmul %p, %vl : (tensor<1x2x1x4xf32>, tensor<1x2x4x2xf32>) -> tensor<1x2x1x2xf32>
+  return %out : tensor<1x2x1x2xf32>
+}
+
+// -----
+
+// The live select before the softcap would become -softcap, not -inf.
+// CHECK-LABEL: func.func @live_before_softcap
+// CHECK-NOT:   poot.attention
+func.func @live_before_softcap(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>,
+                               %a: tensor<i32> {poot.range = #poot.range<1, 4>}) -> tensor<1x1x1x2xf32> {
+  %tr = poot.iota dim = 2 : tensor<1x1x4x1xi32>
+  %krow = poot.compare lt, %tr, %a : (tensor<1x1x4x1xi32>, tensor<i32>) -> tensor<1x1x4x1xi1>
+  %zero = poot.constant dense<0.0> : tensor<f32>
+  %kl = poot.select %krow, %k, %zero : (tensor<1x1x4x1xi1>, tensor<1x1x4x2xf32>, tensor<f32>) -> tensor<1x1x4x2xf32>
+  %vl = poot.select %krow, %v, %zero : (tensor<1x1x4x1xi1>, tensor<1x1x4x2xf32>, tensor<f32>) -> tensor<1x1x4x2xf32>
+  %tc = poot.iota dim = 3 : tensor<1x1x1x4xi32>
+  %keep = poot.compare lt, %tc, %a : (tensor<1x1x1x4xi32>, tensor<i32>) -> tensor<1x1x1x4xi1>
+  %kt = poot.transpose %kl perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s0 = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %ninf = poot.constant dense<0xFF800000> : tensor<f32>
+  %s1 = poot.select %keep, %s0, %ninf : (tensor<1x1x1x4xi1>, tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %cap = poot.constant dense<30.0> : tensor<f32>
+  %d = poot.div %s1, %cap : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %t = poot.tanh %d : tensor<1x1x1x4xf32>
+  %s = poot.mul %t, %cap : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: the live-length select comes before the softcap, which would turn its -inf into -softcap}}
+  %out = poot.matmul %p, %vl : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// A negative scale after the live select would turn -inf into +inf.
+// CHECK-LABEL: func.func @live_negative_scale
+// CHECK-NOT:   poot.attention
+func.func @live_negative_scale(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>,
+                               %a: tensor<i32> {poot.range = #poot.range<1, 4>}) -> tensor<1x1x1x2xf32> {
+  %tr = poot.iota dim = 2 : tensor<1x1x4x1xi32>
+  %krow = poot.compare lt, %tr, %a : (tensor<1x1x4x1xi32>, tensor<i32>) -> tensor<1x1x4x1xi1>
+  %zero = poot.constant dense<0.0> : tensor<f32>
+  %kl = poot.select %krow, %k, %zero : (tensor<1x1x4x1xi1>, tensor<1x1x4x2xf32>, tensor<f32>) -> tensor<1x1x4x2xf32>
+  %vl = poot.select %krow, %v, %zero : (tensor<1x1x4x1xi1>, tensor<1x1x4x2xf32>, tensor<f32>) -> tensor<1x1x4x2xf32>
+  %tc = poot.iota dim = 3 : tensor<1x1x1x4xi32>
+  %keep = poot.compare lt, %tc, %a : (tensor<1x1x1x4xi32>, tensor<i32>) -> tensor<1x1x1x4xi1>
+  %kt = poot.transpose %kl perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s0 = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %ninf = poot.constant dense<0xFF800000> : tensor<f32>
+  %s1 = poot.select %keep, %s0, %ninf : (tensor<1x1x1x4xi1>, tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %c = poot.constant dense<-0.5> : tensor<f32>
+  %s = poot.mul %s1, %c : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: a non-positive scale after the live-length select would turn its -inf into another value}}
+  %out = poot.matmul %p, %vl : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}

@@ -55,7 +55,12 @@ def count_ops(module: Module, name: str) -> int:
 
 def _diagnostic_text(diag: object) -> str:
     lines = [f"{diag.location}: {diag.message}"]
-    lines.extend(f"  note: {note.message}" for note in diag.notes)
+    lines.extend(
+        f"  note: {note.message}"
+        for note in diag.notes
+        # The pass manager's own note (the op printed again) adds nothing.
+        if not str(note.message).startswith("see current operation")
+    )
     return "\n".join(lines)
 
 
