@@ -112,10 +112,14 @@ Value reductionCombine(OpBuilder &b, Location loc, ReduceKind kind, Value acc,
     case ReduceKind::Min: return arith::MinimumFOp::create(b, loc, acc, x);
     }
   }
-  if (type.isInteger(1)) // sum at i1 is `any`; min is rejected by the verifier.
-    return kind == ReduceKind::Min
-               ? arith::AndIOp::create(b, loc, acc, x).getResult()
-               : arith::OrIOp::create(b, loc, acc, x).getResult();
+  if (type.isInteger(1)) {
+    // The 1-bit ring: a sum is the parity; max/min are or/and.
+    switch (kind) {
+    case ReduceKind::Sum: return arith::XOrIOp::create(b, loc, acc, x);
+    case ReduceKind::Max: return arith::OrIOp::create(b, loc, acc, x);
+    case ReduceKind::Min: return arith::AndIOp::create(b, loc, acc, x);
+    }
+  }
   switch (kind) {
   case ReduceKind::Sum: return arith::AddIOp::create(b, loc, acc, x);
   case ReduceKind::Max: return arith::MaxSIOp::create(b, loc, acc, x);

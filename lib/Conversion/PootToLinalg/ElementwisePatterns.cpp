@@ -3,8 +3,8 @@
 // Binary and unary arithmetic, compare, select, convert, broadcast, iota and
 // constant. Every elementwise op becomes one `linalg.generic` whose indexing
 // maps carry numpy broadcasting; the scalar body follows the op's
-// documented math at every element type (i1 included: add/max are `or`,
-// mul/min are `and`, as numpy's bool arithmetic).
+// documented math at every element type (i1 is the 1-bit integer ring:
+// add/sub are xor, mul/div are and, max/min are or/and).
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,10 +72,13 @@ Value binaryScalar(OpBuilder &b, Location loc, BinaryKind kind, Value lhs,
     llvm_unreachable("bitwise op on a float");
   }
   if (type.isInteger(1)) {
-    // numpy bool arithmetic: + and max are `or`, * and min are `and`; the
-    // integer rules on 0/1 give the same for // (x // 0 = 0) and - (xor).
+    // i1 is the 1-bit integer ring (the oracle's documented choice): + and -
+    // are xor, * and // are and (x // 0 = 0); false < true, so max is `or`
+    // and min is `and`.
     switch (kind) {
     case BinaryKind::Add:
+    case BinaryKind::Sub:
+      return arith::XOrIOp::create(b, loc, lhs, rhs);
     case BinaryKind::Max:
     case BinaryKind::Or:
       return arith::OrIOp::create(b, loc, lhs, rhs);
@@ -84,8 +87,6 @@ Value binaryScalar(OpBuilder &b, Location loc, BinaryKind kind, Value lhs,
     case BinaryKind::Min:
     case BinaryKind::And:
       return arith::AndIOp::create(b, loc, lhs, rhs);
-    case BinaryKind::Sub:
-      return arith::XOrIOp::create(b, loc, lhs, rhs);
     }
     llvm_unreachable("unknown binary kind");
   }
