@@ -60,7 +60,7 @@ def Poot_AttentionSchedule : I32EnumAttr<"AttentionSchedule", "attention kernel 
   let genSpecializedAttr = 0;
 }
 
-def Poot_ScoreTransform : I32EnumAttr<"ScoreTransform", "score transform", [
+def Poot_ScoreTransform : I32EnumAttr<"ScoreKind", "score transform", [
     I32EnumAttrCase<"Scale", 0, "scale">,
     I32EnumAttrCase<"ScaleSoftcap", 1, "scale_softcap">]> {
   let cppNamespace = "::mlir::poot";

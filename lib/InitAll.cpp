@@ -7,6 +7,14 @@
 #include "lib/Conversion/Pipelines.h"
 #include "lib/Transforms/Passes.h"
 
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
+#include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVM.h"
+#include "mlir/Conversion/IndexToLLVM/IndexToLLVM.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -51,6 +59,15 @@ void mlir::poot::registerAllDialects(DialectRegistry &registry) {
   registerGPUDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
   registerROCDLDialectTranslation(registry);
+  // convert-gpu-to-nvvm/rocdl load these ConvertToLLVM interfaces.
+  arith::registerConvertArithToLLVMInterface(registry);
+  cf::registerConvertControlFlowToLLVMInterface(registry);
+  registerConvertFuncToLLVMInterface(registry);
+  index::registerConvertIndexToLLVMInterface(registry);
+  registerConvertMathToLLVMInterface(registry);
+  registerConvertMemRefToLLVMInterface(registry);
+  registerConvertNVVMToLLVMInterface(registry);
+  ub::registerConvertUBToLLVMInterface(registry);
   // The CPU pipeline bufferizes arith/linalg/tensor/scf/func ops.
   poot::registerCPUPipelineDialectInterfaces(registry);
 }
@@ -74,5 +91,6 @@ void mlir::poot::registerAllPasses() {
   poot::registerPootGPUPipelines();
   poot::registerConvertPootToLinalg();
   poot::registerPootCPUEntryABI();
+  poot::registerPootCPUExpandStridedCopies();
   poot::registerPootToLLVMCPUPipeline();
 }

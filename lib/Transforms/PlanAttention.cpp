@@ -73,7 +73,7 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
              << "AttentionLds: one lane's running state for value width "
              << valueWidth << " needs " << laneBytes
              << " bytes of workgroup memory; the device has "
-             << workgroupMemory << " bytes";
+             << workgroupMemory.getValue() << " bytes";
 
     // Split-KV: decode rows that do not fill the device.
     int64_t rows = batch * qHeads * qLen;
@@ -96,7 +96,7 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
                << "ScratchBytes: the split-KV scratch needs " << scratchBytes
                << " bytes (" << rows << " rows x " << splits << " splits x "
                << laneBytes << " bytes); the device can allocate "
-               << maxAllocBytes << " bytes";
+               << maxAllocBytes.getValue() << " bytes";
       }
     }
     int64_t chunk = llvm::divideCeil(keyLen, splits);
@@ -104,8 +104,8 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
     std::optional<Grid> grid = foldGrid(rows * splits, maxGridX, maxGridY);
     if (!grid)
       return op.emitError() << "GridLimit: " << rows * splits
-                            << " workgroups do not fit a " << maxGridX << " x "
-                            << maxGridY << " grid";
+                            << " workgroups do not fit a " << maxGridX.getValue() << " x "
+                            << maxGridY.getValue() << " grid";
 
     MaskKind mask = MaskKind::None;
     if (Value m = op.getMask())
@@ -118,7 +118,7 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
     auto request = AttentionRequestAttr::get(
         op.getContext(), batch, qHeads, kvHeads, qLen, keyLen, keyWidth,
         sharedWidth, valueWidth,
-        op.getSoftcap() ? ScoreTransform::ScaleSoftcap : ScoreTransform::Scale,
+        op.getSoftcap() ? ScoreKind::ScaleSoftcap : ScoreKind::Scale,
         mask, bound,
         splits > 1 ? AttentionSchedule::SplitKV : AttentionSchedule::Streaming,
         lanes, splits, chunk, grid->x, grid->y);

@@ -197,8 +197,7 @@ def compile_gpu(
         for ref in ArrayAttr(op.attributes["poot.kernels"]):
             module_name, entry = re.findall(r"@\"?([\w.]+)\"?", str(ref))
             file = module_name + _SUFFIX[device.target]
-            if not (out / file).exists():
-                (out / file).write_bytes(objects[module_name])
+            (out / file).write_bytes(objects[module_name])
             kernels.append((file, entry))
         attentions.append(
             {
