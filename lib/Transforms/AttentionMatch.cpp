@@ -361,7 +361,7 @@ static LogicalResult readScoreSteps(Value softmaxInput, MatMulOp &scores,
 /// Folds the steps (in program order) into the op's fixed score transform:
 /// scale, then softcap, then the masks, then the live bound.
 static LogicalResult foldScoreSteps(ArrayRef<ScoreStep> outermostFirst,
-                                    ScoreTransform &transform,
+                                    ScoreChain &transform,
                                     std::string &why) {
   for (const ScoreStep &step : llvm::reverse(outermostFirst)) {
     switch (step.kind) {

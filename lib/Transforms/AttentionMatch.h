@@ -63,7 +63,7 @@ struct LiveBound {
 };
 
 /// The score transform between the score matmul and the softmax.
-struct ScoreTransform {
+struct ScoreChain {
   double scale = 1.0;
   std::optional<double> softcap;
   /// Additive masks in program order, each with the factor the scale applied
@@ -80,7 +80,7 @@ struct AttentionChain {
   MatMulOp output; // matmul(p, v)
   MatMulOp scores; // matmul(q, transpose(k))
   Value query;
-  ScoreTransform transform;
+  ScoreChain transform;
   KVSource key;
   KVSource value;
 };

@@ -208,7 +208,7 @@ Value ChainRewriter::denseKey() {
 
 FailureOr<AttentionOp> ChainRewriter::attempt(const Operands &operands,
                                               std::string &why) {
-  const ScoreTransform &transform = chain.transform;
+  const ScoreChain &transform = chain.transform;
   auto attention = AttentionOp::create(
       rewriter, loc, chain.output.getType(), chain.query, operands.key,
       operands.value, mask, operands.keyShared, operands.read, length,
