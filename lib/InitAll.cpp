@@ -92,5 +92,6 @@ void mlir::poot::registerAllPasses() {
   poot::registerConvertPootToLinalg();
   poot::registerPootCPUEntryABI();
   poot::registerPootCPUExpandStridedCopies();
+  poot::registerPootCPUWidenBoolMemrefs();
   poot::registerPootToLLVMCPUPipeline();
 }

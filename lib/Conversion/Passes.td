@@ -38,6 +38,13 @@ def ConvertPootToLinalg : Pass<"convert-poot-to-linalg"> {
       `linalg.generic`; `scatter_update` and `top_k` are `scf.for` loops;
     - `constant` becomes `arith.constant`.
 
+    Bool tensors are stored as bytes: `tensor<...xi1>` becomes
+    `tensor<...xi8>` holding 0 or 1 (numpy's bool layout; LLVM 22 lowers no
+    sub-byte memref access), function signatures included. A stored byte
+    reads as `!= 0`. The `poot.*` markers of bool arguments and results are
+    dropped, since their type rules (a validation result is `tensor<i1>`) no
+    longer hold.
+
     The fused attention ops (`poot.attention`, `poot.selected_attention`,
     `poot.block_topk`) stay legal: their CPU form is produced by their own
     pass, which runs before this one.
@@ -78,8 +85,9 @@ def ConvertPootToLinalg : Pass<"convert-poot-to-linalg"> {
 def PootCPUEntryABI : Pass<"poot-cpu-entry-abi", "::mlir::ModuleOp"> {
   let summary = "Prepare the step function for the CPU runtime's calling convention";
   let description = [{
-    Runs after `convert-poot-to-linalg`, before bufferization. On the entry
-    function (`entry`, or every public function when empty) it
+    Runs first in the CPU pipeline (after the attention lowering, before
+    `convert-poot-to-linalg`). On the entry function (`entry`, or every
+    public function when empty) it
     - marks every tensor argument `bufferization.writable = false`, so the
       compiled step never writes into a buffer the runtime bound (a failed
       validation must leave the caller's state exactly as it was);
@@ -104,6 +112,37 @@ def PootCPUEntryABI : Pass<"poot-cpu-entry-abi", "::mlir::ModuleOp"> {
            "The entry function's name (empty: every public function)">,
   ];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
+}
+
+def PootCPUWidenBoolMemrefs
+    : Pass<"poot-cpu-widen-bool-memrefs", "::mlir::ModuleOp"> {
+  let summary = "Store every remaining i1 memref as bytes";
+  let description = [{
+    Runs after buffer deallocation. The step's own bools are bytes already
+    (`convert-poot-to-linalg`), but buffer deallocation adds ownership
+    flags in `memref<?xi1>` buffers (the `dealloc_helper` that
+    `bufferization-lower-deallocations` emits for dynamic ownership), and
+    LLVM 22's memref-to-llvm lowering asserts on sub-byte loads and stores.
+    This pass gives every memref of i1 the element type i8: loads compare
+    the byte with zero, stores zero-extend, and allocations, casts, views,
+    function signatures and calls change type.
+
+    Before:
+    ```mlir
+    %m = memref.alloc() : memref<2xi1>
+    memref.store %flag, %m[%c0] : memref<2xi1>
+    %f = memref.load %m[%c1] : memref<2xi1>
+    ```
+    After:
+    ```mlir
+    %m = memref.alloc() : memref<2xi8>
+    %b = arith.extui %flag : i1 to i8
+    memref.store %b, %m[%c0] : memref<2xi8>
+    %l = memref.load %m[%c1] : memref<2xi8>
+    %f = arith.cmpi ne, %l, %c0_i8 : i8
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
 def PootCPUExpandStridedCopies

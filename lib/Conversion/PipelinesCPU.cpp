@@ -51,11 +51,12 @@ void poot::buildPootToLLVMCPUPipeline(
     OpPassManager &pm, const PootToLLVMCPUPipelineOptions &options) {
   // 1. poot -> linalg/tensor/scf on tensors. The fused attention ops get
   //    their CPU loops first: `poot-attention-to-loops` belongs here, ahead
-  //    of convert-poot-to-linalg (which leaves those ops alone).
-  pm.addPass(createConvertPootToLinalg());
+  //    of convert-poot-to-linalg (which leaves those ops alone). The entry
+  //    ABI (C interface, read-only arguments, markers dropped) goes first.
   PootCPUEntryABIOptions abi;
   abi.entry = options.entry;
   pm.addPass(createPootCPUEntryABI(abi));
+  pm.addPass(createConvertPootToLinalg());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 
@@ -73,6 +74,9 @@ void poot::buildPootToLLVMCPUPipeline(
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   bufferization::buildBufferDeallocationPipeline(pm);
+  // Deallocation tracks dynamic ownership in i1 buffers; LLVM 22 lowers no
+  // sub-byte memref access, so those become bytes like the step's bools.
+  pm.addPass(createPootCPUWidenBoolMemrefs());
 
   // 3. Loops (strided copies too: the artifact links no MLIR runtime), and
   //    the f16/bf16 arithmetic and math done in f32 with a rounding after

@@ -65,7 +65,38 @@ struct ConvertPootToLinalg
     populateCallOpTypeConversionPattern(patterns, converter);
     if (failed(applyPartialConversion(getOperation(), target,
                                       std::move(patterns))))
-      signalPassFailure();
+      return signalPassFailure();
+    getOperation()->walk(dropBoolMarkers);
+  }
+
+  /// A `poot.*` marker states a rule about its value's type (a validation
+  /// result is a tensor<i1>); on a bool now stored as bytes it no longer
+  /// holds, so the bool arguments and results lose their markers (the
+  /// compiler reads them into the artifact manifest before lowering).
+  static void dropBoolMarkers(func::FuncOp func) {
+    auto isBytes = [](Type type) {
+      auto tensor = dyn_cast<RankedTensorType>(type);
+      return tensor && tensor.getElementType().isInteger(8);
+    };
+    auto strip = [](DictionaryAttr attrs) {
+      SmallVector<NamedAttribute> kept;
+      for (NamedAttribute attr : attrs)
+        if (!attr.getName().getValue().starts_with("poot."))
+          kept.push_back(attr);
+      return DictionaryAttr::get(attrs.getContext(), kept);
+    };
+    FunctionType type = func.getFunctionType();
+    for (auto [i, input] : llvm::enumerate(type.getInputs()))
+      if (isBytes(input))
+        func.setArgAttrs(i, strip(func.getArgAttrDict(i)
+                                      ? func.getArgAttrDict(i)
+                                      : DictionaryAttr::get(func.getContext())));
+    for (auto [i, result] : llvm::enumerate(type.getResults()))
+      if (isBytes(result))
+        func.setResultAttrs(
+            i, strip(func.getResultAttrDict(i)
+                         ? func.getResultAttrDict(i)
+                         : DictionaryAttr::get(func.getContext())));
   }
 };
 } // namespace

@@ -4,5 +4,6 @@
 """
 
 from .fuse import FuseReport, fuse_attention
+from .cpu import compile_cpu  # noqa: F401  (the CPU target)
 
 __all__ = ["FuseReport", "fuse_attention"]

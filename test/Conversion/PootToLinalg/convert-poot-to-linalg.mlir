@@ -265,3 +265,16 @@ func.func @fused_stays(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x8x4xf32>, %v: ten
   %0 = poot.attention %q, %k, %v {scale = 0.5 : f64} : tensor<1x2x1x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32> -> tensor<1x2x1x4xf32>
   return %0 : tensor<1x2x1x4xf32>
 }
+
+// -----
+
+// A validation witness becomes a stored byte; its marker (whose rule is
+// "tensor<i1>") is dropped, the others stay.
+
+// CHECK-LABEL: func.func @validation
+// CHECK-SAME: (%{{.*}}: tensor<2xi32> {poot.name = "raw"}) -> (tensor<2xi32> {poot.name = "len"}, tensor<i8>)
+func.func @validation(%raw: tensor<2xi32> {poot.name = "raw"})
+    -> (tensor<2xi32> {poot.name = "len"}, tensor<i1> {poot.name = "ok", poot.slot = #poot.slot<validation>}) {
+  %len, %ok = poot.index_guard %raw min = 1 max = 64 : tensor<2xi32>
+  return %len, %ok : tensor<2xi32>, tensor<i1>
+}

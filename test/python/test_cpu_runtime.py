@@ -1,0 +1,217 @@
+"""The CPU runtime's binder and Session: every refusal happens before the step
+runs, is the oracle's typed error, and leaves the session state exactly as it
+was; a failed validation publishes nothing. The runtime imports no MLIR.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from poot_mlir import errors, oracle
+from poot_mlir.compiler.cpu import compile_cpu
+from poot_mlir.frontend import Tracer, ops
+from poot_mlir.runtime import cpu as runtime
+
+SLOTS, CAP = 6, 8
+
+
+def paged_module():
+    """A pool written through a write map and read through a slot map, a KV
+    slab written at pos, and a guarded length whose witness is a validation
+    output."""
+    tr = Tracer("step")
+    pool = tr.state("pool", (SLOTS, 3), "f32")
+    kc = tr.state("kc", (1, CAP, 3), "f32")
+    pos = tr.pos(max_pos=CAP - 1)
+    write = tr.write_map("write", 2, SLOTS)
+    read = tr.slot_map("read", 1, 4, SLOTS)
+    rows = tr.input("rows", (2, 3), "f32")
+    n = tr.input("n", (2,), "i32")
+    pool1 = ops.scatter_update(pool, write, rows)
+    row0 = ops.reshape(ops.slice(rows, (0, 0), (1, 3), (1, 1)), (1, 1, 3))
+    kc1 = ops.dynamic_update_slice(kc, row0, pos, 1)
+    length, ok = ops.index_guard(n, 1, 4)
+    tr.validation("ok", ok)
+    tr.output("g", ops.gather(pool1, read, 0))
+    tr.output("len", length)
+    tr.state_out("pool", pool1)
+    tr.state_out("kc", kc1)
+    return tr.finish()
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, runtime.CpuArtifact]:
+    text = str(paged_module())
+    out = compile_cpu(text, tmp_path_factory.mktemp("cpu_runtime") / "step")
+    return text, runtime.load(out)
+
+
+def _state(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    return {
+        "pool": rng.standard_normal((SLOTS, 3)).astype(np.float32),
+        "kc": rng.standard_normal((1, CAP, 3)).astype(np.float32),
+    }
+
+
+def _inputs(rng: np.random.Generator) -> dict[str, object]:
+    write = rng.permutation(SLOTS)[:2].astype(np.int32)
+    write[rng.integers(0, 2)] = -1 if rng.random() < 0.5 else write[0]
+    if write[0] == write[1]:
+        write[1] = -1
+    return {
+        "pos": np.int32(rng.integers(0, CAP)),
+        "write": write,
+        "read": rng.integers(0, SLOTS, size=(1, 4)).astype(np.int32),
+        "rows": rng.standard_normal((2, 3)).astype(np.float32),
+        "n": rng.integers(1, 5, size=2).astype(np.int32),
+    }
+
+
+def test_manifest_describes_the_signature(program) -> None:
+    _, art = program
+    manifest = json.loads((art.path / "manifest.json").read_text())
+    assert manifest["format"] == "poot-artifact/1"
+    assert manifest["target"] == "cpu"
+    assert manifest["library"] == "step.so" and manifest["entry"] == "_mlir_ciface_step"
+    inputs = {e["name"]: e for e in manifest["function"]["inputs"]}
+    assert inputs["pool"]["slot"] == "state" and inputs["pool"]["state"] == "pool"
+    assert inputs["pos"]["slot"] == "pos" and inputs["pos"]["range"] == [0, CAP - 1]
+    assert inputs["pos"]["shape"] == [] and inputs["pos"]["dtype"] == "i32"
+    assert inputs["write"]["slot"] == "write_map" and inputs["write"]["pool"] == SLOTS
+    assert inputs["read"]["slot"] == "slot_map" and inputs["read"]["range"] == [0, SLOTS - 1]
+    outputs = {e["name"]: e for e in manifest["function"]["outputs"]}
+    assert outputs["ok"]["slot"] == "validation" and outputs["ok"]["dtype"] == "i1"
+    assert outputs["kc"]["slot"] == "state" and outputs["g"]["shape"] == [1, 4, 3]
+
+
+def test_session_steps_match_oracle(program, rng: np.random.Generator) -> None:
+    text, art = program
+    state = _state(rng)
+    sess, ref = art.session(state), oracle.Session(text, state)
+    for _ in range(3):
+        inputs = _inputs(rng)
+        got, want = sess.step(inputs), ref.step(inputs)
+        for name in ("g", "len", "ok"):
+            np.testing.assert_array_equal(got.named[name], want.named[name], err_msg=name)
+        for name in ("pool", "kc"):
+            np.testing.assert_array_equal(sess.state[name], ref.state[name], err_msg=name)
+
+
+def test_python_scalars_and_lists_bind(program, rng: np.random.Generator) -> None:
+    _, art = program
+    inputs = _inputs(rng)
+    plain = {k: (v.tolist() if isinstance(v, np.ndarray) else int(v)) for k, v in inputs.items()}
+    plain.update(_state(rng))
+    assert art.run(plain).named["g"].shape == (1, 4, 3)
+
+
+# Each bad input: (what to change, the error the binder must raise).
+_REFUSALS = [
+    ("missing rows", lambda i: i.pop("rows"), errors.MissingInputError),
+    ("rows shape", lambda i: i.update(rows=np.zeros((3, 3), np.float32) + 1), errors.ShapeBindError),
+    ("rows dtype", lambda i: i.update(rows=np.ones((2, 3), np.float64)), errors.ShapeBindError),
+    ("pos as float", lambda i: i.update(pos=2.5), errors.ShapeBindError),
+    ("pos above range", lambda i: i.update(pos=np.int32(CAP)), errors.RangeBindError),
+    ("pos below range", lambda i: i.update(pos=np.int32(-1)), errors.RangeBindError),
+    ("read outside pool", lambda i: i["read"].__setitem__((0, 2), SLOTS), errors.RangeBindError),
+    ("write outside pool", lambda i: i.update(write=np.array([SLOTS, -1], np.int32)), errors.WriteMapError),
+    ("write below -1", lambda i: i.update(write=np.array([-2, 0], np.int32)), errors.WriteMapError),
+    ("write slot twice", lambda i: i.update(write=np.array([3, 3], np.int32)), errors.WriteMapError),
+    ("unknown input", lambda i: i.update(bogus=np.int32(1)), errors.BindError),
+    ("state as input", lambda i: i.update(pool=np.ones((SLOTS, 3), np.float32)), errors.BindError),
+]
+
+
+@pytest.mark.parametrize("what,change,error", _REFUSALS, ids=[r[0] for r in _REFUSALS])
+def test_refused_bind_leaves_state(program, rng: np.random.Generator, what, change, error) -> None:
+    text, art = program
+    state = _state(rng)
+    sess = art.session(state)
+    before = {k: v.copy() for k, v in sess.state.items()}
+    objects = dict(sess.state)
+    inputs = _inputs(rng)
+    change(inputs)
+    with pytest.raises(error):
+        sess.step(inputs)
+    assert sess.state.keys() == before.keys()
+    for name in before:
+        assert sess.state[name] is objects[name], f"{what}: state {name} replaced"
+        np.testing.assert_array_equal(sess.state[name], before[name], err_msg=what)
+    # The oracle refuses the same inputs with the same error type.
+    with pytest.raises(error):
+        oracle.Session(text, state).step(inputs)
+
+
+def test_failed_validation_publishes_nothing(program, rng: np.random.Generator) -> None:
+    text, art = program
+    state = _state(rng)
+    sess = art.session(state)
+    before = {k: v.copy() for k, v in sess.state.items()}
+    inputs = _inputs(rng)
+    inputs["n"] = np.array([0, 3], np.int32)  # 0 < min = 1: the witness is false
+    with pytest.raises(errors.ValidationFailure):
+        sess.step(inputs)
+    with pytest.raises(errors.ValidationFailure):
+        art.run({**inputs, **state})
+    with pytest.raises(errors.ValidationFailure):
+        oracle.Session(text, state).step(inputs)
+    for name in before:
+        np.testing.assert_array_equal(sess.state[name], before[name])
+    # The session still steps afterwards, from the unchanged state.
+    inputs["n"] = np.array([1, 4], np.int32)
+    got = sess.step(inputs)
+    want = oracle.Session(text, before).step(inputs)
+    np.testing.assert_array_equal(sess.state["pool"], want.state["pool"])
+    np.testing.assert_array_equal(got.named["g"], want.named["g"])
+
+
+def test_inputs_are_never_written(program, rng: np.random.Generator) -> None:
+    """The step never writes a bound buffer (state in is donated to a copy)."""
+    _, art = program
+    inputs = {**_inputs(rng), **_state(rng)}
+    copies = {k: np.array(v, copy=True) for k, v in inputs.items()}
+    art.run(inputs)
+    for name, value in copies.items():
+        np.testing.assert_array_equal(inputs[name], value, err_msg=name)
+
+
+def test_runtime_imports_no_mlir(program, rng: np.random.Generator) -> None:
+    _, art = program
+    inputs = {**_inputs(rng), **_state(rng)}
+    np.savez(art.path.parent / "inputs.npz", **{k: np.asarray(v) for k, v in inputs.items()})
+    script = textwrap.dedent(
+        f"""
+        import sys
+        import numpy as np
+        from poot_mlir.runtime import cpu
+        art = cpu.load({str(art.path)!r})
+        data = np.load({str(art.path.parent / "inputs.npz")!r})
+        res = art.run({{k: data[k] for k in data.files}})
+        assert res.named["g"].shape == (1, 4, 3)
+        mlir = ("poot_mlir._mlir_libs", "poot_mlir.ir", "poot_mlir.passmanager", "poot_mlir.dialects", "mlir")
+        loaded = [m for m in sys.modules if m.startswith(mlir)]
+        assert not loaded, loaded
+        print("ok")
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_missing_artifact_files_are_typed(tmp_path) -> None:
+    with pytest.raises(runtime.ArtifactError):
+        runtime.load(tmp_path)
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": "poot-artifact/1", "target": "spirv"}))
+    with pytest.raises(runtime.ArtifactError):
+        runtime.load(tmp_path)
+
+
+def test_compile_errors_are_typed(tmp_path) -> None:
+    with pytest.raises(errors.CompileError):
+        compile_cpu("func.func @a() { return }\nfunc.func @b() { return }", tmp_path / "x")
