@@ -25,6 +25,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 
 namespace mlir::poot {
@@ -110,7 +111,9 @@ LogicalResult ChainRewriter::buildLength(std::string &why) {
     why = std::string("live length: attention_live zeroes the K and V rows "
                       "past len and sets their scores to -inf; this chain "
                       "lacks the ") +
-          (!keySelect ? "K" : !valueSelect ? "V" : "score") + " select";
+          (!keySelect ? "K" : !valueSelect ? "V" : "score") +
+          " select (a -inf select of the scores alone, such as a block "
+          "selection, is not a live length)";
     return failure();
   }
   int64_t lk = tensorOf(chain.scores.getResult()).getShape().back();
@@ -218,7 +221,12 @@ FailureOr<AttentionOp> ChainRewriter::attempt(const Operands &operands,
   std::string message;
   LogicalResult verified = failure();
   {
+    // Only this thread's diagnostics: functions are rewritten in parallel,
+    // and another function's remarks must reach their own handler.
+    uint64_t thread = llvm::get_threadid();
     ScopedDiagnosticHandler capture(rewriter.getContext(), [&](Diagnostic &d) {
+      if (llvm::get_threadid() != thread)
+        return failure();
       if (message.empty())
         message = d.str();
       return success();

@@ -422,7 +422,7 @@ func.func @live_incomplete(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x8x4xf32>, %v:
   %ex = poot.exp %xs : tensor<1x2x1x8xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x2x1x8xf32> -> tensor<1x2x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x2x1x8xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x8xf32>
-  // expected-remark @+1 {{attention not fused: live length: attention_live zeroes the K and V rows past len and sets their scores to -inf; this chain lacks the K select}}
+  // expected-remark @+1 {{attention not fused: live length: attention_live zeroes the K and V rows past len and sets their scores to -inf; this chain lacks the K select (a -inf select of the scores alone, such as a block selection, is not a live length)}}
   %out = poot.matmul %p, %v : (tensor<1x2x1x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x1x4xf32>
   return %out : tensor<1x2x1x4xf32>
 }
