@@ -215,3 +215,20 @@ def test_missing_artifact_files_are_typed(tmp_path) -> None:
 def test_compile_errors_are_typed(tmp_path) -> None:
     with pytest.raises(errors.CompileError):
         compile_cpu("func.func @a() { return }\nfunc.func @b() { return }", tmp_path / "x")
+
+
+
+_TWICE = """func.func @step(%x: tensor<2xf32> {poot.name = "x"}) -> (tensor<2xf32> {poot.name = "y"}) {
+  %y = poot.OP %x, %x : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+"""
+
+
+def test_recompiling_into_the_same_directory_reloads(tmp_path) -> None:
+    """The loader caches libraries by path; each load must see its own code."""
+    x = np.array([1.5, -2.0], np.float32)
+    first = runtime.load(compile_cpu(_TWICE.replace("OP", "add"), tmp_path / "a"))
+    second = runtime.load(compile_cpu(_TWICE.replace("OP", "mul"), tmp_path / "a"))
+    np.testing.assert_array_equal(first.run({"x": x}).named["y"], x + x)
+    np.testing.assert_array_equal(second.run({"x": x}).named["y"], x * x)

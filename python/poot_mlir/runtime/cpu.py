@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -75,6 +77,19 @@ def descriptor(array: np.ndarray) -> ctypes.Structure:
     return desc
 
 
+def _load_private_copy(library: Path) -> ctypes.CDLL:
+    """dlopen a private copy of `library`. The loader caches libraries by
+    path: reloading a recompiled artifact from the same directory would hand
+    back the old code. The copy is unlinked once mapped."""
+    fd, name = tempfile.mkstemp(prefix="poot-cpu-", suffix=".so")
+    try:
+        with os.fdopen(fd, "wb") as copy:
+            copy.write(library.read_bytes())
+        return ctypes.CDLL(name)
+    finally:
+        os.unlink(name)
+
+
 class CpuArtifact:
     """A loaded CPU artifact: its signature and the callable step."""
 
@@ -94,7 +109,7 @@ class CpuArtifact:
         library = self.path / self.manifest["library"]
         if not library.is_file():
             raise ArtifactError(f"{self.path}: {self.manifest['library']} is missing")
-        self._library = ctypes.CDLL(str(library.resolve()))
+        self._library = _load_private_copy(library)
         self._entry = getattr(self._library, self.manifest["entry"])
         count = len(self.signature.args) + len(self.signature.results)
         self._entry.argtypes = [ctypes.c_void_p] * count
