@@ -1,0 +1,48 @@
+#!/bin/bash
+# One device call: environment, verification, benchmark, sanitizers, pytest.
+# Usage (device tool, repo root, carry bench/artifacts): bash bench/h200_run.sh [stages]
+# Stages (default all): env verify bench sanitize pytest ncu. Logs under $OUT.
+set -u
+export PYTHONPATH=python PYTHONUNBUFFERED=1
+OUT=${OUT:-/tmp/poot_out}; mkdir -p "$OUT"
+STAGES=${*:-env verify bench sanitize pytest}
+t0=$(date +%s)
+stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
+for s in $STAGES; do case $s in
+env)
+  stamp env
+  { date -u; nvidia-smi; python3 -V; python3 -c "import torch, numpy; print('torch', torch.__version__, torch.version.cuda, 'numpy', numpy.__version__)";
+    python3 -m pip show cuda-bindings cuda-python ml_dtypes 2>/dev/null | grep -E '^(Name|Version)';
+    compute-sanitizer --version | tail -1; ncu --version | tail -1; uname -r; } > "$OUT/env.txt" 2>&1
+  cat "$OUT/env.txt" | grep -E "H200|Driver|torch|Version|Python" | head -12 ;;
+verify)
+  stamp verify
+  timeout 90 python3 bench/verify_h200.py --json "$OUT/verify.json" > "$OUT/verify.log" 2>&1; echo "verify rc=$?"
+  grep -E "^(FAIL|[0-9]+ cases)" "$OUT/verify.log"; grep -c "^PASS" "$OUT/verify.log" ;;
+bench)
+  stamp bench
+  timeout 270 python3 bench/attention_h200.py --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
+  tail -12 "$OUT/bench.log" ;;
+sanitize)
+  for tool in memcheck racecheck initcheck synccheck; do
+    stamp "sanitizer $tool"
+    echo "=== $tool" >> "$OUT/sanitizer.log"
+    timeout 75 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 30 \
+      python3 bench/verify_h200.py --no-torch --no-graph >> "$OUT/sanitizer.log" 2>&1
+    rc=$?; echo "=== $tool rc=$rc" >> "$OUT/sanitizer.log"; echo "$tool rc=$rc"
+  done
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^=== |cases," "$OUT/sanitizer.log" ;;
+pytest)
+  stamp pytest
+  timeout 60 python3 -m pytest -q -p no:cacheprovider test/python/test_cuda_runtime.py > "$OUT/pytest.log" 2>&1; echo "pytest rc=$?"
+  tail -3 "$OUT/pytest.log" ;;
+ncu)
+  stamp ncu
+  timeout 200 ncu --clock-control none -k regex:'partials|stream' --launch-count 6 \
+    --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+    --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats \
+    --metrics dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sector_hit_rate.pct,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,smsp__sass_inst_executed_op_shared_ld.sum,smsp__sass_inst_executed_op_shared_st.sum,smsp__sass_inst_executed_op_global_ld.sum,sm__warps_active.avg.pct_of_peak_sustained_active \
+    python3 bench/ncu_target.py ${NCU_CASES:-decode_b1_32k@default decode_b1_32k@cu528 decode_b16_8k@default} > "$OUT/ncu.log" 2>&1
+  echo "ncu rc=$?"; grep -E "dram__bytes_read|l1tex__t_sector_hit_rate|Duration|Achieved Occupancy|==PROF==|partials|stream " "$OUT/ncu.log" | head -40 ;;
+esac; done
+stamp done
