@@ -85,7 +85,7 @@ def build_one(kind: str, case_id: str, form: cases.Form, changes: dict, out_root
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", choices=["verify", "bench"], default=None)
+    ap.add_argument("--only", choices=["verify", "bench", "proto"], default=None)
     ap.add_argument("--target", choices=["nvvm", "spirv"], default="nvvm")
     ap.add_argument("--out", default=str(HERE / "artifacts"))
     args = ap.parse_args()
@@ -127,8 +127,29 @@ def main() -> None:
                       f"splits={r.get('splits')} grid={[l['grid'] for l in e.get('launches', [])]} "
                       f"{e.get('error', '')}")
                 index[f"bench/{case_id}"] = e
+    if args.only in (None, "proto") and args.target == "nvvm":
+        build_proto(out_root / "proto")
     index_path.write_text(json.dumps(index, indent=1))
     print(f"wrote {index_path} ({len(index)} entries)")
+
+
+NVCC = "/usr/local/cuda/bin/nvcc"
+
+
+def build_proto(out: Path) -> None:
+    """The proposal's prototype decode kernel (bench/proto/decode_proto.cu),
+    WARPS x UNROLL variants, as sm_90 cubins (bench/proto_h200.py runs them)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for warps in (4, 8):
+        for unroll in (4, 8):
+            dst = out / f"decode_w{warps}_u{unroll}.cubin"
+            proc = subprocess.run([NVCC, "-arch=sm_90", "-O3", "-cubin", f"-DWARPS={warps}",
+                                   f"-DUNROLL={unroll}", "-Xptxas", "-v", str(HERE / "proto" / "decode_proto.cu"),
+                                   "-o", str(dst)], capture_output=True, text=True)
+            if proc.returncode:
+                raise RuntimeError(proc.stderr)
+            regs = re.findall(r"Used (\d+) registers", proc.stderr)
+            print(f"proto/{dst.name}: registers {regs} (combine, partials)")
 
 
 def bench_variants():

@@ -36,13 +36,31 @@ pytest)
   stamp pytest
   timeout 60 python3 -m pytest -q -p no:cacheprovider test/python/test_cuda_runtime.py > "$OUT/pytest.log" 2>&1; echo "pytest rc=$?"
   tail -3 "$OUT/pytest.log" ;;
+proto)
+  stamp proto
+  timeout 150 python3 bench/proto_h200.py --json "$OUT/proto.json" > "$OUT/proto.log" 2>&1; echo "proto rc=$?"
+  grep -E "best" "$OUT/proto.log" ;;
 ncu)
   stamp ncu
-  timeout 200 ncu --clock-control none -k regex:'partials|stream' --launch-count 6 \
-    --section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
-    --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats \
-    --metrics dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sector_hit_rate.pct,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,smsp__sass_inst_executed_op_shared_ld.sum,smsp__sass_inst_executed_op_shared_st.sum,smsp__sass_inst_executed_op_global_ld.sum,sm__warps_active.avg.pct_of_peak_sustained_active \
-    python3 bench/ncu_target.py ${NCU_CASES:-decode_b1_32k@default decode_b1_32k@cu528 decode_b16_8k@default} > "$OUT/ncu.log" 2>&1
-  echo "ncu rc=$?"; grep -E "dram__bytes_read|l1tex__t_sector_hit_rate|Duration|Achieved Occupancy|==PROF==|partials|stream " "$OUT/ncu.log" | head -40 ;;
+  M=dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sector_hit_rate.pct,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,smsp__sass_inst_executed_op_shared_ld.sum,smsp__sass_inst_executed_op_shared_st.sum,smsp__sass_inst_executed_op_global_ld.sum,sm__warps_active.avg.pct_of_peak_sustained_active
+  SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats"
+  prof() {  # prof LOG ARGS...: with the extra metrics, else (unknown metric) without
+    timeout 150 ncu --clock-control none $SECTIONS --metrics $M "$@" > /tmp/ncu1.log 2>&1; rc=$?
+    if [ $rc -ne 0 ] && grep -qi "metric" /tmp/ncu1.log; then
+      echo "(retry without --metrics: $(grep -i metric /tmp/ncu1.log | head -2))" >> "$OUT/ncu.log"
+      timeout 150 ncu --clock-control none $SECTIONS "$@" > /tmp/ncu1.log 2>&1; rc=$?
+    fi
+    cat /tmp/ncu1.log >> "$OUT/ncu.log"; echo "ncu $* rc=$rc"
+  }
+  prof -k regex:'partials|stream' --launch-count 6 python3 bench/ncu_target.py ${NCU_CASES:-decode_b1_32k@default decode_b1_32k@cu528 decode_b16_8k@default}
+  for c in ${NCU_PROTO:-decode_w4_u8:66:decode_b1_32k decode_w4_u8:4:decode_b16_8k}; do
+    prof -k regex:partials --launch-count 1 python3 bench/proto_h200.py --ncu $c
+  done
+  grep -E "dram__bytes_read|lts__t_sectors_srcunit|l1tex__t_sector_hit|Duration|Achieved Occupancy|Memory Throughput|==PROF==|==ERROR==" "$OUT/ncu.log" | head -60 ;;
+sass)
+  stamp sass
+  { for f in bench/artifacts/verify/gqa_decode-split-cubin/*.ptx bench/artifacts/proto/decode_w4_u8.cubin; do
+      echo "##### $f"; cuobjdump --dump-sass "$f"; done; } > "$OUT/sass.txt" 2>&1
+  echo "sass rc=$?"; grep -cE "LDG" "$OUT/sass.txt" ;;
 esac; done
 stamp done
