@@ -28,6 +28,21 @@ struct PootToLLVMCPUPipelineOptions
       llvm::cl::desc("The step function's name; it gets the C interface "
                      "(empty: every public function)"),
       llvm::cl::init("")};
+  // The CPU as a device for the attention planner: lanes are loop
+  // iterations, so workgroup memory is plentiful; one compute unit means the
+  // streaming schedule (more forces split-KV, as on a GPU).
+  PassOptions::Option<int64_t> workgroupMemory{
+      *this, "workgroup-memory",
+      llvm::cl::desc("Workgroup memory the planner may give a workgroup"),
+      llvm::cl::init(1 << 20)};
+  PassOptions::Option<int64_t> computeUnits{
+      *this, "compute-units",
+      llvm::cl::desc("Compute units the planner fills with split-KV"),
+      llvm::cl::init(1)};
+  PassOptions::Option<int64_t> maxGridX{
+      *this, "max-grid-x",
+      llvm::cl::desc("Largest workgroup count per grid dimension"),
+      llvm::cl::init(int64_t(1) << 31)};
 };
 
 /// Lowers a poot module to the LLVM dialect for the in-process CPU runtime:

@@ -12,6 +12,7 @@
 #include "lib/Conversion/Pipelines.h"
 
 #include "lib/Conversion/Passes.h"
+#include "lib/Transforms/Passes.h"
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -49,10 +50,19 @@ using namespace mlir;
 
 void poot::buildPootToLLVMCPUPipeline(
     OpPassManager &pm, const PootToLLVMCPUPipelineOptions &options) {
-  // 1. poot -> linalg/tensor/scf on tensors. The fused attention ops get
-  //    their CPU loops first: `poot-attention-to-loops` belongs here, ahead
-  //    of convert-poot-to-linalg (which leaves those ops alone). The entry
-  //    ABI (C interface, read-only arguments, markers dropped) goes first.
+  // 1. poot -> linalg/tensor/scf on tensors. The fused attention ops are
+  //    planned for the CPU and get their CPU loops first (the same schedule
+  //    as the GPU kernels), ahead of convert-poot-to-linalg (which leaves
+  //    those ops alone). The entry ABI (C interface, read-only arguments,
+  //    markers dropped) goes first.
+  PootPlanAttentionOptions plan;
+  plan.target = "cpu";
+  plan.workgroupMemory = options.workgroupMemory;
+  plan.computeUnits = options.computeUnits;
+  plan.maxGridX = options.maxGridX;
+  plan.maxGridY = int64_t(1) << 31; // loops: only the X fold is recorded
+  pm.addPass(createPootPlanAttention(plan));
+  pm.addPass(createPootAttentionToLoops());
   PootCPUEntryABIOptions abi;
   abi.entry = options.entry;
   pm.addPass(createPootCPUEntryABI(abi));

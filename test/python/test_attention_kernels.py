@@ -201,3 +201,51 @@ def test_rocdl_kernels_are_llvm_dialect(rng, tmp_path):
     assert 'rocdl.target<O = 3, chip = "gfx942">' in ir
     assert "rocdl.workitem.id.x" in ir and "rocdl.barrier" in ir or "rocdl.s.barrier" in ir
     assert "llvm.func @stream" in ir or "llvm.func @partials" in ir
+
+
+# --- the CPU form of the same kernels ---------------------------------------------
+
+CPU = devices.CPU
+
+
+def cpu_schedules(form: Form) -> dict[str, devices.Device]:
+    """The CPU described to the planner so it picks each schedule."""
+    lane_bytes = (form.value_width + 2) * 4
+    return {
+        "stream64": CPU,
+        "stream16": CPU.with_limits(workgroup_memory=16 * lane_bytes),
+        "stream4": CPU.with_limits(workgroup_memory=4 * lane_bytes + 3),
+        "split_kv": CPU.with_limits(compute_units=64),
+        "fold2d": CPU.with_limits(max_grid_x=3),
+    }
+
+
+@pytest.mark.parametrize("schedule", ["stream64", "stream16", "stream4", "split_kv", "fold2d"])
+@pytest.mark.parametrize("form", FORMS, ids=[f.name for f in FORMS])
+def test_cpu_kernel_matches_oracle(form, schedule, rng, tmp_path):
+    from poot_mlir.compiler import compile_cpu
+    from poot_mlir.runtime.cpu import CpuArtifact
+
+    text, inputs = build(form, rng)
+    path = compile_cpu(text, tmp_path / "cpu", device=cpu_schedules(form)[schedule])
+    out = CpuArtifact(path).run(inputs).outputs[0]
+    ref = oracle.run(text, inputs, reference=True).outputs[0]
+    assert_matches(out, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_cpu_and_lavapipe_agree(rng, vulkan, tmp_path):
+    """The CPU loops and the SPIR-V kernel run the same schedule: same lanes,
+    splits and combine order, so they agree far below the oracle tolerance."""
+    from poot_mlir.compiler import compile_cpu
+    from poot_mlir.runtime.cpu import CpuArtifact
+
+    form = Form("gqa", q_heads=8, kv_heads=2, key_len=700, softcap=7.0)
+    text, inputs = build(form, rng)
+    cpu_out = CpuArtifact(
+        compile_cpu(text, tmp_path / "cpu", device=CPU.with_limits(compute_units=64))
+    ).run(inputs).outputs[0]
+    gpu_out = GpuArtifact(
+        gpu.compile_gpu(text, LAVAPIPE.with_limits(compute_units=64), tmp_path / "gpu"),
+        backend=vulkan,
+    ).run(inputs).outputs[0]
+    np.testing.assert_allclose(cpu_out, gpu_out, rtol=1e-5, atol=1e-7)

@@ -113,9 +113,9 @@ struct AttentionToLoops
         forRange(b, loc, lanes,
                  [&](Value lane) { emitter.emitSplitCombine(bufs, row, lane); });
       });
-      memref::DeallocOp::create(b, loc, scratch);
     }
-    memref::DeallocOp::create(b, loc, lds);
+    // No deallocs here: the CPU pipeline's ownership-based deallocation
+    // frees the workgroup memory and the scratch (it refuses explicit ones).
 
     Value flat = bufferization::ToTensorOp::create(
         b, loc,

@@ -30,6 +30,7 @@ from typing import Any
 
 from .. import errors
 from ..ir import Module, StringAttr
+from . import devices
 from .pipeline import parse_module, run_pipeline
 from .signature import function_signature
 
@@ -124,16 +125,30 @@ def _write_map_pools(func_op, signature: dict[str, Any]) -> None:
         entry["pool"] = min(sizes) if sizes else None
 
 
-def lower_to_llvm_ir(module: "Module | str", func: str | None = None) -> tuple[str, dict[str, Any]]:
+def _plan_options(device: "devices.Device | None") -> str:
+    """The CPU pipeline's planner options from a device description (the CPU
+    preset by default; tests vary it to force lanes, splits and grid folds)."""
+    d = device or devices.CPU
+    return (
+        f" workgroup-memory={d.workgroup_memory} compute-units={d.compute_units}"
+        f" max-grid-x={d.max_grid_x}"
+    )
+
+
+def lower_to_llvm_ir(
+    module: "Module | str", func: str | None = None, device: "devices.Device | None" = None
+) -> tuple[str, dict[str, Any]]:
     """(LLVM IR text, function signature) of the step, without touching
-    `module` (the pipeline runs on a private copy)."""
+    `module` (the pipeline runs on a private copy). `device` describes the
+    CPU to the attention planner (default: devices.CPU)."""
     from .._mlir_libs import _pootCPU
 
     mod = parse_module(module)
     func_op = _select_function(mod, func)
     signature = function_signature(func_op)
     _write_map_pools(func_op, signature)
-    run_pipeline(mod, f"builtin.module(poot-to-llvm-cpu{{entry={signature['name']}}})")
+    options = f"entry={signature['name']}" + _plan_options(device)
+    run_pipeline(mod, f"builtin.module(poot-to-llvm-cpu{{{options}}})")
     try:
         with mod.context:
             text = _pootCPU.translate_to_llvm_ir(mod.operation)
@@ -143,7 +158,12 @@ def lower_to_llvm_ir(module: "Module | str", func: str | None = None) -> tuple[s
 
 
 def compile_cpu(
-    module: "Module | str", out_dir: "str | Path", *, func: str | None = None, keep_ir: bool = False
+    module: "Module | str",
+    out_dir: "str | Path",
+    *,
+    func: str | None = None,
+    keep_ir: bool = False,
+    device: "devices.Device | None" = None,
 ) -> Path:
     """Compile the step function `func` (default: the only public one) of
     `module` into the artifact directory `out_dir`; returns its path.
@@ -152,7 +172,7 @@ def compile_cpu(
     diagnostics), or when llc or a C compiler is missing. With `keep_ir`,
     `step.ll` stays beside the library.
     """
-    llvm_ir, signature = lower_to_llvm_ir(module, func)
+    llvm_ir, signature = lower_to_llvm_ir(module, func, device)
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", signature["name"]):
         raise errors.CompileError(f"@{signature['name']} is not a C identifier")
     llc, cc = find_llc(), find_cc()
