@@ -140,11 +140,18 @@ def build_proto(out: Path) -> None:
     """The proposal's prototype decode kernel (bench/proto/decode_proto.cu),
     WARPS x UNROLL variants, as sm_90 cubins (bench/proto_h200.py runs them)."""
     out.mkdir(parents=True, exist_ok=True)
-    for warps in (4, 8):
-        for unroll in (4, 8):
-            dst = out / f"decode_w{warps}_u{unroll}.cubin"
+    for old in out.glob("*.cubin"):
+        old.unlink()
+    # (warps, unroll, pipe, hint, fused): run 2's two shapes, then one lever at a time.
+    configs = [(4, 4, 0, 0, 0), (4, 8, 0, 0, 0), (8, 4, 0, 0, 0), (8, 8, 0, 0, 0),
+               (8, 4, 1, 0, 0), (8, 8, 1, 0, 0), (8, 4, 1, 1, 0), (8, 4, 1, 1, 1), (8, 8, 1, 1, 1),
+               (4, 8, 1, 1, 1), (8, 4, 0, 1, 1)]
+    for warps, unroll, pipe, hint, fused in configs:
+        if True:
+            dst = out / f"decode_w{warps}_u{unroll}_p{pipe}_h{hint}_f{fused}.cubin"
             proc = subprocess.run([NVCC, "-arch=sm_90", "-O3", "-cubin", f"-DWARPS={warps}",
-                                   f"-DUNROLL={unroll}", "-Xptxas", "-v", str(HERE / "proto" / "decode_proto.cu"),
+                                   f"-DUNROLL={unroll}", f"-DPIPE={pipe}", f"-DHINT={hint}", f"-DFUSED={fused}",
+                                   "-Xptxas", "-v", str(HERE / "proto" / "decode_proto.cu"),
                                    "-o", str(dst)], capture_output=True, text=True)
             if proc.returncode:
                 raise RuntimeError(proc.stderr)

@@ -40,6 +40,14 @@ proto)
   stamp proto
   timeout 150 python3 bench/proto_h200.py --json "$OUT/proto.json" > "$OUT/proto.log" 2>&1; echo "proto rc=$?"
   grep -E "best" "$OUT/proto.log" ;;
+proto_sanitize)
+  for tool in memcheck racecheck; do
+    stamp "proto $tool"
+    timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 python3 bench/proto_h200.py \
+      --ncu ${PROTO_CASE:-decode_w8_u4_p1_h1_f1:33:decode_b1_4k} >> "$OUT/proto_sanitizer.log" 2>&1
+    echo "proto $tool rc=$?"
+  done
+  grep -E "SUMMARY" "$OUT/proto_sanitizer.log" ;;
 ncu)
   stamp ncu
   M=dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sector_hit_rate.pct,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,smsp__sass_inst_executed_op_shared_ld.sum,smsp__sass_inst_executed_op_shared_st.sum,smsp__sass_inst_executed_op_global_ld.sum,sm__warps_active.avg.pct_of_peak_sustained_active

@@ -35,6 +35,23 @@
 #ifndef UNROLL
 #define UNROLL 8
 #endif
+// Levers measured one at a time (bench/NOTES.md, run 3):
+//  PIPE=1   register double buffer: the next UNROLL keys' K/V loads are issued
+//           before the current ones are used (loads stay in flight);
+//  HINT=1   ld.global.nc.L1::no_allocate.L2::256B (stream through L1, 256-byte
+//           L2 prefetch);
+//  FUSED=1  no second launch: the last workgroup of a KV group to finish (an
+//           atomic ticket) combines the splits; the counters reset themselves,
+//           so a captured graph replays.
+#ifndef PIPE
+#define PIPE 0
+#endif
+#ifndef HINT
+#define HINT 0
+#endif
+#ifndef FUSED
+#define FUSED 0
+#endif
 
 static_assert(D == 128, "the prototype maps 4 dims to each of 32 lanes");
 
@@ -47,9 +64,39 @@ __device__ __forceinline__ float weight(float m, float M) {
   return m == -CUDART_INF_F ? 0.0f : expf(m - M);
 }
 
+__device__ __forceinline__ float4 load4(const float4* p) {
+#if HINT
+  float4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(r.x), "=f"(r.y), "=f"(r.z), "=f"(r.w) : "l"(p));
+  return r;
+#else
+  return __ldg(p);
+#endif
+}
+
+// One split's (o, m, l) of one row, folded over the splits of that row.
+__device__ __forceinline__ float fold_splits(const float* base, int splits, int d, bool coherent) {
+  float M = -CUDART_INF_F;
+  for (int i = 0; i < splits; ++i)
+    M = fmaxf(M, coherent ? __ldcg(base + i * (D + 2) + D) : base[i * (D + 2) + D]);
+  float num = 0.f, den = 0.f;
+  for (int i = 0; i < splits; ++i) {
+    const float* p = base + i * (D + 2);
+    const float a = weight(coherent ? __ldcg(p + D) : p[D], M);
+    num += (coherent ? __ldcg(p + d) : p[d]) * a;
+    den += (coherent ? __ldcg(p + D + 1) : p[D + 1]) * a;
+  }
+  return num / den;
+}
+
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
 partials(const Params* __restrict__ P, const float* __restrict__ q, const float* __restrict__ k,
-         const float* __restrict__ v, float* __restrict__ scratch) {
+         const float* __restrict__ v, float* __restrict__ scratch
+#if FUSED
+         , float* __restrict__ out, unsigned* __restrict__ counters
+#endif
+         ) {
   const int Hkv = P->Hkv, Lk = P->Lk, chunk = P->chunk, splits = P->splits;
   const float scale = P->scale;
   const int split = blockIdx.x, bg = blockIdx.y;
@@ -72,14 +119,7 @@ partials(const Params* __restrict__ P, const float* __restrict__ q, const float*
   const int begin = split * chunk;
   const int end = min(begin + chunk, Lk);
 
-  for (int t0 = begin + warp * UNROLL; t0 < end; t0 += WARPS * UNROLL) {
-    float4 kk[UNROLL], vv[UNROLL];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const int t = min(t0 + u, end - 1);  // clamp: always a valid row
-      kk[u] = __ldg(kb + (size_t)t * (D / 4) + lane);
-      vv[u] = __ldg(vb + (size_t)t * (D / 4) + lane);
-    }
+  auto step = [&](const float4 (&kk)[UNROLL], const float4 (&vv)[UNROLL], int t0) {
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
       if (t0 + u >= end) break;  // warp-uniform
@@ -105,7 +145,39 @@ partials(const Params* __restrict__ P, const float* __restrict__ q, const float*
         m[r] = mn;
       }
     }
+  };
+  auto fetch = [&](float4 (&kk)[UNROLL], float4 (&vv)[UNROLL], int t0) {
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+      const int t = min(t0 + u, end - 1);  // clamp: always a valid row
+      kk[u] = load4(kb + (size_t)t * (D / 4) + lane);
+      vv[u] = load4(vb + (size_t)t * (D / 4) + lane);
+    }
+  };
+  constexpr int STEP = WARPS * UNROLL;
+#if PIPE
+  int t0 = begin + warp * UNROLL;
+  if (t0 < end) {
+    float4 ka[UNROLL], va[UNROLL], kb2[UNROLL], vb2[UNROLL];
+    fetch(ka, va, t0);
+    for (;;) {
+      if (t0 + STEP < end) fetch(kb2, vb2, t0 + STEP);
+      step(ka, va, t0);
+      t0 += STEP;
+      if (t0 >= end) break;
+      if (t0 + STEP < end) fetch(ka, va, t0 + STEP);
+      step(kb2, vb2, t0);
+      t0 += STEP;
+      if (t0 >= end) break;
+    }
   }
+#else
+  for (int t0 = begin + warp * UNROLL; t0 < end; t0 += STEP) {
+    float4 kk[UNROLL], vv[UNROLL];
+    fetch(kk, vv, t0);
+    step(kk, vv, t0);
+  }
+#endif
 
   // Fold the warps' states, then publish this split's (o, m, l) per head.
   __shared__ float so[WARPS][NREP][D];
@@ -139,20 +211,30 @@ partials(const Params* __restrict__ P, const float* __restrict__ q, const float*
       dst[D + 1] = den;
     }
   }
+#if FUSED
+  // The last workgroup of this KV group to finish combines its NREP rows.
+  __shared__ unsigned last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(&counters[bg], 1u) == (unsigned)(splits - 1);
+    if (last) counters[bg] = 0u;  // ready for the next launch / graph replay
+  }
+  __syncthreads();
+  if (last) {
+    __threadfence();
+    for (int idx = threadIdx.x; idx < NREP * D; idx += WARPS * 32) {
+      const int r = idx / D, d = idx - r * D;
+      const int row = b * Hq + g * NREP + r;
+      out[(size_t)row * D + d] = fold_splits(scratch + (size_t)row * splits * (D + 2), splits, d, true);
+    }
+  }
+#endif
 }
 
 extern "C" __global__ void __launch_bounds__(D)
 combine(const Params* __restrict__ P, const float* __restrict__ scratch, float* __restrict__ out) {
   const int splits = P->splits;
   const int row = blockIdx.x, d = threadIdx.x;
-  const float* base = scratch + (size_t)row * splits * (D + 2);
-  float M = -CUDART_INF_F;
-  for (int i = 0; i < splits; ++i) M = fmaxf(M, base[i * (D + 2) + D]);
-  float num = 0.f, den = 0.f;
-  for (int i = 0; i < splits; ++i) {
-    const float a = weight(base[i * (D + 2) + D], M);
-    num += base[i * (D + 2) + d] * a;
-    den += base[i * (D + 2) + D + 1] * a;
-  }
-  out[(size_t)row * D + d] = num / den;
+  out[(size_t)row * D + d] = fold_splits(scratch + (size_t)row * splits * (D + 2), splits, d, false);
 }
