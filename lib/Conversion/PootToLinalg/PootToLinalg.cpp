@@ -28,8 +28,42 @@ void poot::populatePootToLinalgTypeConversions(TypeConverter &converter) {
   });
 }
 
+namespace {
+/// poot.rope is a name for its primitive chain (the recognizer forms it so
+/// the attention rewrite can see through it); on the CPU it lowers as that
+/// chain: x * cos + concat(-x[..., h:], x[..., :h]) * sin. The primitives it
+/// creates are then converted by the other patterns.
+struct DecomposeRope : OpConversionPattern<RopeOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(RopeOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = adaptor.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    int64_t rank = type.getRank(), width = type.getShape().back();
+    SmallVector<int64_t> start(rank, 0), limit(type.getShape()),
+        strides(rank, 1);
+    limit.back() = width / 2;
+    Value first = SliceOp::create(rewriter, loc, x, start, limit, strides);
+    start.back() = width / 2;
+    limit.back() = width;
+    Value second = SliceOp::create(rewriter, loc, x, start, limit, strides);
+    Value negated = NegOp::create(rewriter, loc, second);
+    Value rotated = ConcatOp::create(rewriter, loc, ValueRange{negated, first},
+                                     /*axis=*/rank - 1);
+    Value lhs = MulOp::create(rewriter, loc, x, adaptor.getCos());
+    Value rhs = MulOp::create(rewriter, loc, rotated, adaptor.getSin());
+    rewriter.replaceOpWithNewOp<AddOp>(op, lhs, rhs);
+    return success();
+  }
+};
+} // namespace
+
 void poot::populatePootToLinalgPatterns(const TypeConverter &converter,
                                         RewritePatternSet &patterns) {
+  patterns.add<DecomposeRope>(converter, patterns.getContext());
   linalg_lowering::populateElementwisePatterns(converter, patterns);
   linalg_lowering::populateDataMovementPatterns(converter, patterns);
   linalg_lowering::populateContractionPatterns(converter, patterns);
