@@ -107,6 +107,32 @@ def PootRecognizeRope : Pass<"poot-recognize-rope", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::mlir::poot::PootDialect"];
 }
 
+def PootExpandRope : Pass<"poot-expand-rope", "::mlir::func::FuncOp"> {
+  let summary = "Expand poot.rope back into the tracer's rotate-half primitives";
+  let description = [{
+    The inverse of `poot-recognize-rope`, for a lowering without a
+    `poot.rope` kernel: every `poot.rope` becomes exactly the chain the
+    tracer emits (`mul`, `slice`, `slice`, `neg`, `concat`, `mul`, `add`), so
+    the numbers are those of the program before recognition.
+
+    Before:
+    ```mlir
+    %y = poot.rope %x, %cos, %sin : tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32> -> tensor<2x8xf32>
+    ```
+    After:
+    ```mlir
+    %a  = poot.mul %x, %cos : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+    %x1 = poot.slice %x [0, 0] to [2, 4] step [1, 1] : tensor<2x8xf32> -> tensor<2x4xf32>
+    %x2 = poot.slice %x [0, 4] to [2, 8] step [1, 1] : tensor<2x8xf32> -> tensor<2x4xf32>
+    %n  = poot.neg %x2 : tensor<2x4xf32>
+    %r  = poot.concat %n, %x1 axis = 1 : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+    %b  = poot.mul %r, %sin : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+    %y  = poot.add %a, %b : (tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::poot::PootDialect"];
+}
+
 def PootAttentionRewrite : Pass<"poot-attention-rewrite", "::mlir::func::FuncOp"> {
   let summary = "Replace the tracer's attention chains with poot.attention";
   let description = [{

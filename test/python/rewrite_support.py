@@ -79,7 +79,9 @@ def op_histogram(module: ir.Module) -> Counter:
     return counts
 
 
-def assert_same_results(before: oracle.Result, after: oracle.Result, rtol: float, what: str) -> None:
+def assert_same_results(
+    before: oracle.Result, after: oracle.Result, rtol: float, what: str
+) -> None:
     """Every result: floats within `rtol` of the largest magnitude (NaNs in
     the same places), everything else bit for bit."""
     assert len(before.outputs) == len(after.outputs)
@@ -111,7 +113,9 @@ def check_rewrite(
     inputs (f32 within F32_RTOL, float64 reference within F64_RTOL; bit for
     bit when `exact`, i.e. when nothing fused)."""
     report = fused_copy(module)
-    assert report.attention == fused, f"expected {fused} poot.attention, got {report.attention}: {report.remarks}"
+    assert (
+        report.attention == fused
+    ), f"expected {fused} poot.attention, got {report.attention}: {report.remarks}"
     for _ in range(trials):
         inputs = random_inputs(module, rng)
         for reference, rtol in ((False, F32_RTOL), (True, F64_RTOL)):

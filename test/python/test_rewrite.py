@@ -77,7 +77,9 @@ def live_decode(*, batch=2, hq=4, hkv=2, cap=16, d=8, softcap=None, bias=False) 
     return tr.finish()
 
 
-def mla(*, batch=1, hq=4, hkv=4, lk=8, rows=8, nope=6, rope_width=2, dv=4, decode=False) -> ir.Module:
+def mla(
+    *, batch=1, hq=4, hkv=4, lk=8, rows=8, nope=6, rope_width=2, dv=4, decode=False
+) -> ir.Module:
     tr = Tracer("mla")
     q = tr.input("q", (batch, hq, rows, nope + rope_width))
     k_nope = tr.input("k_nope", (batch, hkv, lk, nope))
@@ -151,14 +153,18 @@ def test_paged_with_declared_read_map_reads_the_pools(rng: np.random.Generator) 
     report = check_rewrite(paged(), rng, fused=1)
     text = str(report.module)
     assert " read(" in text, text
-    assert "poot.gather" not in text and "poot.transpose" not in text.split("poot.attention")[1], text
+    assert (
+        "poot.gather" not in text and "poot.transpose" not in text.split("poot.attention")[1]
+    ), text
 
 
 def test_paged_without_declared_range_keeps_the_gathered_view(rng: np.random.Generator) -> None:
     report = check_rewrite(paged(declared=False), rng, fused=1)
     text = str(report.module)
     assert " read(" not in text and "poot.gather" in text, text
-    assert any("cannot prove the read map inside the pool [0, 32)" in r for r in report.remarks), report.remarks
+    assert any(
+        "cannot prove the read map inside the pool [0, 32)" in r for r in report.remarks
+    ), report.remarks
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,9 @@ ATTENTION_CHAIN = Counter(
         "poot.div": 1,
     }
 )
-ROPE_CHAIN = Counter({"poot.mul": 2, "poot.slice": 2, "poot.neg": 1, "poot.concat": 1, "poot.add": 1})
+ROPE_CHAIN = Counter(
+    {"poot.mul": 2, "poot.slice": 2, "poot.neg": 1, "poot.concat": 1, "poot.add": 1}
+)
 
 
 @pytest.fixture(autouse=True)
@@ -74,7 +76,9 @@ def test_every_layer_fuses_and_nothing_else_changes(config: DecoderConfig, trace
     assert +expected == +after, (sorted(expected.items()), sorted(after.items()))
 
 
-def _decode_and_compare(config: DecoderConfig, traced, fused, rng: np.random.Generator, steps: int) -> None:
+def _decode_and_compare(
+    config: DecoderConfig, traced, fused, rng: np.random.Generator, steps: int
+) -> None:
     weights = init_weights(config, int(rng.integers(1 << 31)))
     state = init_state(config)
     # Start from a random cache so every visible slot holds data.
@@ -88,18 +92,38 @@ def _decode_and_compare(config: DecoderConfig, traced, fused, rng: np.random.Gen
             "token": np.array([[rng.integers(config.vocab)]], np.int32),
             **weights,
         }
-        assert_same_results(reference.step(inputs), candidate.step(inputs), F32_RTOL, f"step {step}")
+        assert_same_results(
+            reference.step(inputs), candidate.step(inputs), F32_RTOL, f"step {step}"
+        )
 
 
-def test_decoding_attention_only_matches(config: DecoderConfig, traced, rng: np.random.Generator) -> None:
+def test_decoding_attention_only_matches(
+    config: DecoderConfig, traced, rng: np.random.Generator
+) -> None:
     """canonicalize + poot-attention-rewrite + cse (no RoPE recognition):
     runs on any oracle."""
-    fused = run_pipeline(traced, "builtin.module(canonicalize,func.func(poot-attention-rewrite),cse)")
+    fused = run_pipeline(
+        traced, "builtin.module(canonicalize,func.func(poot-attention-rewrite),cse)"
+    )
     assert count_ops(fused, "poot.attention") == config.layers
     _decode_and_compare(config, traced, fused, rng, steps=3)
 
 
-def test_decoding_full_pipeline_matches(config: DecoderConfig, traced, rng: np.random.Generator) -> None:
+def test_decoding_full_pipeline_then_expanded_rope_matches(
+    config: DecoderConfig, traced, rng: np.random.Generator
+) -> None:
+    """The full pipeline, then poot-expand-rope (what a target without a
+    poot.rope kernel runs): every attention stays fused."""
+    fused = fused_copy(traced).module
+    expanded = run_pipeline(fused, "builtin.module(func.func(poot-expand-rope))")
+    assert count_ops(expanded, "poot.rope") == 0
+    assert count_ops(expanded, "poot.attention") == config.layers
+    _decode_and_compare(config, traced, expanded, rng, steps=3)
+
+
+def test_decoding_full_pipeline_matches(
+    config: DecoderConfig, traced, rng: np.random.Generator
+) -> None:
     if "poot.rope" not in interpreter.HANDLERS:
         pytest.skip("the oracle does not implement poot.rope yet")
     _decode_and_compare(config, traced, fused_copy(traced).module, rng, steps=3)

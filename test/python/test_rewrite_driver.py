@@ -66,7 +66,11 @@ def test_python_and_poot_opt_share_the_pipeline() -> None:
     tool = os.environ.get("POOT_OPT") or (bundled if bundled.exists() else shutil.which("poot-opt"))
     assert tool, "poot-opt not found"
     proc = subprocess.run(
-        [str(tool), "--poot-fuse-attention"], input=source, capture_output=True, text=True, check=True
+        [str(tool), "--poot-fuse-attention"],
+        input=source,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert proc.stdout.strip() == str(module).strip()
 
@@ -82,7 +86,9 @@ def test_failure_is_a_compile_error_with_diagnostics() -> None:
     func = module.body.operations[0]
     with module.context:
         args = list(func.attributes["arg_attrs"])
-        args[0] = ir.DictAttr.get({"poot.range": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1)})
+        args[0] = ir.DictAttr.get(
+            {"poot.range": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1)}
+        )
         func.attributes["arg_attrs"] = ir.ArrayAttr.get(args)
     with pytest.raises(errors.CompileError) as info:
         fuse_attention(module)

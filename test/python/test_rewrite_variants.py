@@ -109,7 +109,9 @@ def build(
         ("softcap as c * tanh(s * (1/c))", dict(softcap="mul")),
         (
             "everything at once",
-            dict(scale="div", key_layout="blhd", softmax="plain", mask_kind="causal", softcap="mul"),
+            dict(
+                scale="div", key_layout="blhd", softmax="plain", mask_kind="causal", softcap="mul"
+            ),
         ),
     ],
 )
