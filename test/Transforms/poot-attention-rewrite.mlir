@@ -919,3 +919,38 @@ func.func @live_negative_scale(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>,
   %out = poot.matmul %p, %vl : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
   return %out : tensor<1x1x1x2xf32>
 }
+
+// -----
+
+// An undeclared length whose only bound is the guard's clamp: it fuses
+// because the witness reaches a validation result (here through poot.and
+// with another check's witness).
+// CHECK-LABEL: func.func @live_guard_witnessed_through_and
+// CHECK:       %[[LEN:.*]], %[[OK:.*]] = poot.index_guard %arg3 min = 1 max = 8
+// CHECK:       poot.attention %arg0, %arg1, %arg2 len(%[[LEN]] : tensor<1xi32>)
+func.func @live_guard_witnessed_through_and(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x8x4xf32>, %v: tensor<1x2x8x4xf32>,
+                                            %raw: tensor<1xi32>, %other: tensor<1xi32>)
+    -> (tensor<1x2x1x4xf32>, tensor<i1> {poot.slot = #poot.slot<validation>}) {
+  %len, %ok = poot.index_guard %raw min = 1 max = 8 : tensor<1xi32>
+  %o2, %ok2 = poot.index_guard %other min = 0 max = 3 : tensor<1xi32>
+  %all = poot.and %ok2, %ok : (tensor<i1>, tensor<i1>) -> tensor<i1>
+  %len4 = poot.reshape %len : tensor<1xi32> -> tensor<1x1x1x1xi32>
+  %tr = poot.iota dim = 2 : tensor<1x1x8x1xi32>
+  %krow = poot.compare lt, %tr, %len4 : (tensor<1x1x8x1xi32>, tensor<1x1x1x1xi32>) -> tensor<1x1x8x1xi1>
+  %zero = poot.constant dense<0.0> : tensor<f32>
+  %kl = poot.select %krow, %k, %zero : (tensor<1x1x8x1xi1>, tensor<1x2x8x4xf32>, tensor<f32>) -> tensor<1x2x8x4xf32>
+  %vl = poot.select %krow, %v, %zero : (tensor<1x1x8x1xi1>, tensor<1x2x8x4xf32>, tensor<f32>) -> tensor<1x2x8x4xf32>
+  %tc = poot.iota dim = 3 : tensor<1x1x1x8xi32>
+  %keep = poot.compare lt, %tc, %len4 : (tensor<1x1x1x8xi32>, tensor<1x1x1x1xi32>) -> tensor<1x1x1x8xi1>
+  %kt = poot.transpose %kl perm = [0, 1, 3, 2] : tensor<1x2x8x4xf32> -> tensor<1x2x4x8xf32>
+  %s = poot.matmul %q, %kt : (tensor<1x2x1x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x1x8xf32>
+  %ninf = poot.constant dense<0xFF800000> : tensor<f32>
+  %s2 = poot.select %keep, %s, %ninf : (tensor<1x1x1x8xi1>, tensor<1x2x1x8xf32>, tensor<f32>) -> tensor<1x2x1x8xf32>
+  %m = poot.reduce max %s2 axis = 3 keepdim : tensor<1x2x1x8xf32> -> tensor<1x2x1x1xf32>
+  %xs = poot.sub %s2, %m : (tensor<1x2x1x8xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x8xf32>
+  %ex = poot.exp %xs : tensor<1x2x1x8xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x2x1x8xf32> -> tensor<1x2x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x2x1x8xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x8xf32>
+  %out = poot.matmul %p, %vl : (tensor<1x2x1x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x1x4xf32>
+  return %out, %all : tensor<1x2x1x4xf32>, tensor<i1>
+}

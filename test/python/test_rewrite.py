@@ -246,3 +246,41 @@ def test_sparse_selected_attention_is_left_to_the_selection_pass(rng: np.random.
     tr.output("out", ops.sparse_selected_attention(q, k, v, scores, block_size=2, top_k=1))
     report = check_rewrite(tr.finish(), rng, fused=0, exact=True)
     assert len(report.remarks) == 1 and "is not a live length" in report.remarks[0], report.remarks
+
+
+def guarded_live(witness: bool) -> ir.Module:
+    """attention_live's selects over a length bound only by an index_guard."""
+    tr = Tracer("guarded")
+    q = tr.input("q", (2, 2, 1, 4))
+    k = tr.input("k", (2, 2, 8, 4))
+    v = tr.input("v", (2, 2, 8, 4))
+    raw = tr.input("len", (2,), "i32")
+    length, ok = ops.index_guard(raw, 1, 8)
+    if witness:
+        tr.validation("len_ok", ok)
+    len4 = ops.reshape(length, (2, 1, 1, 1))
+    krow = ops.compare("lt", ops.iota((1, 1, 8, 1), 2, "i32"), len4)
+    kl, vl = ops.select(krow, k, 0.0), ops.select(krow, v, 0.0)
+    keep = ops.compare("lt", ops.iota((1, 1, 1, 8), 3, "i32"), len4)
+    s = ops.mul(ops.matmul(q, ops.transpose(kl, (0, 1, 3, 2))), 0.5)
+    s = ops.select(keep, s, ops.constant(float("-inf"), "f32"))
+    tr.output("out", ops.matmul(ops.softmax(s), vl))
+    return tr.finish()
+
+
+def test_guarded_length_fuses_only_with_its_witness(rng: np.random.Generator) -> None:
+    from poot_mlir import errors, oracle
+    from rewrite_support import assert_same_results, random_inputs
+
+    assert fused_copy(guarded_live(witness=False)).attention == 0
+    module = guarded_live(witness=True)
+    report = fused_copy(module)
+    assert report.attention == 1 and " len(" in str(report.module)
+    inputs = random_inputs(module, rng)
+    inputs["len"] = rng.integers(1, 9, size=2).astype(np.int32)
+    assert_same_results(oracle.run(module, inputs), oracle.run(report.module, inputs), 1e-5, "f32")
+    # A bad length fails the step in both programs: never a valid-looking answer.
+    inputs["len"] = np.array([0, 9], np.int32)
+    for program in (module, report.module):
+        with pytest.raises(errors.ValidationFailure):
+            oracle.run(program, inputs)
