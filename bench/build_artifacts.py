@@ -157,6 +157,16 @@ def build_proto(out: Path) -> None:
                 raise RuntimeError(proc.stderr)
             regs = re.findall(r"Used (\d+) registers", proc.stderr)
             print(f"proto/{dst.name}: registers {regs} (combine, partials)")
+    # The bulk-copy (TMA) pipeline: (warps, tile keys, stages).
+    for warps, tile, stages in [(8, 8, 5), (8, 16, 2), (4, 8, 5), (8, 4, 10)]:
+        dst = out / f"tma_w{warps}_k{tile}_s{stages}_f1.cubin"
+        proc = subprocess.run([NVCC, "-arch=sm_90", "-O3", "-cubin", f"-DWARPS={warps}", f"-DTILE={tile}",
+                               f"-DSTAGES={stages}", "-Xptxas", "-v", str(HERE / "proto" / "decode_tma.cu"),
+                               "-o", str(dst)], capture_output=True, text=True)
+        if proc.returncode:
+            raise RuntimeError(proc.stderr)
+        regs = re.findall(r"Used (\d+) registers", proc.stderr)
+        print(f"proto/{dst.name}: registers {regs} (combine, partials)")
 
 
 def bench_variants():

@@ -38,7 +38,7 @@ pytest)
   tail -3 "$OUT/pytest.log" ;;
 proto)
   stamp proto
-  timeout 150 python3 bench/proto_h200.py --json "$OUT/proto.json" > "$OUT/proto.log" 2>&1; echo "proto rc=$?"
+  timeout 200 python3 bench/proto_h200.py --only "${PROTO_ONLY:-}" --json "$OUT/proto.json" > "$OUT/proto.log" 2>&1; echo "proto rc=$?"
   grep -E "best" "$OUT/proto.log" ;;
 proto_sanitize)
   for tool in memcheck racecheck; do

@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE.parent / "python"))
 import attention_h200 as ah  # noqa: E402
 import cases  # noqa: E402
 
-SPLITS = {1: (16, 33, 66, 132), 16: (2, 4, 8)}
+SPLITS = {1: (16, 33, 66), 16: (2, 4, 8)}
 
 
 def params(backend, form: cases.Form, splits: int):
@@ -55,14 +55,15 @@ def build(backend, kernels, form, t, out, splits):
 
 def flags(stem: str) -> dict:
     """decode_w8_u4_p1_h1_f1 -> {'w': 8, 'u': 4, 'p': 1, 'h': 1, 'f': 1}"""
-    return {part[0]: int(part[1:]) for part in stem.split("_")[1:]}
+    return {part[0]: int(part[1:]) for part in stem.split("_")[1:] if part[1:].isdigit()}
 
 
 def load(backend, cubin: Path):
     data = cubin.read_bytes()
     f = flags(cubin.stem)
     fused = bool(f.get("f"))
-    return (backend.kernel(data, "partials", 7 if fused else 5, (f["w"] * 32, 1, 1)),
+    threads = (f["w"] + 1) * 32 if cubin.stem.startswith("tma") else f["w"] * 32  # + producer warp
+    return (backend.kernel(data, "partials", 7 if fused else 5, (threads, 1, 1)),
             backend.kernel(data, "combine", 3, (128, 1, 1)), fused)
 
 
@@ -70,6 +71,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default=None)
     ap.add_argument("--ncu", default=None, help="cubin-stem:splits:form, run once")
+    ap.add_argument("--only", default=None, help="comma-separated substrings of cubin names")
     args = ap.parse_args()
 
     import torch
@@ -92,7 +94,9 @@ def main() -> int:
         return 0
 
     variants = {}
-    for cubin in sorted(root.glob("decode_w*_u*.cubin")):
+    for cubin in sorted(root.glob("*.cubin")):
+        if args.only and not any(x in cubin.stem for x in args.only.split(",")):
+            continue
         variants[cubin.stem] = load(backend, cubin)
     results = {"forms": []}
     for name, form in forms.items():
