@@ -39,6 +39,9 @@ def ptxas_report(ptx: Path) -> dict[str, dict[str, int]]:
     report: dict[str, dict[str, int]] = {}
     entry = None
     for line in (proc.stderr + proc.stdout).splitlines():
+        if "ptxas error" in line or "ptxas fatal" in line:
+            report.setdefault("errors", []).append(line.strip())  # type: ignore[arg-type]
+            continue
         m = re.search(r"Compiling entry function '(\w+)'", line)
         if m:
             entry = m.group(1)
@@ -55,8 +58,6 @@ def ptxas_report(ptx: Path) -> dict[str, dict[str, int]]:
         m = re.search(r"(\d+) bytes smem", line)
         if m:
             report[entry]["smem"] = int(m.group(1))
-        if "error" in line.lower():
-            report.setdefault("errors", []).append(line.strip())  # type: ignore[arg-type]
     return report
 
 
@@ -127,6 +128,16 @@ def main() -> None:
                       f"splits={r.get('splits')} grid={[l['grid'] for l in e.get('launches', [])]} "
                       f"{e.get('error', '')}")
                 index[f"bench/{case_id}"] = e
+    if args.only in (None, "bench") and args.target == "nvvm":
+        # Wide heads: 64 lanes x (dv + 2) floats of static shared memory. dv = 160
+        # fits the 48 KiB a PTX `.shared` array may use; dv = 256 (66 KB) does not,
+        # although SM_90's description offers 227 KiB (bench/check_wide.py).
+        for dv in (160, 256):
+            form = cases.Form(f"wide{dv}", batch=1, q_heads=4, kv_heads=2, key_len=1024,
+                              key_width=dv, value_width=dv)
+            e = build_one("extra", f"wide{dv}", form, {}, out_root, device)
+            index[f"extra/wide{dv}"] = e
+            print(f"extra/wide{dv}: smem {e.get('ptxas', {}).get('partials', {}).get('smem')}")
     if args.only in (None, "proto") and args.target == "nvvm":
         build_proto(out_root / "proto")
     index_path.write_text(json.dumps(index, indent=1))
