@@ -66,6 +66,13 @@ def Poot_IntTensor : StaticShapeTensorOf<[I32]>;
 def Poot_BoolTensor : StaticShapeTensorOf<[I1]>;
 def Poot_IntOrBoolTensor : StaticShapeTensorOf<[I32, I1]>;
 def Poot_ScalarI32 : 0DTensorOf<[I32]>;
+
+// A signless 64-bit integer attribute read back as a signed value (I64Attr's
+// getter zero-extends, so `min = -1` would read as 2^64 - 1).
+def Poot_SignedI64Attr
+    : TypedSignlessIntegerAttrBase<I64, "int64_t", "64-bit integer attribute"> {
+  let convertFromStorage = "$_self.getValue().getSExtValue()";
+}
 def Poot_ScalarI1 : 0DTensorOf<[I1]>,
     BuildableType<"::mlir::RankedTensorType::get({}, $_builder.getI1Type())">;
 

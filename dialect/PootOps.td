@@ -492,7 +492,8 @@ def Poot_IndexGuardOp : Poot_Op<"index_guard", [Pure,
     %len, %ok = poot.index_guard %raw min = 1 max = 128 : tensor<1xi32>
     ```
   }];
-  let arguments = (ins Poot_IntTensor:$operand, I64Attr:$min, I64Attr:$max);
+  let arguments = (ins Poot_IntTensor:$operand, Poot_SignedI64Attr:$min,
+                   Poot_SignedI64Attr:$max);
   let results = (outs Poot_IntTensor:$clamped, Poot_ScalarI1:$witness);
   let assemblyFormat = [{
     $operand `min` `=` $min `max` `=` $max attr-dict `:` type($operand)

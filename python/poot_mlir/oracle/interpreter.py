@@ -129,6 +129,7 @@ HANDLERS: dict[str, Handler] = {
     "poot.index_guard": lambda inst, a, r: list(
         semantics.index_guard(a[0], inst.attrs["min"], inst.attrs["max"])
     ),
+    "poot.rope": lambda inst, a, r: [semantics.rope(a[0], a[1], a[2])],
     "poot.attention": _attention,
     "poot.block_topk": lambda inst, a, r: [
         semantics.block_topk(a[0], a[1], k=inst.attrs["k"], block_size=inst.attrs["block_size"])

@@ -522,3 +522,14 @@ def selected_attention(
         values = np.where(row_visible, v, rt.type(0))
         out[:, :, i, :] = matmul(weights[:, :, i : i + 1, :], values)[:, :, 0, :]
     return convert(out, out_dtype)
+
+
+def rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    """`poot.rope`: x * cos + concat(-x[..., h:], x[..., :h]) * sin, h = d / 2.
+
+    Computed as its primitive chain (mul, slice, neg, concat, mul, add), each
+    step rounded in the element type like the ops it names.
+    """
+    half = x.shape[-1] // 2
+    rotated = np.concatenate([neg(x[..., half:]), x[..., :half]], axis=-1)
+    return add(mul(x, cos), mul(rotated, sin))

@@ -104,6 +104,8 @@ func.func @movement(%x: tensor<2x8xf32>, %y: tensor<2x4xf32>, %pool: tensor<16x2
 func.func @guard(%raw: tensor<2xi32> {poot.name = "raw"}) -> (tensor<2xi32> {poot.name = "len"}, tensor<i1> {poot.slot = #poot.slot<validation>}) {
   // CHECK: %{{.*}}, %{{.*}} = poot.index_guard %{{.*}} min = 1 max = 64 : tensor<2xi32>
   %len, %ok = poot.index_guard %raw min = 1 max = 64 : tensor<2xi32>
+  // CHECK: poot.index_guard %{{.*}} min = -1 max = 63 : tensor<2xi32>
+  %w, %wok = poot.index_guard %raw min = -1 max = 63 : tensor<2xi32>
   return %len, %ok : tensor<2xi32>, tensor<i1>
 }
 
