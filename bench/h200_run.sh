@@ -1,7 +1,8 @@
 #!/bin/bash
 # One device call: environment, verification, benchmark, sanitizers, pytest.
 # Usage (device tool, repo root, carry bench/artifacts): bash bench/h200_run.sh [stages]
-# Stages (default all): env verify bench sanitize pytest ncu. Logs under $OUT.
+# Stages (default: env verify bench sanitize pytest): env verify bench sanitize pytest proto
+# proto_sanitize ncu sass. Logs under $OUT (at most 8 files come back from a device call).
 set -u
 export PYTHONPATH=python PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/poot_out}; mkdir -p "$OUT"
