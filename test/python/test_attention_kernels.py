@@ -32,6 +32,8 @@ def schedules(form: Form) -> dict[str, devices.Device]:
         "stream64": LAVAPIPE.with_limits(compute_units=1),
         "stream16": LAVAPIPE.with_limits(compute_units=1, workgroup_memory=16 * lane_bytes),
         "stream4": LAVAPIPE.with_limits(compute_units=1, workgroup_memory=4 * lane_bytes + 3),
+        "stream2": LAVAPIPE.with_limits(compute_units=1, workgroup_memory=2 * lane_bytes),
+        "stream1": LAVAPIPE.with_limits(compute_units=1, workgroup_memory=lane_bytes),
         "split_kv": LAVAPIPE.with_limits(compute_units=64),
         "fold2d": LAVAPIPE.with_limits(compute_units=1, max_grid_x=3),
     }
@@ -53,14 +55,16 @@ def run_case(form, device, rng, vulkan, tmp_path):
     return manifest, out, ref
 
 
-@pytest.mark.parametrize("schedule", ["stream64", "stream16", "stream4", "split_kv", "fold2d"])
+@pytest.mark.parametrize(
+    "schedule", ["stream64", "stream16", "stream4", "stream2", "stream1", "split_kv", "fold2d"]
+)
 @pytest.mark.parametrize("form", FORMS, ids=[f.name for f in FORMS])
 def test_kernel_matches_oracle_on_lavapipe(form, schedule, rng, vulkan, tmp_path):
     device = schedules(form)[schedule]
     manifest, out, ref = run_case(form, device, rng, vulkan, tmp_path)
     request = manifest["attention"][0]["request"]
     # The schedule really is the one asked for.
-    expected_lanes = {"stream16": 16, "stream4": 4}.get(schedule, 64)
+    expected_lanes = {"stream16": 16, "stream4": 4, "stream2": 2, "stream1": 1}.get(schedule, 64)
     assert request["lanes"] == expected_lanes
     if schedule == "split_kv" and form.q_len == 1:
         assert request["schedule"] == "split_kv" and request["splits"] >= 2
