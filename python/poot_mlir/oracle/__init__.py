@@ -11,10 +11,29 @@ parse the program).
     oracle.semantics.attention(q, k, v, scale=..., ...)
 """
 
+import importlib
+from typing import Any
+
 from . import semantics
-from .program import Program, UnsupportedOpError, load
-from .runner import Result, check_bind, run
-from .session import Session
+
+# The interpreter parses MLIR; `semantics` is plain numpy. Importing the
+# parts that need MLIR lazily lets a machine without the compiler (a GPU
+# server) use `oracle.semantics` as its reference.
+_LAZY = {
+    "Program": ".program",
+    "UnsupportedOpError": ".program",
+    "load": ".program",
+    "Result": ".runner",
+    "check_bind": ".runner",
+    "run": ".runner",
+    "Session": ".session",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "Program",
