@@ -253,3 +253,31 @@ def test_cpu_and_lavapipe_agree(rng, vulkan, tmp_path):
         backend=vulkan,
     ).run(inputs).outputs[0]
     np.testing.assert_allclose(cpu_out, gpu_out, rtol=1e-5, atol=1e-7)
+
+
+def test_layers_share_one_scratch_arena(rng, vulkan, tmp_path):
+    """Two split-KV attentions (two layers) run through one scratch arena
+    sized for the larger; the buffer plan reports it and the peak bytes."""
+    text = """
+func.func @step(%q0: tensor<1x4x1x16xf32> {poot.name = "q0"}, %k0: tensor<1x2x512x16xf32> {poot.name = "k0"},
+                %v0: tensor<1x2x512x16xf32> {poot.name = "v0"}, %q1: tensor<1x4x1x16xf32> {poot.name = "q1"},
+                %k1: tensor<1x2x1024x16xf32> {poot.name = "k1"}, %v1: tensor<1x2x1024x8xf32> {poot.name = "v1"})
+    -> (tensor<1x4x1x16xf32> {poot.name = "o0"}, tensor<1x4x1x8xf32> {poot.name = "o1"}) {
+  %o0 = poot.attention %q0, %k0, %v0 {scale = 0.25 : f64} : tensor<1x4x1x16xf32>, tensor<1x2x512x16xf32>, tensor<1x2x512x16xf32> -> tensor<1x4x1x16xf32>
+  %o1 = poot.attention %q1, %k1, %v1 {scale = 0.25 : f64} : tensor<1x4x1x16xf32>, tensor<1x2x1024x16xf32>, tensor<1x2x1024x8xf32> -> tensor<1x4x1x8xf32>
+  return %o0, %o1 : tensor<1x4x1x16xf32>, tensor<1x4x1x8xf32>
+}"""
+    shapes = {"q0": (1, 4, 1, 16), "k0": (1, 2, 512, 16), "v0": (1, 2, 512, 16),
+              "q1": (1, 4, 1, 16), "k1": (1, 2, 1024, 16), "v1": (1, 2, 1024, 8)}
+    inputs = {n: rng.standard_normal(s, dtype=np.float32) for n, s in shapes.items()}
+    path = gpu.compile_gpu(text, LAVAPIPE.with_limits(compute_units=64), tmp_path / "a")
+    art = GpuArtifact(path, backend=vulkan)
+    scratch = [a["scratch_floats"] * 4 for a in art.manifest["attention"]]
+    assert all(scratch) and scratch[0] != scratch[1]
+    plan = art.manifest["buffer_plan"]
+    io = sum(int(np.prod(s)) * 4 for s in shapes.values()) + (64 + 32) * 4
+    assert plan == {"scratch_arena_bytes": max(scratch), "peak_bytes": io + max(scratch)}
+    res = art.run(inputs)
+    ref = oracle.run(text, inputs, reference=True)
+    for name in ("o0", "o1"):
+        assert_matches(res.named[name], ref.named[name], rtol=3e-5, atol=3e-6)

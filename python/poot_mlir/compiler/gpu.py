@@ -220,9 +220,29 @@ def compile_gpu(
         "device": device.to_json(),
         "function": signature,
         "attention": attentions,
+        "buffer_plan": buffer_plan(signature, attentions),
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return out
+
+
+def buffer_plan(signature: dict[str, Any], attentions: list[dict[str, Any]]) -> dict[str, Any]:
+    """The step's device memory: every argument and result, plus one scratch
+    arena. Each split-KV scratch lives exactly as long as its attention and
+    is never an export, so consecutive attentions (layers) share one arena
+    slot sized for the largest: the arena does not grow with the layer count.
+    """
+    itemsize = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i32": 4, "i1": 1}
+
+    def nbytes(entry: dict[str, Any]) -> int:
+        count = 1
+        for dim in entry["shape"]:
+            count *= dim
+        return count * itemsize[entry["dtype"]]
+
+    arena = max((a["scratch_floats"] * 4 for a in attentions), default=0)
+    io = sum(nbytes(e) for e in signature["inputs"]) + sum(nbytes(e) for e in signature["outputs"])
+    return {"scratch_arena_bytes": arena, "peak_bytes": io + arena}
 
 
 def _value_key(value) -> str:

@@ -96,6 +96,10 @@ class GpuArtifact:
         arrays = binding.bind(self.signature, inputs)
         by_name = {port.key: array for port, array in zip(self.signature.args, arrays)}
         produced: dict[str, np.ndarray] = {}
+        # One scratch arena serves every attention's split-KV partials in turn
+        # (each scratch lives only as long as its attention).
+        arena_bytes = self.manifest.get("buffer_plan", {}).get("scratch_arena_bytes", 0)
+        arena = self.backend.alloc(arena_bytes) if arena_bytes else None
         for attention in self.manifest["attention"]:
             buffers = {
                 operand: self.backend.upload(by_name[arg])
@@ -107,8 +111,9 @@ class GpuArtifact:
             )
             buffers["out"] = self.backend.alloc(out_count * 4)
             if attention["scratch_floats"]:
-                # Plan-local: lives exactly as long as this attention.
-                buffers["scratch"] = self.backend.alloc(attention["scratch_floats"] * 4)
+                buffers["scratch"] = (
+                    arena if arena is not None else self.backend.alloc(attention["scratch_floats"] * 4)
+                )
             self.backend.launch(
                 [
                     (self._kernel(l), [buffers[a] for a in l["args"]], tuple(l["grid"]))
