@@ -96,6 +96,7 @@ void mlir::poot::registerAllPasses() {
   poot::registerPootTransformsPasses();
   poot::registerPootGenerateAttentionKernels();
   poot::registerPootAttentionToLoops();
+  poot::registerPootAttentionToCalls();
   poot::registerPootGPUPipelines();
   poot::registerConvertPootToLinalg();
   poot::registerPootCPUEntryABI();

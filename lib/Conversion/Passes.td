@@ -251,4 +251,36 @@ def PootAttentionToLoops : Pass<"poot-attention-to-loops", "::mlir::ModuleOp"> {
   ];
 }
 
+def PootAttentionToCalls : Pass<"poot-attention-to-calls", "::mlir::ModuleOp"> {
+  let summary = "Offload each poot.attention of a CPU step to an external kernel launcher";
+  let description = [{
+    For a step whose attention runs on another device (the CPU host program
+    of a Vulkan or CUDA run), replaces each planned `poot.attention` with a
+    call to a private external function `@poot_offload_<i>` taking the op's
+    operands and a caller-allocated output as flat 1-D buffers, in the
+    generated kernels' argument order (query, key, value, [key_shared],
+    [mask], [read], [len], out). The declaration carries
+    `llvm.emit_c_interface`, so the compiled step calls
+    `_mlir_ciface_poot_offload_<i>(descriptors...)`, which the runtime
+    provides (it launches the attention's GPU kernels). The op's
+    `poot.request` is copied to the call as `poot.request`.
+
+    Before:
+    ```mlir
+    %o = poot.attention %q, %k, %v {poot.request = #poot.attention_request<...>, scale = 0.125 : f64} : ...
+    ```
+    After:
+    ```mlir
+    %qb = bufferization.to_buffer %qflat read_only : ... ; %out = memref.alloc() : memref<512xf32>
+    func.call @poot_offload_0(%qb, %kb, %vb, %out) : (...) -> ()
+    %o = tensor.expand_shape (bufferization.to_tensor %out restrict writable) ...
+    func.func private @poot_offload_0(memref<512xf32>, ...) attributes {llvm.emit_c_interface}
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect", "::mlir::func::FuncDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::tensor::TensorDialect",
+  ];
+}
+
 #endif // POOT_CONVERSION_PASSES_TD

@@ -39,6 +39,11 @@ struct PootToLLVMCPUPipelineOptions
       *this, "compute-units",
       llvm::cl::desc("Compute units the planner fills with split-KV"),
       llvm::cl::init(1)};
+  PassOptions::Option<std::string> attention{
+      *this, "attention",
+      llvm::cl::desc("How poot.attention runs: loops (the kernel's schedule on "
+                     "the CPU) or offload (calls a runtime-provided launcher)"),
+      llvm::cl::init("loops")};
   PassOptions::Option<int64_t> maxGridX{
       *this, "max-grid-x",
       llvm::cl::desc("Largest workgroup count per grid dimension"),

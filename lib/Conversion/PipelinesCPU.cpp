@@ -62,7 +62,10 @@ void poot::buildPootToLLVMCPUPipeline(
   plan.maxGridX = options.maxGridX;
   plan.maxGridY = int64_t(1) << 31; // loops: only the X fold is recorded
   pm.addPass(createPootPlanAttention(plan));
-  pm.addPass(createPootAttentionToLoops());
+  if (options.attention == "offload")
+    pm.addPass(createPootAttentionToCalls());
+  else
+    pm.addPass(createPootAttentionToLoops());
   PootCPUEntryABIOptions abi;
   abi.entry = options.entry;
   pm.addPass(createPootCPUEntryABI(abi));

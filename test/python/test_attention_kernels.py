@@ -281,3 +281,18 @@ func.func @step(%q0: tensor<1x4x1x16xf32> {poot.name = "q0"}, %k0: tensor<1x2x51
     ref = oracle.run(text, inputs, reference=True)
     for name in ("o0", "o1"):
         assert_matches(res.named[name], ref.named[name], rtol=3e-5, atol=3e-6)
+
+
+@pytest.mark.parametrize("form", [FORMS[1], FORMS[4], FORMS[7], FORMS[10], FORMS[11]], ids=lambda f: f.name)
+def test_hybrid_host_program_offloads_attention_to_lavapipe(form, rng, tmp_path):
+    """A CPU host step whose attention runs as SPIR-V kernels on lavapipe."""
+    from poot_mlir.compiler.hybrid import compile_hybrid
+    from poot_mlir.runtime.hybrid import HybridArtifact
+
+    text, inputs = build(form, rng)
+    art = HybridArtifact(compile_hybrid(text, LAVAPIPE.with_limits(compute_units=64), tmp_path), "lavapipe")
+    try:
+        out = art.run(inputs).outputs[0]
+    finally:
+        art.close()
+    assert_matches(out, oracle.run(text, inputs, reference=True).outputs[0], rtol=3e-5, atol=3e-6)

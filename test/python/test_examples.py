@@ -9,3 +9,12 @@ def test_decode_example_runs_and_matches_oracle(capsys):
     out = capsys.readouterr().out
     assert "fused 2 attention ops" in out
     assert "every step matched the float64 oracle" in out
+
+
+def test_decode_example_on_vulkan_matches_oracle(capsys):
+    """The same decoder with its attention as SPIR-V kernels on the Vulkan
+    device (lavapipe in CI) and the host program on the CPU."""
+    assert decode.main(["--steps", "4", "--cap", "16", "--target", "vulkan"]) == 0
+    out = capsys.readouterr().out
+    assert "attention kernels as SPIR-V" in out
+    assert "every step matched the float64 oracle" in out

@@ -9,6 +9,7 @@
 
 #include "lib/Conversion/AttentionKernels/AttentionEmitter.h"
 #include "lib/Conversion/AttentionKernels/KernelSignature.h"
+#include "lib/Conversion/AttentionKernels/TensorBridge.h"
 #include "lib/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -26,26 +27,6 @@ using namespace mlir;
 using namespace mlir::poot;
 
 namespace {
-
-/// All dims of a rank-n shape in one reassociation group.
-SmallVector<ReassociationIndices> flatGroup(int64_t rank) {
-  ReassociationIndices all;
-  for (int64_t d = 0; d < rank; ++d)
-    all.push_back(d);
-  return {all};
-}
-
-/// A read-only 1-D buffer view of a tensor operand.
-Value flatBuffer(OpBuilder &b, Location loc, Value tensor) {
-  auto type = cast<RankedTensorType>(tensor.getType());
-  if (type.getRank() != 1)
-    tensor = tensor::CollapseShapeOp::create(b, loc, tensor,
-                                             flatGroup(type.getRank()));
-  auto flat = cast<RankedTensorType>(tensor.getType());
-  auto memrefType = MemRefType::get(flat.getShape(), flat.getElementType());
-  return bufferization::ToBufferOp::create(b, loc, memrefType, tensor,
-                                           /*read_only=*/true);
-}
 
 /// for (iv = 0; iv < n; ++iv) body(iv)
 void forRange(OpBuilder &b, Location loc, int64_t n,
@@ -75,8 +56,8 @@ struct AttentionToLoops
                       : KernelSignature::Launch::Stream;
 
     SmallVector<Value> args;
-    for (Value operand : op->getOperands())
-      args.push_back(flatBuffer(b, loc, operand));
+    for (Value operand : KernelSignature::orderedInputs(op))
+      args.push_back(flatReadBuffer(b, loc, operand));
     AttentionEmitter emitter(
         b, loc, req, sig.layout, op.getScale().convertToDouble(),
         op.getSoftcap()
@@ -117,12 +98,7 @@ struct AttentionToLoops
     // No deallocs here: the CPU pipeline's ownership-based deallocation
     // frees the workgroup memory and the scratch (it refuses explicit ones).
 
-    Value flat = bufferization::ToTensorOp::create(
-        b, loc,
-        RankedTensorType::get({resultType.getNumElements()}, b.getF32Type()),
-        out, /*restrict=*/true, /*writable=*/true);
-    Value result = tensor::ExpandShapeOp::create(
-        b, loc, resultType, flat, flatGroup(resultType.getRank()));
+    Value result = tensorFromFlat(b, loc, out, resultType);
     op.getResult().replaceAllUsesWith(result);
     op.erase();
     return success();

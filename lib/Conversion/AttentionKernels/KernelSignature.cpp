@@ -82,3 +82,12 @@ AttentionBuffers KernelSignature::bind(ValueRange values, Launch launch) const {
   }
   return bufs;
 }
+
+SmallVector<Value> KernelSignature::orderedInputs(AttentionOp op) {
+  SmallVector<Value> values{op.getQuery(), op.getKey(), op.getValue()};
+  for (Value optional :
+       {op.getKeyShared(), op.getMask(), op.getRead(), op.getLength()})
+    if (optional)
+      values.push_back(optional);
+  return values;
+}

@@ -30,6 +30,10 @@ public:
   /// Binds a launch's arguments (block arguments or values) to buffers.
   AttentionBuffers bind(ValueRange args, Launch launch) const;
 
+  /// The op's inputs in kernel-argument order (query, key, value,
+  /// [key_shared], [mask], [read], [len]) — not the op's operand order.
+  static SmallVector<Value> orderedInputs(AttentionOp op);
+
   /// Which optional operands exist, and the mask's broadcast dims.
   AttentionSignature layout;
 

@@ -136,7 +136,10 @@ def _plan_options(device: "devices.Device | None") -> str:
 
 
 def lower_to_llvm_ir(
-    module: "Module | str", func: str | None = None, device: "devices.Device | None" = None
+    module: "Module | str",
+    func: str | None = None,
+    device: "devices.Device | None" = None,
+    attention: str = "loops",
 ) -> tuple[str, dict[str, Any]]:
     """(LLVM IR text, function signature) of the step, without touching
     `module` (the pipeline runs on a private copy). `device` describes the
@@ -147,7 +150,7 @@ def lower_to_llvm_ir(
     func_op = _select_function(mod, func)
     signature = function_signature(func_op)
     _write_map_pools(func_op, signature)
-    options = f"entry={signature['name']}" + _plan_options(device)
+    options = f"entry={signature['name']} attention={attention}" + _plan_options(device)
     run_pipeline(mod, f"builtin.module(poot-to-llvm-cpu{{{options}}})")
     try:
         with mod.context:
@@ -164,6 +167,7 @@ def compile_cpu(
     func: str | None = None,
     keep_ir: bool = False,
     device: "devices.Device | None" = None,
+    offload_arity: "list[int] | None" = None,
 ) -> Path:
     """Compile the step function `func` (default: the only public one) of
     `module` into the artifact directory `out_dir`; returns its path.
@@ -171,8 +175,13 @@ def compile_cpu(
     Raises CompileError when the pipeline, llc or the link fails (with their
     diagnostics), or when llc or a C compiler is missing. With `keep_ir`,
     `step.ll` stays beside the library.
+
+    `offload_arity` (one argument count per poot.attention, in order) makes
+    the step a host program: each attention becomes a call the runtime
+    answers through the exported `poot_attention_hook` (compiler.hybrid).
     """
-    llvm_ir, signature = lower_to_llvm_ir(module, func, device)
+    attention = "offload" if offload_arity is not None else "loops"
+    llvm_ir, signature = lower_to_llvm_ir(module, func, device, attention)
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", signature["name"]):
         raise errors.CompileError(f"@{signature['name']} is not a C identifier")
     llc, cc = find_llc(), find_cc()
@@ -191,9 +200,17 @@ def compile_cpu(
         # the wrapper's call to `@step` binds inside the library: glibc
         # exports a legacy regexp `step()` that would win otherwise.
         exports = Path(scratch) / "exports.map"
-        exports.write_text(f"{{ global: {entry}; local: *; }};\n")
+        objects = [str(obj)]
+        exported = entry
+        if offload_arity is not None:
+            shim = Path(scratch) / "offload.c"
+            shim.write_text(offload_shim(offload_arity))
+            objects.append(str(shim))
+            exported += "; poot_attention_hook"
+        exports.write_text(f"{{ global: {exported}; local: *; }};\n")
         _run_tool(
-            [cc, "-shared", "-o", str(out / LIBRARY), str(obj), f"-Wl,--version-script={exports}", "-lm"],
+            [cc, "-shared", "-fPIC", "-O2", "-o", str(out / LIBRARY), *objects,
+             f"-Wl,--version-script={exports}", "-lm"],
             "linking step.so",
         )
         if keep_ir:
@@ -206,5 +223,25 @@ def compile_cpu(
         "abi": "destination-passing: one memref descriptor pointer per input, then per output",
         "function": signature,
     }
+    if offload_arity is not None:
+        manifest["offload"] = {"hook": "poot_attention_hook", "arity": list(offload_arity)}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
     return out
+
+
+def offload_shim(arity: "list[int]") -> str:
+    """C source answering each `_mlir_ciface_poot_offload_<i>` by calling the
+    runtime's hook with the attention's index and its descriptor pointers."""
+    lines = [
+        "#include <stdint.h>",
+        "typedef void (*poot_hook_t)(int32_t id, void **descriptors);",
+        "poot_hook_t poot_attention_hook = 0;",
+    ]
+    for index, count in enumerate(arity):
+        params = ", ".join(f"void *a{k}" for k in range(count))
+        args = ", ".join(f"a{k}" for k in range(count))
+        lines.append(
+            f"void _mlir_ciface_poot_offload_{index}({params}) {{\n"
+            f"  void *d[] = {{{args}}};\n  poot_attention_hook({index}, d);\n}}"
+        )
+    return "\n".join(lines) + "\n"

@@ -8,7 +8,9 @@
    (`compiler.fuse_attention`) and counts them;
 3. compiles the whole step for the CPU (`compiler.compile_cpu`: the attention
    runs the generated kernel's schedule as loops, the primitives as linalg,
-   one shared object run in-process);
+   one shared object run in-process) — or, with `--target vulkan`, the host
+   program for the CPU and every attention as SPIR-V kernels launched on the
+   Vulkan device (Mesa lavapipe when no GPU; `compiler.compile_hybrid`);
 4. decodes greedily: the KV cache is the compiled step's state, carried by a
    `runtime.cpu.Session`; every step's logits are checked against the numpy
    oracle running the unfused module in float64 from the same state, and the
@@ -24,7 +26,8 @@ import time
 import numpy as np
 
 from .. import oracle
-from ..compiler import compile_cpu, fuse_attention
+from ..compiler import compile_cpu, devices, fuse_attention
+from ..compiler.hybrid import compile_hybrid
 from ..runtime.cpu import CpuArtifact
 from .decoder import DecoderConfig, build_decoder, init_state, init_weights
 
@@ -35,7 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--cap", type=int, default=64, help="KV cache capacity")
     parser.add_argument("--seed", type=int, default=0, help="weight seed")
-    parser.add_argument("--target", default="cpu", choices=["cpu"], help="where the step runs")
+    parser.add_argument(
+        "--target", default="cpu", choices=["cpu", "vulkan"],
+        help="cpu: everything in-process; vulkan: attention kernels on the Vulkan device",
+    )
     parser.add_argument("--rtol", type=float, default=1e-4, help="logits tolerance vs the oracle")
     args = parser.parse_args(argv)
     if args.steps > args.cap:
@@ -50,8 +56,18 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="poot-decode-") as out:
-        artifact = CpuArtifact(compile_cpu(module, out))
-        print(f"compiled for the CPU in {time.perf_counter() - t0:.2f} s")
+        if args.target == "vulkan":
+            from ..runtime.hybrid import HybridArtifact
+            from ..runtime.vulkan import Device
+
+            with Device() as probe:  # plan for the device we will run on
+                device = devices.from_vulkan_properties(probe.properties)
+            artifact = HybridArtifact(compile_hybrid(module, device, out), backend="vulkan")
+            where = f"the CPU + {device.name} (attention kernels as SPIR-V)"
+        else:
+            artifact = CpuArtifact(compile_cpu(module, out))
+            where = "the CPU"
+        print(f"compiled for {where} in {time.perf_counter() - t0:.2f} s")
 
         weights = init_weights(config, args.seed)
         session = artifact.session(init_state(config))

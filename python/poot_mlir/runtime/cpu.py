@@ -158,7 +158,8 @@ class Session:
     def __init__(
         self, artifact: "CpuArtifact | str | Path", state: Mapping[str, np.ndarray] | None = None
     ) -> None:
-        self.artifact = artifact if isinstance(artifact, CpuArtifact) else load(artifact)
+        # Any loaded artifact with a signature and run() (CPU, hybrid) steps.
+        self.artifact = artifact if hasattr(artifact, "run") else load(artifact)
         signature = self.artifact.signature
         self._state = {name: np.array(value, copy=True) for name, value in (state or {}).items()}
         unknown = sorted(set(self._state) - set(signature.state_names))
