@@ -205,6 +205,20 @@ def test_rocdl_kernels_are_llvm_dialect(rng, tmp_path):
     assert 'rocdl.target<O = 3, chip = "gfx942">' in ir
     assert "rocdl.workitem.id.x" in ir and "rocdl.barrier" in ir or "rocdl.s.barrier" in ir
     assert "llvm.func @stream" in ir or "llvm.func @partials" in ir
+    # ... and translated to LLVM IR (AMDGPU kernels calling no device library).
+    ll = next(path.glob("*.ll")).read_text()
+    assert "define amdgpu_kernel void @" in ll and "@llvm.amdgcn.workitem.id.x" in ll
+    assert "__ocml" not in ll
+
+
+def test_hsaco_needs_an_amdgpu_llvm(rng, tmp_path, monkeypatch):
+    """Without an AMDGPU-enabled LLVM 22 the refusal says what is missing."""
+    text, _ = build(FORMS[1], rng)
+    path = gpu.compile_gpu(text, devices.GFX942, tmp_path / "a")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.delenv("POOT_AMDGPU_LLC", raising=False)
+    with pytest.raises(errors.CompileError, match="AMDGPU target"):
+        gpu.compile_hsaco(next(path.glob("*.ll")), chip="gfx942")
 
 
 # --- the CPU form of the same kernels ---------------------------------------------

@@ -133,8 +133,12 @@ def _kernel_objects(module: Module, target: str) -> dict[str, Any]:
             obj = gpu.ObjectAttr(ArrayAttr(op.attributes["objects"])[0])
             found[sym] = bytes(obj.object)
         elif target == "rocdl" and name == "gpu.module":
+            from .._mlir_libs import _pootCPU
+
             sym = StringAttr(op.attributes["sym_name"]).value
             found[sym] = str(op).encode()
+            with module.context:
+                found[sym + ".ll"] = _pootCPU.translate_to_llvm_ir(op.operation).encode()
     return found
 
 
@@ -198,6 +202,9 @@ def compile_gpu(
             module_name, entry = re.findall(r"@\"?([\w.]+)\"?", str(ref))
             file = module_name + _SUFFIX[device.target]
             (out / file).write_bytes(objects[module_name])
+            if device.target == "rocdl":
+                # The LLVM IR of the kernels (amdgpu_kernel), for compile_hsaco.
+                (out / f"{module_name}.ll").write_bytes(objects[module_name + ".ll"])
             kernels.append((file, entry))
         attentions.append(
             {
@@ -248,3 +255,35 @@ def buffer_plan(signature: dict[str, Any], attentions: list[dict[str, Any]]) -> 
 def _value_key(value) -> str:
     """A hashable identity for an ir.Value within one function."""
     return value.get_name()
+
+
+def compile_hsaco(ll_path: "str | Path", chip: str = "gfx942") -> Path:
+    """An HSACO code object from a ROCDL artifact's LLVM IR (`<module>.ll`).
+
+    Needs an LLVM whose llc has the AMDGPU target and that reads this LLVM's
+    IR (22.x), plus ld.lld: `POOT_AMDGPU_LLC` / `POOT_LLD`, else `llc-22` and
+    `ld.lld-22` on PATH (Debian's llvm-22, lld-22). The pinned PyPI LLVM has no
+    AMDGPU target, so without them this raises CompileError saying so.
+    """
+    import os
+    import shutil
+    import subprocess
+
+    ll = Path(ll_path)
+    llc = os.environ.get("POOT_AMDGPU_LLC") or shutil.which("llc-22")
+    lld = os.environ.get("POOT_LLD") or shutil.which("ld.lld-22") or shutil.which("ld.lld")
+    if not llc or not lld:
+        raise errors.CompileError(
+            "HSACO needs an LLVM 22 llc with the AMDGPU target and ld.lld (Debian: llvm-22, "
+            "lld-22; or set POOT_AMDGPU_LLC / POOT_LLD). The pinned xtc-llvm wheels have no "
+            f"AMDGPU target. The kernels' LLVM IR is at {ll}."
+        )
+    obj, hsaco = ll.with_suffix(".o"), ll.with_suffix(".hsaco")
+    for argv, what in (
+        ([llc, "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={chip}", "-O3", "-filetype=obj", str(ll), "-o", str(obj)], "llc"),
+        ([lld, "-shared", str(obj), "-o", str(hsaco)], "ld.lld"),
+    ):
+        proc = subprocess.run(argv, capture_output=True, text=True)
+        if proc.returncode:
+            raise errors.CompileError(f"{what} failed on {ll}:\n{proc.stderr[-4000:]}")
+    return hsaco
