@@ -55,7 +55,12 @@ def Poot_AttentionSchedule : I32EnumAttr<"AttentionSchedule", "attention kernel 
     // One workgroup per (batch row, query head, query row).
     I32EnumAttrCase<"Streaming", 0, "streaming">,
     // Decode only: a partials launch per (row, split) and a combine launch.
-    I32EnumAttrCase<"SplitKV", 1, "split_kv">]> {
+    I32EnumAttrCase<"SplitKV", 1, "split_kv">,
+    // Decode on NVIDIA: one workgroup of warps per (batch row, KV group,
+    // split) serves the group's n_rep query heads; a warp reads one key row
+    // coalesced (lanes split the head width, a shuffle reduces the dot) and
+    // keeps the running state in registers; combine launch when split.
+    I32EnumAttrCase<"WarpDecode", 2, "warp_decode">]> {
   let cppNamespace = "::mlir::poot";
   let genSpecializedAttr = 0;
 }

@@ -63,6 +63,11 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
             : 0;
     int64_t valueWidth = v.getShape().back();
 
+    if (std::optional<LogicalResult> warp = planWarpDecode(
+            op, batch, qHeads, kvHeads, qLen, keyLen, keyWidth, sharedWidth,
+            valueWidth))
+      return *warp;
+
     // Lanes: the widest power of two <= 64 whose running state fits.
     int64_t laneBytes = (valueWidth + 2) * kFloatBytes;
     int64_t lanes = kMaxLanes;
@@ -123,6 +128,65 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
         splits > 1 ? AttentionSchedule::SplitKV : AttentionSchedule::Streaming,
         lanes, splits, chunk, grid->x, grid->y);
     op->setAttr(PootDialect::kRequestAttrName, request);
+    return success();
+  }
+
+  /// NVIDIA decode: the warp-cooperative schedule (WarpDecodeKernel.h) when
+  /// the head widths are whole warps, the group's warp states fit workgroup
+  /// memory and its registers stay modest; nullopt keeps the seed's
+  /// schedules. Each workgroup reads its keys once for all n_rep heads.
+  std::optional<LogicalResult>
+  planWarpDecode(AttentionOp op, int64_t batch, int64_t qHeads, int64_t kvHeads,
+                 int64_t qLen, int64_t keyLen, int64_t keyWidth,
+                 int64_t sharedWidth, int64_t valueWidth) {
+    constexpr int64_t warp = 32, warps = 4, maxRegisters = 128;
+    int64_t nRep = qHeads / kvHeads;
+    if (target != "nvvm" || qLen != 1 || keyWidth % warp || sharedWidth % warp ||
+        valueWidth % warp)
+      return std::nullopt;
+    int64_t registers =
+        nRep * ((keyWidth + sharedWidth) / warp + valueWidth / warp + 2);
+    int64_t ldsBytes = warps * nRep * (valueWidth + 2) * kFloatBytes;
+    if (registers > maxRegisters || ldsBytes > workgroupMemory)
+      return std::nullopt;
+    // Splits: enough workgroups to keep loads in flight (about 32 per SM,
+    // measured on the H200: bench/NOTES.md), chunks of at least 128 keys, and
+    // at most 128 partials per row so the combine launch stays light.
+    constexpr int64_t workgroupsPerUnit = 32, maxWarpSplits = 128;
+    int64_t groups = batch * kvHeads;
+    int64_t splits = std::max<int64_t>(
+        1, std::min<int64_t>({(int64_t)llvm::divideCeil(
+                                  workgroupsPerUnit * computeUnits, groups),
+                              keyLen / kMinChunk, maxWarpSplits}));
+    int64_t rows = batch * qHeads;
+    int64_t scratchBytes = rows * splits * (valueWidth + 2) * kFloatBytes;
+    if (splits > 1 && (scratchBytes > maxBufferBytes ||
+                       !foldGrid(groups * splits, maxGridX, maxGridY)))
+      splits = 1;
+    if (splits > 1 && scratchBytes > maxAllocBytes)
+      return op.emitError()
+             << "ScratchBytes: the split-KV scratch needs " << scratchBytes
+             << " bytes; the device can allocate " << maxAllocBytes.getValue()
+             << " bytes";
+    std::optional<Grid> grid = foldGrid(groups * splits, maxGridX, maxGridY);
+    if (!grid)
+      return std::nullopt;
+    MaskKind mask = MaskKind::None;
+    if (Value m = op.getMask())
+      mask = cast<RankedTensorType>(m.getType()).getDimSize(1) == 1
+                 ? MaskKind::Shared
+                 : MaskKind::PerHead;
+    KeyBound bound = op.isPaged()
+                         ? (op.isLive() ? KeyBound::PagedLive : KeyBound::Paged)
+                         : (op.isLive() ? KeyBound::Live : KeyBound::Capacity);
+    op->setAttr(PootDialect::kRequestAttrName,
+                AttentionRequestAttr::get(
+                    op.getContext(), batch, qHeads, kvHeads, qLen, keyLen,
+                    keyWidth, sharedWidth, valueWidth,
+                    op.getSoftcap() ? ScoreKind::ScaleSoftcap : ScoreKind::Scale,
+                    mask, bound, AttentionSchedule::WarpDecode, warp * warps,
+                    splits, (int64_t)llvm::divideCeil(keyLen, splits), grid->x,
+                    grid->y));
     return success();
   }
 

@@ -35,3 +35,4 @@ func.func @prefill_paged(%q: tensor<1x2x8x16xf32>, %k: tensor<32x2x16xf32>, %v: 
   %o = poot.attention %q, %k, %v read(%r : tensor<1x8xi32>) {scale = 0.25 : f64} : tensor<1x2x8x16xf32>, tensor<32x2x16xf32>, tensor<32x2x16xf32> -> tensor<1x2x8x16xf32>
   return %o : tensor<1x2x8x16xf32>
 }
+

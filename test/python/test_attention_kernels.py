@@ -186,14 +186,28 @@ def ptxas() -> str:
     return path
 
 
-@pytest.mark.parametrize("form", [FORMS[1], FORMS[7], FORMS[10]], ids=lambda f: f.name)
+WARP_FORMS = [
+    Form("warp_gqa", q_heads=8, kv_heads=2, key_width=64, value_width=32, key_len=1024),
+    Form("warp_alibi_softcap_live", key_width=32, value_width=32, mask="per_head", softcap=9.0, live=True),
+    Form("warp_mla", key_width=32, shared_width=32, value_width=32),
+    Form("warp_paged", key_width=32, value_width=32, pool=700),
+]
+
+
+@pytest.mark.parametrize("form", [FORMS[1], FORMS[7], FORMS[10], *WARP_FORMS], ids=lambda f: f.name)
 def test_sm90_ptx_is_accepted_by_ptxas(form, rng, tmp_path):
     text, _ = build(form, rng)
     path = gpu.compile_gpu(text, devices.SM_90, tmp_path / "a")
+    import json
+
+    schedule = json.loads((path / "manifest.json").read_text())["attention"][0]["request"]["schedule"]
+    assert schedule == ("warp_decode" if form.name.startswith("warp") else schedule)
     ptx_files = list(path.glob("*.ptx"))
     assert ptx_files
     ptx = ptx_files[0].read_text()
     assert ".target sm_90" in ptx and "bar.sync" in ptx
+    if form.name.startswith("warp"):
+        assert "shfl.sync.bfly.b32" in ptx
     subprocess.run([ptxas(), "-arch=sm_90", str(ptx_files[0]), "-o", str(tmp_path / "k.cubin")], check=True)
     assert (tmp_path / "k.cubin").stat().st_size > 0
 

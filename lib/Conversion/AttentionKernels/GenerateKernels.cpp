@@ -8,6 +8,7 @@
 
 #include "lib/Conversion/AttentionKernels/AttentionEmitter.h"
 #include "lib/Conversion/AttentionKernels/KernelSignature.h"
+#include "lib/Conversion/AttentionKernels/WarpDecodeKernel.h"
 #include "lib/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -28,7 +29,7 @@ using namespace mlir::poot;
 
 namespace {
 
-enum class KernelPhase { Stream, Partials, Combine };
+enum class KernelPhase { Stream, Partials, Combine, Warp };
 
 struct GenerateKernels
     : poot::impl::PootGenerateAttentionKernelsBase<GenerateKernels> {
@@ -68,21 +69,20 @@ struct GenerateKernels
                   AttentionRequestAttr req, const KernelSignature &sig,
                   KernelPhase phase, StringRef name) {
     Location loc = op.getLoc();
-    SmallVector<Type> argTypes = sig.argumentTypes(
-        moduleBuilder.getContext(),
+    KernelSignature::Launch launch =
         phase == KernelPhase::Combine ? KernelSignature::Launch::Combine
-        : phase == KernelPhase::Partials ? KernelSignature::Launch::Partials
-                                         : KernelSignature::Launch::Stream);
+        : phase == KernelPhase::Partials ||
+                (phase == KernelPhase::Warp && req.getSplits() > 1)
+            ? KernelSignature::Launch::Partials
+            : KernelSignature::Launch::Stream;
+    SmallVector<Type> argTypes =
+        sig.argumentTypes(moduleBuilder.getContext(), launch);
     gpu::GPUFuncOp func =
         createKernel(moduleBuilder, loc, name, argTypes, req.getLanes());
     OpBuilder b(func.getBody());
     b.setInsertionPointToStart(&func.getBody().front());
 
-    AttentionBuffers bufs = sig.bind(
-        func.getArguments(),
-        phase == KernelPhase::Combine ? KernelSignature::Launch::Combine
-        : phase == KernelPhase::Partials ? KernelSignature::Launch::Partials
-                                         : KernelSignature::Launch::Stream);
+    AttentionBuffers bufs = sig.bind(func.getArguments(), launch);
     AttentionEmitter emitter(b, loc, req, sig.layout,
                              op.getScale().convertToDouble(),
                              op.getSoftcap() ? std::optional<double>(
@@ -98,13 +98,19 @@ struct GenerateKernels
         b, loc, bx, arith::MulIOp::create(b, loc, by, gridX));
     int64_t splits = req.getSplits();
     int64_t count = phase == KernelPhase::Combine ? emitter.rows()
-                                                  : emitter.rows() * splits;
+                    : phase == KernelPhase::Warp
+                        ? req.getBatch() * req.getKvHeads() * splits
+                        : emitter.rows() * splits;
     Value inRange = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::ult, wg,
         arith::ConstantIndexOp::create(b, loc, count));
 
     Value lds;
-    if (phase != KernelPhase::Combine)
+    if (phase == KernelPhase::Warp)
+      lds = workgroupBuffer(b, loc, func,
+                            kWarpsPerGroup * (req.getQHeads() / req.getKvHeads()) *
+                                (req.getValueWidth() + 2));
+    else if (phase != KernelPhase::Combine)
       lds = workgroupBuffer(b, loc, func, emitter.ldsFloats());
 
     // The whole workgroup takes the same branch (wg is uniform), so the
@@ -115,6 +121,12 @@ struct GenerateKernels
       b.setInsertionPointToStart(&ifInRange.getThenRegion().front());
       if (phase == KernelPhase::Combine) {
         emitter.emitSplitCombine(bufs, wg, lane);
+      } else if (phase == KernelPhase::Warp) {
+        emitWarpDecode(b, loc, req, sig.layout, op.getScale().convertToDouble(),
+                       op.getSoftcap() ? std::optional<double>(
+                                             op.getSoftcap()->convertToDouble())
+                                       : std::nullopt,
+                       bufs, wg, lane, lds);
       } else {
         Value splitsV = arith::ConstantIndexOp::create(b, loc, splits);
         Value row = arith::DivUIOp::create(b, loc, wg, splitsV);
@@ -164,7 +176,14 @@ struct GenerateKernels
         kernels.push_back(SymbolRefAttr::get(
             gpuModule.getNameAttr(), {FlatSymbolRefAttr::get(&getContext(), name)}));
       };
-      if (req.getSchedule() == AttentionSchedule::SplitKV) {
+      if (req.getSchedule() == AttentionSchedule::WarpDecode) {
+        emitKernel(kb, op, req, sig, KernelPhase::Warp, "warp");
+        ref("warp");
+        if (req.getSplits() > 1) {
+          emitKernel(kb, op, req, sig, KernelPhase::Combine, "combine");
+          ref("combine");
+        }
+      } else if (req.getSchedule() == AttentionSchedule::SplitKV) {
         emitKernel(kb, op, req, sig, KernelPhase::Partials, "partials");
         emitKernel(kb, op, req, sig, KernelPhase::Combine, "combine");
         ref("partials");

@@ -48,6 +48,29 @@ def launch_plan(request: dict[str, Any], operands: list[str], kernels: list[tupl
     inputs = [name for name in _ARG_ORDER if name in operands]
     rows = request["batch"] * request["q_heads"] * request["q_len"]
     block = [request["lanes"], 1, 1]
+    if request["schedule"] == "warp_decode":
+        # One workgroup per (batch row, KV group, split); combine when split.
+        split = request["splits"] > 1
+        launches = [
+            {
+                "kernel": kernels[0][0],
+                "entry": kernels[0][1],
+                "grid": [request["grid_x"], request["grid_y"], 1],
+                "block": block,
+                "args": inputs + (["scratch"] if split else ["out"]),
+            }
+        ]
+        if split:
+            launches.append(
+                {
+                    "kernel": kernels[1][0],
+                    "entry": kernels[1][1],
+                    "grid": list(fold_grid(rows, request["grid_x"])),
+                    "block": block,
+                    "args": ["scratch", "out"],
+                }
+            )
+        return launches
     if request["schedule"] == "split_kv":
         (pfile, pentry), (cfile, centry) = kernels
         return [
@@ -216,7 +239,7 @@ def compile_gpu(
                 "scratch_floats": (
                     request["batch"] * request["q_heads"] * request["q_len"]
                     * request["splits"] * (request["value_width"] + 2)
-                    if request["schedule"] == "split_kv"
+                    if request["splits"] > 1
                     else 0
                 ),
             }

@@ -1,0 +1,36 @@
+//===- WarpDecodeKernel.h - the warp-cooperative decode kernel ----*- C++ -*-===//
+//
+// The NVIDIA decode schedule the planner picks over the seed's one-key-per-
+// lane streaming schedule (bench/NOTES.md measured why): a workgroup of
+// `kWarps` warps per (batch row, KV group, split) serves all n_rep query
+// heads of the group, so each K/V row is read once, by one warp, coalesced:
+// lane l holds elements l, l + 32, ... of the query heads and of the running
+// outputs in registers; a 5-step xor shuffle completes each dot product. The
+// warps' states are folded through workgroup memory at the end. Same score,
+// mask, softmax and -inf semantics as AttentionEmitter; the split combine is
+// AttentionEmitter::emitSplitCombine.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef POOT_CONVERSION_ATTENTIONKERNELS_WARPDECODEKERNEL_H
+#define POOT_CONVERSION_ATTENTIONKERNELS_WARPDECODEKERNEL_H
+
+#include "lib/Conversion/AttentionKernels/AttentionEmitter.h"
+
+namespace mlir::poot {
+
+/// Threads of one warp, and warps per workgroup of the warp-decode schedule.
+constexpr int64_t kWarpSize = 32;
+constexpr int64_t kWarpsPerGroup = 4;
+
+/// Emits the body of the warp-decode kernel for workgroup `wg` and thread
+/// `tid`; `lds` holds kWarpsPerGroup * n_rep * (Dv + 2) floats. Writes the
+/// normalised output (splits == 1) or the split's partial states.
+void emitWarpDecode(OpBuilder &b, Location loc, AttentionRequestAttr req,
+                    const AttentionSignature &sig, double scale,
+                    std::optional<double> softcap, const AttentionBuffers &bufs,
+                    Value wg, Value tid, Value lds);
+
+} // namespace mlir::poot
+
+#endif // POOT_CONVERSION_ATTENTIONKERNELS_WARPDECODEKERNEL_H
