@@ -40,6 +40,23 @@ std::optional<Grid> foldGrid(int64_t count, int64_t maxX, int64_t maxY) {
   return grid;
 }
 
+/// The request's mask kind: none, one mask for every head, or per head.
+MaskKind maskKindOf(AttentionOp op) {
+  Value mask = op.getMask();
+  if (!mask)
+    return MaskKind::None;
+  return cast<RankedTensorType>(mask.getType()).getDimSize(1) == 1
+             ? MaskKind::Shared
+             : MaskKind::PerHead;
+}
+
+/// Which keys a row visits and how they are addressed.
+KeyBound keyBoundOf(AttentionOp op) {
+  if (op.isPaged())
+    return op.isLive() ? KeyBound::PagedLive : KeyBound::Paged;
+  return op.isLive() ? KeyBound::Live : KeyBound::Capacity;
+}
+
 struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
   using PootPlanAttentionBase::PootPlanAttentionBase;
 
@@ -112,14 +129,8 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
                             << " workgroups do not fit a " << maxGridX.getValue() << " x "
                             << maxGridY.getValue() << " grid";
 
-    MaskKind mask = MaskKind::None;
-    if (Value m = op.getMask())
-      mask = cast<RankedTensorType>(m.getType()).getDimSize(1) == 1
-                 ? MaskKind::Shared
-                 : MaskKind::PerHead;
-    KeyBound bound = op.isPaged()
-                         ? (op.isLive() ? KeyBound::PagedLive : KeyBound::Paged)
-                         : (op.isLive() ? KeyBound::Live : KeyBound::Capacity);
+    MaskKind mask = maskKindOf(op);
+    KeyBound bound = keyBoundOf(op);
     auto request = AttentionRequestAttr::get(
         op.getContext(), batch, qHeads, kvHeads, qLen, keyLen, keyWidth,
         sharedWidth, valueWidth,
@@ -171,14 +182,8 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
     std::optional<Grid> grid = foldGrid(groups * splits, maxGridX, maxGridY);
     if (!grid)
       return std::nullopt;
-    MaskKind mask = MaskKind::None;
-    if (Value m = op.getMask())
-      mask = cast<RankedTensorType>(m.getType()).getDimSize(1) == 1
-                 ? MaskKind::Shared
-                 : MaskKind::PerHead;
-    KeyBound bound = op.isPaged()
-                         ? (op.isLive() ? KeyBound::PagedLive : KeyBound::Paged)
-                         : (op.isLive() ? KeyBound::Live : KeyBound::Capacity);
+    MaskKind mask = maskKindOf(op);
+    KeyBound bound = keyBoundOf(op);
     op->setAttr(PootDialect::kRequestAttrName,
                 AttentionRequestAttr::get(
                     op.getContext(), batch, qHeads, kvHeads, qLen, keyLen,
