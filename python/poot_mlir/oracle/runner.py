@@ -50,9 +50,21 @@ def package(program: Program, outputs: list[np.ndarray]) -> Result:
     return Result(outputs, named, state)
 
 
-def run_program(program: Program, inputs: Inputs, *, reference: bool = False) -> Result:
-    """Bind, execute and validate one step of an already loaded program."""
+def run_program(
+    program: Program,
+    inputs: Inputs,
+    *,
+    reference: bool = False,
+    carried: "dict[int, np.ndarray] | None" = None,
+) -> Result:
+    """Bind, execute and validate one step of an already loaded program.
+
+    `carried` (argument index -> array) replaces bound arguments after the
+    bind check: a reference Session carries its state in float64 between
+    steps, while the binder checks the declared types."""
     arrays = binding.bind(program, inputs)
+    for index, array in (carried or {}).items():
+        arrays[index] = array
     outputs = interpreter.execute(program, arrays, reference)
     check_validation(program, outputs)
     return package(program, outputs)

@@ -49,7 +49,8 @@ class Session:
         state results replace the session's state; on a BindError or a
         ValidationFailure nothing changes."""
         bound: dict[str, Any] = dict(inputs)
-        for port in self.program.args:
+        carried: dict[int, np.ndarray] = {}
+        for index, port in enumerate(self.program.args):
             if port.state is None:
                 continue
             if port.key in bound or port.state in bound:
@@ -57,8 +58,14 @@ class Session:
                     f"state argument {port.describe()} comes from the session, not the inputs"
                 )
             if port.state in self._state:
-                bound[port.key] = self._state[port.state]
-        result = run_program(self.program, bound, reference=self.reference)
+                value = self._state[port.state]
+                if self.reference and value.dtype != port.spec.dtype:
+                    # Reference state is carried in float64: the binder checks
+                    # it at the declared type, execution gets the wide values.
+                    carried[index] = value
+                    value = value.astype(port.spec.dtype)
+                bound[port.key] = value
+        result = run_program(self.program, bound, reference=self.reference, carried=carried)
         published = dict(self._state)
         published.update({k: np.array(v, copy=True) for k, v in result.state.items()})
         self._state = published
