@@ -28,7 +28,7 @@ AttentionEmitter::AttentionEmitter(OpBuilder &builder, Location loc,
                                    AttentionRequestAttr req,
                                    AttentionSignature sig, double scale,
                                    std::optional<double> softcap)
-    : b(builder), loc(loc), req(req), sig(sig), scale(scale),
+    : KernelBuilder(builder, loc), req(req), sig(sig), scale(scale),
       softcap(softcap) {}
 
 int64_t AttentionEmitter::ldsFloats() const {
@@ -41,41 +41,6 @@ int64_t AttentionEmitter::rows() const {
 
 int64_t AttentionEmitter::scratchFloats() const {
   return rows() * req.getSplits() * (req.getValueWidth() + 2);
-}
-
-Value AttentionEmitter::index(int64_t v) {
-  return arith::ConstantIndexOp::create(b, loc, v);
-}
-
-Value AttentionEmitter::f32(double v) {
-  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-}
-
-Value AttentionEmitter::load(Value mem, Value idx) {
-  return memref::LoadOp::create(b, loc, mem, ValueRange{idx});
-}
-
-void AttentionEmitter::store(Value val, Value mem, Value idx) {
-  memref::StoreOp::create(b, loc, val, mem, ValueRange{idx});
-}
-
-Value AttentionEmitter::add(Value x, Value y) {
-  if (isa<IndexType>(x.getType()))
-    return arith::AddIOp::create(b, loc, x, y);
-  return arith::AddFOp::create(b, loc, x, y);
-}
-
-Value AttentionEmitter::mul(Value x, Value y) {
-  if (isa<IndexType>(x.getType()))
-    return arith::MulIOp::create(b, loc, x, y);
-  return arith::MulFOp::create(b, loc, x, y);
-}
-
-Value AttentionEmitter::guardedWeight(Value m, Value max) {
-  Value ninf = f32(-std::numeric_limits<double>::infinity());
-  Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, ninf);
-  Value w = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, m, max));
-  return arith::SelectOp::create(b, loc, empty, f32(0.0), w);
 }
 
 std::pair<Value, Value> AttentionEmitter::batchAndHead(Value row) {
@@ -241,7 +206,7 @@ void AttentionEmitter::emitLaneCombine(const AttentionBuffers &bufs, Value row,
     return arith::MaximumFOp::create(b, loc, acc, load(lds, add(lb, index(dv))));
   });
   Value den = reduceLanes(f32(0.0), [&](Value lb, Value acc) -> Value {
-    Value w = guardedWeight(load(lds, add(lb, index(dv))), maxM);
+    Value w = weight(load(lds, add(lb, index(dv))), maxM);
     return add(acc, mul(load(lds, add(lb, index(dv + 1))), w));
   });
 
@@ -254,7 +219,7 @@ void AttentionEmitter::emitLaneCombine(const AttentionBuffers &bufs, Value row,
     b.setInsertionPointToStart(channels.getBody());
     Value c = channels.getInductionVar();
     Value num = reduceLanes(f32(0.0), [&](Value lb, Value acc) -> Value {
-      Value w = guardedWeight(load(lds, add(lb, index(dv))), maxM);
+      Value w = weight(load(lds, add(lb, index(dv))), maxM);
       return add(acc, mul(load(lds, add(lb, c)), w));
     });
     if (partials)
@@ -296,7 +261,7 @@ void AttentionEmitter::emitSplitCombine(const AttentionBuffers &bufs, Value row,
                                      load(bufs.scratch, add(sb, index(dv))));
   });
   Value den = reduceSplits(f32(0.0), [&](Value sb, Value acc) -> Value {
-    Value w = guardedWeight(load(bufs.scratch, add(sb, index(dv))), maxM);
+    Value w = weight(load(bufs.scratch, add(sb, index(dv))), maxM);
     return add(acc, mul(load(bufs.scratch, add(sb, index(dv + 1))), w));
   });
   auto channels =
@@ -305,7 +270,7 @@ void AttentionEmitter::emitSplitCombine(const AttentionBuffers &bufs, Value row,
   b.setInsertionPointToStart(channels.getBody());
   Value c = channels.getInductionVar();
   Value num = reduceSplits(f32(0.0), [&](Value sb, Value acc) -> Value {
-    Value w = guardedWeight(load(bufs.scratch, add(sb, index(dv))), maxM);
+    Value w = weight(load(bufs.scratch, add(sb, index(dv))), maxM);
     return add(acc, mul(load(bufs.scratch, add(sb, c)), w));
   });
   store(arith::DivFOp::create(b, loc, num, den), bufs.out,

@@ -13,6 +13,7 @@
 #define POOT_CONVERSION_ATTENTIONKERNELS_ATTENTIONEMITTER_H
 
 #include "dialect/PootDialect.h"
+#include "lib/Conversion/AttentionKernels/KernelBuilder.h"
 #include "mlir/IR/Builders.h"
 
 #include <optional>
@@ -34,7 +35,7 @@ struct AttentionSignature {
 };
 
 /// Emits the phases of the schedule described by a #poot.attention_request.
-class AttentionEmitter {
+class AttentionEmitter : private KernelBuilder {
 public:
   AttentionEmitter(OpBuilder &builder, Location loc, AttentionRequestAttr req,
                    AttentionSignature sig, double scale,
@@ -63,15 +64,6 @@ public:
   void emitSplitCombine(const AttentionBuffers &bufs, Value row, Value lane);
 
 private:
-  Value index(int64_t v);
-  Value f32(double v);
-  Value load(Value mem, Value idx);
-  void store(Value val, Value mem, Value idx);
-  Value add(Value a, Value b);
-  Value mul(Value a, Value b);
-  /// exp(m - max) or 0 when m is -inf (a lane or split that saw nothing adds
-  /// exactly zero, and never the NaN of exp(-inf - -inf)).
-  Value guardedWeight(Value m, Value max);
   /// The batch row b and query head h of a row index.
   std::pair<Value, Value> batchAndHead(Value row);
   /// Number of visible keys of batch row b: Lk, or clamp(len[b], 0, Lk).
@@ -83,8 +75,6 @@ private:
   Value keyRowBase(const AttentionBuffers &bufs, Value b, Value g, Value t,
                    int64_t width);
 
-  OpBuilder &b;
-  Location loc;
   AttentionRequestAttr req;
   AttentionSignature sig;
   double scale;

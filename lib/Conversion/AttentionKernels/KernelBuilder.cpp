@@ -1,0 +1,67 @@
+//===- KernelBuilder.cpp - arithmetic shorthands for the kernel emitters ---===//
+#include "lib/Conversion/AttentionKernels/KernelBuilder.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::poot;
+
+Value KernelBuilder::index(int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value KernelBuilder::f32(double v) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+}
+
+Value KernelBuilder::add(Value x, Value y) {
+  if (isa<IndexType>(x.getType()))
+    return arith::AddIOp::create(b, loc, x, y);
+  return arith::AddFOp::create(b, loc, x, y);
+}
+
+Value KernelBuilder::mul(Value x, Value y) {
+  if (isa<IndexType>(x.getType()))
+    return arith::MulIOp::create(b, loc, x, y);
+  return arith::MulFOp::create(b, loc, x, y);
+}
+
+Value KernelBuilder::divui(Value x, int64_t y) {
+  return arith::DivUIOp::create(b, loc, x, index(y));
+}
+
+Value KernelBuilder::remui(Value x, int64_t y) {
+  return arith::RemUIOp::create(b, loc, x, index(y));
+}
+
+Value KernelBuilder::load(Value mem, Value idx) {
+  return memref::LoadOp::create(b, loc, mem, ValueRange{idx});
+}
+
+void KernelBuilder::store(Value val, Value mem, Value idx) {
+  memref::StoreOp::create(b, loc, val, mem, ValueRange{idx});
+}
+
+Value KernelBuilder::exp(Value x) { return math::ExpOp::create(b, loc, x); }
+
+Value KernelBuilder::isNegInf(Value x) {
+  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x,
+                               f32(-std::numeric_limits<double>::infinity()));
+}
+
+Value KernelBuilder::select(Value cond, Value x, Value y) {
+  return arith::SelectOp::create(b, loc, cond, x, y);
+}
+
+Value KernelBuilder::weight(Value m, Value max) {
+  return select(isNegInf(m), f32(0.0),
+                exp(arith::SubFOp::create(b, loc, m, max)));
+}
+
+Value KernelBuilder::indexOf(Value i32) {
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), i32);
+}
