@@ -189,7 +189,9 @@ def compare(out: np.ndarray, ref: np.ndarray) -> dict[str, float | bool]:
 # --- the case lists ------------------------------------------------------------------
 
 #: Verification: (case id, form, device changes to SM_90, expected schedule).
-#: compute_units=1 forces the streaming schedule for a decode; workgroup_memory
+#: compute_units=1 plus a 1-byte buffer limit (no split-KV scratch fits) forces
+#: one split for a decode — the seed's streaming schedule, or warp decode with
+#: one split on sm_90 (whose split rule fills 32 workgroups a unit); workgroup_memory
 #: picks the lane count (widest power of two <= 64 with lanes*(dv+2)*4 bytes);
 #: a small max_grid_x forces the 2-D grid fold.
 def verify_cases() -> list[tuple[str, Form, dict, str]]:
@@ -198,7 +200,8 @@ def verify_cases() -> list[tuple[str, Form, dict, str]]:
 
     def both(form: Form, **extra):
         cases.append((form.name + "-split", form, dict(extra), "split_kv"))
-        cases.append((form.name + "-stream", form, dict(extra, compute_units=1), "streaming"))
+        cases.append((form.name + "-stream", form, dict(extra, compute_units=1, max_buffer_bytes=1),
+                      "streaming"))
 
     both(Form("dense", batch=2, q_heads=4, kv_heads=4, key_len=1000))
     both(gqa)
@@ -223,7 +226,8 @@ def verify_cases() -> list[tuple[str, Form, dict, str]]:
     lane_form = Form("lanes", batch=2, q_heads=4, kv_heads=2, key_len=1000)
     for lanes in (64, 32, 8, 1):
         cases.append((f"lanes{lanes}-stream", lane_form,
-                      dict(compute_units=1, workgroup_memory=lanes * 66 * 4), "streaming"))
+                      dict(compute_units=1, max_buffer_bytes=1, workgroup_memory=lanes * 66 * 4),
+                      "streaming"))
     cases.append(("lanes16-split", lane_form, dict(workgroup_memory=16 * 66 * 4), "split_kv"))
     # 2-D grid fold: X limited to 7 (not a divisor of the count: a ragged tail).
     cases.append(("fold-stream", Form("fold", batch=2, q_heads=8, kv_heads=2, q_len=5, key_len=200,
