@@ -44,61 +44,37 @@ def fold_grid(count: int, grid_x: int) -> tuple[int, int, int]:
 
 
 def launch_plan(request: dict[str, Any], operands: list[str], kernels: list[tuple[str, str]]):
-    """The launches of one attention (mirrors KernelSignature's arg order)."""
+    """The launches of one attention (mirrors KernelSignature's arg order).
+
+    Every schedule starts with one launch over the planner's grid (streaming,
+    split-KV partials, warp decode); a split schedule (splits > 1) writes the
+    scratch and adds the combine launch, one workgroup per row."""
     inputs = [name for name in _ARG_ORDER if name in operands]
     rows = request["batch"] * request["q_heads"] * request["q_len"]
     block = [request["lanes"], 1, 1]
-    if request["schedule"] == "warp_decode":
-        # One workgroup per (batch row, KV group, split); combine when split.
-        split = request["splits"] > 1
-        launches = [
-            {
-                "kernel": kernels[0][0],
-                "entry": kernels[0][1],
-                "grid": [request["grid_x"], request["grid_y"], 1],
-                "block": block,
-                "args": inputs + (["scratch"] if split else ["out"]),
-            }
-        ]
-        if split:
-            launches.append(
-                {
-                    "kernel": kernels[1][0],
-                    "entry": kernels[1][1],
-                    "grid": list(fold_grid(rows, request["grid_x"])),
-                    "block": block,
-                    "args": ["scratch", "out"],
-                }
-            )
-        return launches
-    if request["schedule"] == "split_kv":
-        (pfile, pentry), (cfile, centry) = kernels
-        return [
-            {
-                "kernel": pfile,
-                "entry": pentry,
-                "grid": list(fold_grid(rows * request["splits"], request["grid_x"])),
-                "block": block,
-                "args": inputs + ["scratch"],
-            },
-            {
-                "kernel": cfile,
-                "entry": centry,
-                "grid": list(fold_grid(rows, request["grid_x"])),
-                "block": block,
-                "args": ["scratch", "out"],
-            },
-        ]
+    split = request["splits"] > 1
     (file, entry) = kernels[0]
-    return [
+    launches = [
         {
             "kernel": file,
             "entry": entry,
             "grid": [request["grid_x"], request["grid_y"], 1],
             "block": block,
-            "args": inputs + ["out"],
+            "args": inputs + (["scratch"] if split else ["out"]),
         }
     ]
+    if split:
+        (file, entry) = kernels[1]
+        launches.append(
+            {
+                "kernel": file,
+                "entry": entry,
+                "grid": list(fold_grid(rows, request["grid_x"])),
+                "block": block,
+                "args": ["scratch", "out"],
+            }
+        )
+    return launches
 
 
 #: Kernel argument order of the inputs (KernelSignature in C++).
