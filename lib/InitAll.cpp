@@ -100,6 +100,7 @@ void mlir::poot::registerAllPasses() {
   poot::registerPootGPUPipelines();
   poot::registerConvertPootToLinalg();
   poot::registerPootCPUEntryABI();
+  poot::registerPootDropAliasedResults();
   poot::registerPootCPUExpandStridedCopies();
   poot::registerPootCPUWidenBoolMemrefs();
   poot::registerPootToLLVMCPUPipeline();

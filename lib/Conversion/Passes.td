@@ -145,6 +145,40 @@ def PootCPUWidenBoolMemrefs
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def PootDropAliasedResults
+    : Pass<"poot-drop-aliased-results", "::mlir::ModuleOp"> {
+  let summary = "Drop the results that return an argument's buffer, recording which";
+  let description = [{
+    Runs right after one-shot bufferization. A state written in place comes
+    back as its argument's own buffer: returning it again would make
+    `buffer-results-to-out-params` copy the whole state into a fresh
+    out-parameter every step. On every function without callers (the
+    entry points: upstream `drop-equivalent-buffer-results` skips public
+    functions), such a result is removed from the signature, and the module
+    records, per function, one entry per original result: the index of the
+    argument it was, or -1 for a result that stays. The runtime reads the
+    new state from the argument it passed (the manifest says which).
+
+    Before:
+    ```mlir
+    func.func @step(%k: memref<8x4xf32>, %u: memref<1x4xf32>)
+        -> (memref<8x4xf32>, memref<1x4xf32>) {
+      ...
+      return %k, %o : memref<8x4xf32>, memref<1x4xf32>
+    }
+    ```
+    After:
+    ```mlir
+    module attributes {poot.result_aliases = {step = array<i64: 0, -1>}} {
+      func.func @step(%k: memref<8x4xf32>, %u: memref<1x4xf32>) -> memref<1x4xf32> {
+        ...
+        return %o : memref<1x4xf32>
+      }
+    }
+    ```
+  }];
+}
+
 def PootCPUExpandStridedCopies
     : Pass<"poot-cpu-expand-strided-copies", "::mlir::func::FuncOp"> {
   let summary = "Turn memref.copy between strided views into linalg.copy";

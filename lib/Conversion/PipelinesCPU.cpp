@@ -55,6 +55,9 @@ void poot::buildPootToLLVMCPUPipeline(
   //    as the GPU kernels), ahead of convert-poot-to-linalg (which leaves
   //    those ops alone). The entry ABI (C interface, read-only arguments,
   //    markers dropped) goes first.
+  // A step that writes its state in place answers its validation first, in
+  // a prologue of its own (see poot-split-validation).
+  pm.addPass(createPootSplitValidation());
   PootPlanAttentionOptions plan;
   plan.target = "cpu";
   plan.workgroupMemory = options.workgroupMemory;
@@ -74,14 +77,22 @@ void poot::buildPootToLLVMCPUPipeline(
   pm.addPass(createCSEPass());
 
   // 2. Tensors -> buffers. Identity layouts at the function boundary (the
-  //    runtime passes C-contiguous arrays), then every result becomes an
+  //    runtime passes C-contiguous arrays). A donated state argument
+  //    (writable, see poot-cpu-entry-abi) is updated in place: its new rows
+  //    are written into it and the result that returns it leaves the ABI
+  //    (recorded first, for the manifest). Every other result becomes an
   //    out-parameter the runtime allocates; a result that is a fresh static
   //    allocation is written in place of that allocation.
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // (A loop that scatters into a donated pool yields the pool's own buffer
+  // on every path: canonicalization folds its result to the argument.)
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createPootDropAliasedResults());
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;

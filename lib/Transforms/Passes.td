@@ -24,6 +24,37 @@ def PootVerifyDriverContract : Pass<"poot-verify-driver-contract", "::mlir::Modu
   let dependentDialects = ["::mlir::poot::PootDialect"];
 }
 
+def PootSplitValidation : Pass<"poot-split-validation", "::mlir::ModuleOp"> {
+  let summary = "Give each step that writes state in place a validation prologue";
+  let description = [{
+    A step writes its state (a KV cache, a paged pool) in place, so a step
+    whose validation output turns out false must be stopped *before* it
+    writes: "a failed step publishes nothing". For every public function
+    with at least one `#poot.slot<validation>` result and at least one state
+    result, this pass adds `@<name>_validate`: the same arguments, only the
+    validation results, and only the ops they need (the rest is dead and
+    erased). A runtime calls it first and runs the step only when every
+    validation output is true; the validation outputs are functions of the
+    step's inputs alone, so the prologue answers exactly what the step would.
+    The clone carries `poot.validation_of = "<name>"`.
+
+    Before:
+    ```mlir
+    func.func @step(%k: tensor<8x4xf32> {poot.slot = #poot.slot<state "k">},
+                    %pos: tensor<i32> {poot.slot = #poot.slot<pos>}, ...)
+        -> (tensor<8x4xf32> {poot.slot = #poot.slot<state "k">},
+            tensor<i1> {poot.slot = #poot.slot<validation>})
+    ```
+    After (the step unchanged, and):
+    ```mlir
+    func.func @step_validate(%k: tensor<8x4xf32> {...}, %pos: tensor<i32> {...}, ...)
+        -> (tensor<i1> {poot.slot = #poot.slot<validation>})
+        attributes {poot.validation_of = "step"}
+    ```
+  }];
+  let dependentDialects = ["::mlir::poot::PootDialect"];
+}
+
 def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
   let summary = "Turn each poot.attention into a generation request for a device";
   let description = [{

@@ -134,14 +134,14 @@ def test_refused_bind_leaves_state(program, rng: np.random.Generator, what, chan
     state = _state(rng)
     sess = art.session(state)
     before = {k: v.copy() for k, v in sess.state.items()}
-    objects = dict(sess.state)
+    buffers = {k: _address(v) for k, v in sess.state.items()}
     inputs = _inputs(rng)
     change(inputs)
     with pytest.raises(error):
         sess.step(inputs)
     assert sess.state.keys() == before.keys()
     for name in before:
-        assert sess.state[name] is objects[name], f"{what}: state {name} replaced"
+        assert _address(sess.state[name]) == buffers[name], f"{what}: state {name} replaced"
         np.testing.assert_array_equal(sess.state[name], before[name], err_msg=what)
     # The oracle refuses the same inputs with the same error type.
     with pytest.raises(error):
@@ -169,6 +169,36 @@ def test_failed_validation_publishes_nothing(program, rng: np.random.Generator) 
     want = oracle.Session(text, before).step(inputs)
     np.testing.assert_array_equal(sess.state["pool"], want.state["pool"])
     np.testing.assert_array_equal(got.named["g"], want.named["g"])
+
+
+def _address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def test_state_is_written_in_place(program, rng: np.random.Generator) -> None:
+    """The pool and the cache are donated: the manifest says so, the ABI has
+    no out-parameter for them, each step writes the session's own buffers,
+    and the result still matches the oracle step for step."""
+    text, art = program
+    assert {p.state: p.in_place_of for p in art.signature.results if p.state} == {
+        p.state: i for i, p in enumerate(art.signature.args) if p.state
+    }
+    assert art.signature.validate is not None  # the step has a validation output
+    sess = art.session(_state(rng))
+    buffers = {k: _address(v) for k, v in sess.state.items()}
+    ref = oracle.Session(text, {k: np.array(v) for k, v in sess.state.items()})
+    for _ in range(3):
+        inputs = _inputs(rng)
+        got, want = sess.step(inputs), ref.step(inputs)
+        np.testing.assert_array_equal(got.named["g"], want.named["g"])
+        for name in buffers:
+            assert _address(sess.state[name]) == buffers[name], name
+            np.testing.assert_array_equal(sess.state[name], ref.state[name], err_msg=name)
+    # What the caller gets is a view it cannot write through.
+    with pytest.raises(ValueError):
+        got.state["pool"][0] = 1.0
+    with pytest.raises(ValueError):
+        sess.state["pool"][0] = 1.0
 
 
 def test_inputs_are_never_written(program, rng: np.random.Generator) -> None:

@@ -8,7 +8,9 @@
 
 #include "lib/Conversion/Passes.h"
 
+#include "dialect/PootDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringSet.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 namespace mlir::poot {
@@ -32,6 +34,17 @@ DictionaryAttr withoutPootMarkers(DictionaryAttr attrs) {
   return DictionaryAttr::get(attrs.getContext(), kept);
 }
 
+/// The state names `func` returns.
+llvm::StringSet<> stateResultNames(func::FuncOp func) {
+  llvm::StringSet<> names;
+  for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+    if (auto slot = func.getResultAttrOfType<poot::SlotAttr>(
+            i, poot::PootDialect::kSlotAttrName))
+      if (slot.getKind() == poot::SlotKind::State)
+        names.insert(slot.getName().getValue());
+  return names;
+}
+
 struct PootCPUEntryABI : poot::impl::PootCPUEntryABIBase<PootCPUEntryABI> {
   using Base::Base;
 
@@ -41,18 +54,33 @@ struct PootCPUEntryABI : poot::impl::PootCPUEntryABIBase<PootCPUEntryABI> {
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
-      if (entry.empty() ? !func.isPublic() : func.getSymName() != entry)
+      // The step itself, and its validation prologue (poot-split-validation).
+      auto prologueOf = func->getAttrOfType<StringAttr>("poot.validation_of");
+      bool selected = entry.empty()
+                          ? func.isPublic()
+                          : func.getSymName() == entry ||
+                                (prologueOf && prologueOf.getValue() == entry);
+      if (!selected)
         continue;
       found = true;
       OpBuilder b(func);
       func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
                     b.getUnitAttr());
+      llvm::StringSet<> donated = stateResultNames(func);
       for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+        // A state argument whose state the step returns is donated: the
+        // step writes its new rows into that buffer and returns it (the
+        // runtime checked validation first, so a failed step writes
+        // nothing). Every other buffer is an input only: a write to it goes
+        // to a copy.
+        auto slot = func.getArgAttrOfType<poot::SlotAttr>(
+            i, poot::PootDialect::kSlotAttrName);
+        bool writable = slot && slot.getKind() == poot::SlotKind::State &&
+                        donated.contains(slot.getName().getValue());
         func.setArgAttrs(i, withoutPootMarkers(func.getArgAttrDict(i)));
-        // The runtime's buffers are inputs only: a write (a state update,
-        // a scatter into a pool) goes to a copy.
         if (isa<TensorType>(func.getArgument(i).getType()))
-          func.setArgAttr(i, "bufferization.writable", b.getBoolAttr(false));
+          func.setArgAttr(i, "bufferization.writable",
+                          b.getBoolAttr(writable));
       }
       for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
         func.setResultAttrs(i, withoutPootMarkers(func.getResultAttrDict(i)));

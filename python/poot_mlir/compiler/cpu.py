@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import errors
-from ..ir import Module, StringAttr
+from ..ir import DenseI64ArrayAttr, DictAttr, Module, StringAttr
 from . import devices
 from .pipeline import parse_module, run_pipeline
 from .signature import function_signature
@@ -135,6 +135,32 @@ def _plan_options(device: "devices.Device | None") -> str:
     )
 
 
+def _record_in_place(mod: Module, signature: dict[str, Any]) -> None:
+    """Copy the pipeline's record of donated buffers into the signature.
+
+    `poot-drop-aliased-results` left `poot.result_aliases` on the module: per
+    function, for each result, the argument whose buffer it is (written in
+    place and dropped from the ABI) or -1. A state result written in place
+    gets `"in_place_of": <argument index>`. When the step writes state in
+    place and has validation outputs, `poot-split-validation` made
+    `@<name>_validate`, the prologue the runtime runs first: it is recorded
+    as `"validate": {"name", "outputs": [result indices of the step]}`.
+    """
+    attrs = mod.operation.attributes
+    table = DictAttr(attrs["poot.result_aliases"]) if "poot.result_aliases" in attrs else None
+    name = signature["name"]
+    aliases = list(DenseI64ArrayAttr(table[name])) if table is not None and name in table else []
+    for entry, alias in zip(signature["outputs"], aliases):
+        if alias >= 0:
+            entry["in_place_of"] = int(alias)
+    prologue = f"{name}_validate"
+    if table is not None and prologue in table:
+        signature["validate"] = {
+            "name": prologue,
+            "outputs": [i for i, e in enumerate(signature["outputs"]) if e["slot"] == "validation"],
+        }
+
+
 def lower_to_llvm_ir(
     module: "Module | str",
     func: str | None = None,
@@ -152,6 +178,7 @@ def lower_to_llvm_ir(
     _write_map_pools(func_op, signature)
     options = f"entry={signature['name']} attention={attention}" + _plan_options(device)
     run_pipeline(mod, f"builtin.module(poot-to-llvm-cpu{{{options}}})")
+    _record_in_place(mod, signature)
     try:
         with mod.context:
             text = _pootCPU.translate_to_llvm_ir(mod.operation)
@@ -202,6 +229,8 @@ def compile_cpu(
         exports = Path(scratch) / "exports.map"
         objects = [str(obj)]
         exported = entry
+        if "validate" in signature:
+            exported += f"; _mlir_ciface_{signature['validate']['name']}"
         if offload_arity is not None:
             shim = Path(scratch) / "offload.c"
             shim.write_text(offload_shim(offload_arity))

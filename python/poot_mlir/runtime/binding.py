@@ -65,6 +65,7 @@ class Port:
     state: str | None = None
     range: tuple[int, int] | None = None
     pool: int | None = None  # write maps: the S their words stay below
+    in_place_of: int | None = None  # results: the argument whose buffer it is
 
     @property
     def dtype(self) -> np.dtype:
@@ -97,6 +98,7 @@ class Port:
             state=entry.get("state"),
             range=None if bounds is None else (int(bounds[0]), int(bounds[1])),
             pool=None if entry.get("pool") is None else int(entry["pool"]),
+            in_place_of=None if entry.get("in_place_of") is None else int(entry["in_place_of"]),
         )
 
 
@@ -107,14 +109,26 @@ class Signature:
     name: str
     args: tuple[Port, ...]
     results: tuple[Port, ...]
+    #: The validation prologue (run before a step that writes state in
+    #: place): its function name and the step results it computes.
+    validate: tuple[str, tuple[int, ...]] | None = None
 
     @staticmethod
     def from_json(function: Mapping[str, Any]) -> "Signature":
+        prologue = function.get("validate")
         return Signature(
             name=str(function["name"]),
             args=tuple(Port.from_json("arg", i, e) for i, e in enumerate(function["inputs"])),
             results=tuple(Port.from_json("result", i, e) for i, e in enumerate(function["outputs"])),
+            validate=None
+            if prologue is None
+            else (str(prologue["name"]), tuple(int(i) for i in prologue["outputs"])),
         )
+
+    @property
+    def donated(self) -> frozenset[int]:
+        """Arguments the step writes in place (a result is their buffer)."""
+        return frozenset(r.in_place_of for r in self.results if r.in_place_of is not None)
 
     @property
     def state_names(self) -> tuple[str, ...]:

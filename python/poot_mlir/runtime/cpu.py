@@ -11,7 +11,13 @@ one pointer per argument and then one per result, each to an MLIR strided
 memref descriptor `{T *allocated, T *aligned, int64 offset, int64
 sizes[rank], int64 strides[rank]}` (rank 0: the first three fields only).
 Every buffer is C-contiguous; the results are out-parameters the runtime
-allocates (destination passing), and the step never writes an argument.
+allocates (destination passing). A state the step writes in place is the
+exception: its result is not a parameter (the manifest marks it
+`in_place_of` its argument), the step writes the new rows into the argument's
+buffer, and the runtime reads the new state from there. Such a step has a
+validation prologue, `_mlir_ciface_<name>_validate(args..., outs...)`, which
+the runtime runs first: a false validation output stops the step before it
+writes anything.
 
     art = load("out/step")
     res = art.run({"q": q, "pos": 3, ...})        # Result(outputs, named, state)
@@ -110,10 +116,22 @@ class CpuArtifact:
         if not library.is_file():
             raise ArtifactError(f"{self.path}: {self.manifest['library']} is missing")
         self._library = _load_private_copy(library)
-        self._entry = getattr(self._library, self.manifest["entry"])
-        count = len(self.signature.args) + len(self.signature.results)
-        self._entry.argtypes = [ctypes.c_void_p] * count
-        self._entry.restype = None
+        self._entry = self._function(self.manifest["entry"], len(self._own_results))
+        self._validate = None
+        if self.signature.validate is not None:
+            name, outputs = self.signature.validate
+            self._validate = self._function(f"_mlir_ciface_{name}", len(outputs))
+
+    @property
+    def _own_results(self) -> list[int]:
+        """Results that are out-parameters (not a donated argument's buffer)."""
+        return [i for i, p in enumerate(self.signature.results) if p.in_place_of is None]
+
+    def _function(self, symbol: str, results: int) -> Any:
+        function = getattr(self._library, symbol)
+        function.argtypes = [ctypes.c_void_p] * (len(self.signature.args) + results)
+        function.restype = None
+        return function
 
     @property
     def name(self) -> str:
@@ -123,17 +141,50 @@ class CpuArtifact:
         """Check `inputs` without running (the BindError a run would raise)."""
         return binding.bind(self.signature, inputs)
 
-    def call(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        """Run the step on already bound argument arrays; fresh output arrays.
-        No validation: `run` adds it."""
-        outputs = [np.empty(p.shape, dtype=p.dtype) for p in self.signature.results]
+    def _invoke(self, function: Any, arrays: list[np.ndarray], outputs: list[np.ndarray]) -> None:
         descriptors = [descriptor(a) for a in arrays] + [descriptor(o) for o in outputs]
-        self._entry(*[ctypes.addressof(d) for d in descriptors])
+        function(*[ctypes.addressof(d) for d in descriptors])
+
+    def validate(self, arrays: list[np.ndarray]) -> None:
+        """Run the validation prologue (if the step has one) on bound
+        arguments; raise ValidationFailure before the step writes anything."""
+        if self._validate is None:
+            return
+        _, indices = self.signature.validate  # type: ignore[misc]
+        ports = [self.signature.results[i] for i in indices]
+        flags = [np.empty(p.shape, dtype=p.dtype) for p in ports]
+        self._invoke(self._validate, arrays, flags)
+        full: list[Any] = [None] * len(self.signature.results)
+        for i, flag in zip(indices, flags):
+            full[i] = flag
+        binding.check_validation(self.signature, full)
+
+    def call(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        """Run the step on already bound argument arrays. A donated state
+        argument is written in place and is its result; the other results
+        are fresh arrays. No validation: `run` adds it."""
+        outputs: list[np.ndarray] = []
+        own: list[np.ndarray] = []
+        for port in self.signature.results:
+            if port.in_place_of is not None:
+                outputs.append(arrays[port.in_place_of])
+            else:
+                own.append(np.empty(port.shape, dtype=port.dtype))
+                outputs.append(own[-1])
+        self._invoke(self._entry, arrays, own)
         return outputs
 
-    def run(self, inputs: Inputs) -> Result:
-        """Bind (refusing bad inputs before anything runs), run, validate."""
-        outputs = self.call(self.bind(inputs))
+    def run(self, inputs: Inputs, *, donate: bool = False) -> Result:
+        """Bind (refusing bad inputs before anything runs), validate, run.
+
+        A state the step writes in place is written into a private copy of
+        the caller's array, unless `donate` hands the caller's arrays over
+        (a Session does: the arrays are its own)."""
+        arrays = self.bind(inputs)
+        if not donate:
+            arrays = [a.copy() if i in self.signature.donated else a for i, a in enumerate(arrays)]
+        self.validate(arrays)
+        outputs = self.call(arrays)
         binding.check_validation(self.signature, outputs)
         return binding.package(self.signature, outputs)
 
@@ -150,9 +201,11 @@ class Session:
     """Step an artifact repeatedly over the state it carries.
 
     The session owns its state arrays (private copies, keyed by state name).
-    A step binds the caller's other inputs beside them, runs, and replaces the
-    state only when the whole step succeeded: a refused bind or a failed
-    validation leaves it exactly as it was.
+    A step binds the caller's other inputs beside them and runs. A state the
+    step writes in place is updated in the session's own array (only the
+    rows the step writes are touched; the validation prologue runs first);
+    any other state is replaced by the step's fresh result. Either way a
+    refused bind or a failed validation leaves the state exactly as it was.
     """
 
     def __init__(
@@ -168,8 +221,10 @@ class Session:
 
     @property
     def state(self) -> dict[str, np.ndarray]:
-        """The current state arrays, by state name."""
-        return self._state
+        """The current state, by state name: read-only views of the arrays
+        the session carries (a later in-place step updates what they show;
+        copy one to keep a snapshot)."""
+        return {name: _read_only(array) for name, array in self._state.items()}
 
     def step(self, inputs: Mapping[str, Any]) -> Result:
         """Run one step; `inputs` holds the non-state arguments."""
@@ -181,8 +236,17 @@ class Session:
                 raise BindError(f"state argument {port.describe()} comes from the session, not the inputs")
             if port.state in self._state:
                 bound[port.key] = self._state[port.state]
-        result = self.artifact.run(bound)
+        result = self.artifact.run(bound, donate=True)
         published = dict(self._state)
-        published.update(result.state)  # fresh arrays the runtime allocated
+        published.update(result.state)  # the session's own (in place) or fresh arrays
         self._state = published
+        # The caller sees the carried state, never a handle to change it.
+        result.state = {name: _read_only(array) for name, array in result.state.items()}
         return result
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """A read-only view of `array` (it follows later in-place steps)."""
+    view = array.view()
+    view.flags.writeable = False
+    return view

@@ -67,10 +67,10 @@ class HybridArtifact:
         except BaseException as error:  # a ctypes callback cannot raise
             self._error = self._error or error
 
-    def run(self, inputs: binding.Inputs) -> binding.Result:
+    def run(self, inputs: binding.Inputs, *, donate: bool = False) -> binding.Result:
         """Bind (refusing bad inputs before anything runs), run, validate."""
         self._error = None
-        result = self.host.run(inputs)
+        result = self.host.run(inputs, donate=donate)
         if self._error is not None:
             raise PootError(f"an offloaded attention failed: {self._error}") from self._error
         return result
