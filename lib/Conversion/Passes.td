@@ -88,9 +88,14 @@ def PootCPUEntryABI : Pass<"poot-cpu-entry-abi", "::mlir::ModuleOp"> {
     Runs first in the CPU pipeline (after the attention lowering, before
     `convert-poot-to-linalg`). On the entry function (`entry`, or every
     public function when empty) it
-    - marks every tensor argument `bufferization.writable = false`, so the
-      compiled step never writes into a buffer the runtime bound (a failed
-      validation must leave the caller's state exactly as it was);
+    - donates each state argument whose state the function returns
+      (`bufferization.writable = true`: its new rows are written in place,
+      and `poot-drop-aliased-results` later drops the result that returns
+      it) and marks every other tensor argument
+      `bufferization.writable = false`, so the step never writes a buffer
+      the runtime bound as an input. A failed validation must leave the
+      state as it was: the runtime runs the validation prologue
+      (`poot-split-validation`, also given the C interface here) first;
     - sets `llvm.emit_c_interface`, so `convert-func-to-llvm` emits
       `_mlir_ciface_<name>` taking one pointer per memref descriptor;
     - drops the `poot.*` argument/result markers: the compiler has copied
@@ -103,7 +108,7 @@ def PootCPUEntryABI : Pass<"poot-cpu-entry-abi", "::mlir::ModuleOp"> {
     ```
     After:
     ```mlir
-    func.func @step(%k: tensor<4x8xf32> {bufferization.writable = false})
+    func.func @step(%k: tensor<4x8xf32> {bufferization.writable = true})
         -> tensor<4x8xf32> attributes {llvm.emit_c_interface}
     ```
   }];

@@ -2,11 +2,12 @@
 // RUN: poot-opt %s --poot-cpu-entry-abi=entry=other | FileCheck %s --check-prefix=NAMED
 // RUN: not poot-opt %s --poot-cpu-entry-abi=entry=missing 2>&1 | FileCheck %s --check-prefix=MISSING
 
-// The entry gets the C interface and read-only arguments; the poot markers
+// The entry gets the C interface; a state it returns is donated (writable:
+// written in place), every other argument is read-only; the poot markers
 // (already in the artifact manifest) are dropped, other attributes stay.
 
 // CHECK-LABEL: func.func @step
-// CHECK-SAME: (%{{.*}}: tensor<4x8xf32> {bufferization.writable = false}, %{{.*}}: tensor<i32> {bufferization.writable = false, keep.me})
+// CHECK-SAME: (%{{.*}}: tensor<4x8xf32> {bufferization.writable = true}, %{{.*}}: tensor<i32> {bufferization.writable = false, keep.me})
 // CHECK-SAME: -> tensor<4x8xf32>
 // CHECK-SAME: attributes {llvm.emit_c_interface}
 // CHECK-NOT: poot.
@@ -31,5 +32,14 @@ func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
 // NAMED-SAME: {bufferization.writable = false}
 // NAMED-SAME: attributes {llvm.emit_c_interface}
 func.func @other(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+// A state argument whose state is not returned stays read-only, and the
+// validation prologue of the named entry gets the C interface too.
+// NAMED-LABEL: func.func @other_validate
+// NAMED-SAME: {bufferization.writable = false}
+// NAMED-SAME: attributes {llvm.emit_c_interface, poot.validation_of = "other"}
+func.func @other_validate(%x: tensor<4xf32> {poot.slot = #poot.slot<state "x">}) -> tensor<4xf32> attributes {poot.validation_of = "other"} {
   return %x : tensor<4xf32>
 }

@@ -2,11 +2,13 @@
 
 // The whole CPU pipeline on a decode step (KV write at a clamped position,
 // causal mask, softmax, bool and f16 values): only the LLVM dialect is
-// left, every result is a caller-owned out-parameter, the C interface
-// takes one descriptor pointer per argument and then per result, and the
-// only external calls are malloc/free and libm (llc turns llvm.intr.exp
-// into expf).
+// left; the state is written in place (its result leaves the ABI, the
+// module records it as argument 0); every other result is a caller-owned
+// out-parameter, so the C interface takes one descriptor pointer per
+// argument and then per remaining result (5 + 3); the only external calls
+// are malloc/free and libm (llc turns llvm.intr.exp into expf).
 
+// CHECK: module attributes {poot.result_aliases = {step = array<i64: 0, -1, -1, -1>}}
 // CHECK-NOT: poot.
 // CHECK-NOT: memref.
 // CHECK-NOT: linalg.
