@@ -101,6 +101,10 @@ void mlir::poot::registerAllPasses() {
   poot::registerConvertPootToLinalg();
   poot::registerPootCPUEntryABI();
   poot::registerPootDropAliasedResults();
+  poot::registerPootGPUAttentionLaunches();
+  poot::registerPootGPUHostToParallel();
+  poot::registerPootGPUSPIRVEntryABI();
+  poot::registerPootGPUSerializeProgram();
   poot::registerPootCPUExpandStridedCopies();
   poot::registerPootCPUWidenBoolMemrefs();
   poot::registerPootToLLVMCPUPipeline();

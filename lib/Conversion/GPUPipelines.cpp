@@ -34,41 +34,58 @@ void addText(OpPassManager &pm, StringRef text) {
 
 } // namespace
 
+void mlir::poot::addKernelLowering(OpPassManager &pm, StringRef target,
+                                   const PootGPUPipelineOptions &o) {
+  if (target == "spirv") {
+    // Vulkan 1.0 + storage buffers; math.exp/tanh become GLSL.std.450 ops.
+    addText(pm, "spirv-attach-target{ver=v1.0 caps=Shader "
+                "exts=SPV_KHR_storage_buffer_storage_class},"
+                "gpu.module(canonicalize,cse,convert-math-to-spirv),"
+                "convert-gpu-to-spirv,"
+                "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)");
+  } else if (target == "nvvm") {
+    std::string chip = o.chip.empty() ? "sm_90" : o.chip.getValue();
+    std::string attach = "nvvm-attach-target{chip=" + chip + " O=3";
+    if (!o.libdevice.empty())
+      attach += " l=" + o.libdevice.getValue();
+    attach += "}";
+    addText(pm, attach +
+                    ",gpu.module(canonicalize,cse,convert-scf-to-cf,"
+                    "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
+                    "canonicalize,cse),reconcile-unrealized-casts,"
+                    "gpu-module-to-binary{format=" +
+                    o.format.getValue() + "}");
+  } else {
+    std::string chip = o.chip.empty() ? "gfx942" : o.chip.getValue();
+    addText(pm, "rocdl-attach-target{chip=" + chip +
+                    " O=3},gpu.module(canonicalize,cse,convert-scf-to-cf,"
+                    "convert-gpu-to-rocdl{runtime=HIP "
+                    "use-bare-ptr-memref-call-conv=1},canonicalize,cse),"
+                    "reconcile-unrealized-casts");
+  }
+}
+
+void mlir::poot::addPlanAndGenerate(OpPassManager &pm, StringRef target,
+                                    const PootGPUPipelineOptions &o) {
+  addText(pm, planAndGenerate(target, o));
+}
+
 void mlir::poot::buildPootToSPIRVPipeline(OpPassManager &pm,
                                           const PootGPUPipelineOptions &o) {
-  // Vulkan 1.0 + storage buffers; math.exp/tanh become GLSL.std.450 ops.
-  addText(pm, planAndGenerate("spirv", o) +
-                  ",spirv-attach-target{ver=v1.0 caps=Shader "
-                  "exts=SPV_KHR_storage_buffer_storage_class},"
-                  "gpu.module(canonicalize,cse,convert-math-to-spirv),"
-                  "convert-gpu-to-spirv,"
-                  "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)");
+  addPlanAndGenerate(pm, "spirv", o);
+  addKernelLowering(pm, "spirv", o);
 }
 
 void mlir::poot::buildPootToNVVMPipeline(OpPassManager &pm,
                                          const PootGPUPipelineOptions &o) {
-  std::string chip = o.chip.empty() ? "sm_90" : o.chip.getValue();
-  std::string attach = "nvvm-attach-target{chip=" + chip + " O=3";
-  if (!o.libdevice.empty())
-    attach += " l=" + o.libdevice.getValue();
-  attach += "}";
-  addText(pm, planAndGenerate("nvvm", o) + "," + attach +
-                  ",gpu.module(canonicalize,cse,convert-scf-to-cf,"
-                  "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
-                  "canonicalize,cse),reconcile-unrealized-casts,"
-                  "gpu-module-to-binary{format=" +
-                  o.format.getValue() + "}");
+  addPlanAndGenerate(pm, "nvvm", o);
+  addKernelLowering(pm, "nvvm", o);
 }
 
 void mlir::poot::buildPootToROCDLPipeline(OpPassManager &pm,
                                           const PootGPUPipelineOptions &o) {
-  std::string chip = o.chip.empty() ? "gfx942" : o.chip.getValue();
-  addText(pm, planAndGenerate("rocdl", o) + ",rocdl-attach-target{chip=" +
-                  chip +
-                  " O=3},gpu.module(canonicalize,cse,convert-scf-to-cf,"
-                  "convert-gpu-to-rocdl{runtime=HIP "
-                  "use-bare-ptr-memref-call-conv=1},canonicalize,cse),"
-                  "reconcile-unrealized-casts");
+  addPlanAndGenerate(pm, "rocdl", o);
+  addKernelLowering(pm, "rocdl", o);
 }
 
 void mlir::poot::registerPootGPUPipelines() {
@@ -82,6 +99,16 @@ void mlir::poot::registerPootGPUPipelines() {
   registerSCFToControlFlowPass();
   registerReconcileUnrealizedCastsPass();
 
+  for (StringRef target : {"spirv", "nvvm", "rocdl"})
+    PassPipelineRegistration<PootGPUPipelineOptions>(
+        ("poot-step-to-" + target).str(),
+        ("Compile a whole step function for " + target +
+         ": every primitive and the attention in kernels, the state in "
+         "place, the host side as a program of launches")
+            .str(),
+        [target](OpPassManager &pm, const PootGPUPipelineOptions &o) {
+          buildPootStepToGPUPipeline(pm, target, o);
+        });
   PassPipelineRegistration<PootGPUPipelineOptions>(
       "poot-to-spirv",
       "Plan, generate and lower attention kernels to SPIR-V (Vulkan)",

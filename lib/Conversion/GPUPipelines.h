@@ -64,7 +64,24 @@ void buildPootToNVVMPipeline(OpPassManager &pm,
 void buildPootToROCDLPipeline(OpPassManager &pm,
                               const PootGPUPipelineOptions &options);
 
-/// Registers poot-to-spirv, poot-to-nvvm and poot-to-rocdl, and the upstream
+/// The planner and the attention kernel generator for `target` (spirv,
+/// nvvm, rocdl), from the device description.
+void addPlanAndGenerate(OpPassManager &pm, StringRef target,
+                        const PootGPUPipelineOptions &options);
+/// The gpu.modules' lowering for `target`: SPIR-V modules, PTX/cubin in a
+/// gpu.binary, or the LLVM dialect with ROCDL intrinsics.
+void addKernelLowering(OpPassManager &pm, StringRef target,
+                       const PootGPUPipelineOptions &options);
+
+/// A whole step for `target`: every primitive in generated kernels (linalg,
+/// fused, bufferized with the state in place, parallel loops mapped to
+/// blocks and threads, outlined), the attention kernels launched in line,
+/// and the host function recorded as a program (poot.programs).
+void buildPootStepToGPUPipeline(OpPassManager &pm, StringRef target,
+                                const PootGPUPipelineOptions &options);
+
+/// Registers poot-to-spirv, poot-to-nvvm and poot-to-rocdl (attention
+/// kernels), poot-step-to-{spirv,nvvm,rocdl} (whole steps), and the upstream
 /// passes they are built from.
 void registerPootGPUPipelines();
 

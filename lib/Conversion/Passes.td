@@ -322,4 +322,137 @@ def PootAttentionToCalls : Pass<"poot-attention-to-calls", "::mlir::ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Whole steps on a GPU (the host program + its kernels)
+//===----------------------------------------------------------------------===//
+
+def PootGPUAttentionLaunches
+    : Pass<"poot-gpu-attention-launches", "::mlir::ModuleOp"> {
+  let summary = "Replace each attention call by its generated kernels' launches";
+  let description = [{
+    Runs after bufferization in a whole-step GPU pipeline. Each
+    `poot.attention` became a `func.call` of flat buffers carrying its
+    request and its kernels (`poot-generate-attention-kernels`, then
+    `poot-attention-to-calls`); this pass launches those kernels over the
+    same buffers: the planner's grid and `lanes` threads, and for a split
+    schedule a plan-local scratch buffer, the partials launch and the
+    combine launch (one workgroup per row, folded over the X limit).
+
+    Before:
+    ```mlir
+    call @poot_offload_0(%q, %k, %v, %out) {poot.request = #poot.attention_request<
+        ..., lanes = 64, splits = 1, grid_x = 8, grid_y = 1>,
+        poot.kernels = [@poot_attention_0::@stream]} : (...) -> ()
+    ```
+    After:
+    ```mlir
+    gpu.launch_func @poot_attention_0::@stream blocks in (%c8, %c1, %c1)
+        threads in (%c64, %c1, %c1) args(%q : memref<512xf32>, ...)
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def PootGPUHostToParallel
+    : Pass<"poot-gpu-host-to-parallel", "::mlir::func::FuncOp"> {
+  let summary = "Leave the host only allocations, views and launches";
+  let description = [{
+    Runs after `convert-linalg-to-parallel-loops` and `fold-memref-alias-ops`
+    in a whole-step GPU pipeline, before `convert-parallel-loops-to-gpu`:
+    - a top-level `scf.for` (the scatter over a write map's tokens) becomes
+      an `scf.parallel` when the lowering marked its iterations
+      `poot.distinct_iterations` (a write map names each slot once: the
+      binder checks it), else it runs in a one-iteration loop;
+    - scalar loads and arithmetic whose uses are all inside top-level loops
+      (a clamped position, a loaded length) are recomputed inside them;
+    - any other computation left on the host (zero-rank math) is wrapped in
+      a one-iteration loop;
+    - each top-level loop is flattened to one dimension and mapped onto
+      blocks of `threads` threads (`#gpu.loop_dim_map`), guarded by the
+      element count.
+    A value the host would still compute and use is an error.
+
+    Before:
+    ```mlir
+    %p = memref.load %pos[] : memref<i32>
+    %o = arith.index_cast %p : i32 to index
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c2, %c64) step (%c1, %c1) {
+      ... memref.store %x, %k[%c0, %i, %o, %j] ...
+    }
+    ```
+    After:
+    ```mlir
+    scf.parallel (%b) = (%c0) to (%c1) step (%c1) {
+      scf.parallel (%t) = (%c0) to (%c128) step (%c1) {
+        %l = ... %b * 128 + %t
+        scf.if %l < 128 {
+          %p = memref.load %pos[] ...   %i = %l / 64, %j = %l % 64
+          ... memref.store %x, %k[%c0, %i, %o, %j] ...
+        }
+      } {mapping = [#gpu.loop_dim_map<processor = thread_x, ...>]}
+    } {mapping = [#gpu.loop_dim_map<processor = block_x, ...>]}
+    ```
+  }];
+  let options = [
+    Option<"threadsPerBlock", "threads", "int64_t", /*default=*/"128",
+           "Threads per block of each elementwise kernel">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::gpu::GPUDialect"];
+}
+
+def PootGPUSPIRVEntryABI
+    : Pass<"poot-gpu-spirv-entry-abi", "::mlir::ModuleOp"> {
+  let summary = "Give each outlined kernel its SPIR-V workgroup size";
+  let description = [{
+    `convert-gpu-to-spirv` needs `spirv.entry_point_abi` on every kernel;
+    this copies each kernel's `known_block_size` (recorded by
+    `gpu-kernel-outlining` from the launch's constant block size) into it.
+
+    Before:
+    ```mlir
+    gpu.func @step_kernel(...) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+    ```
+    After:
+    ```mlir
+    gpu.func @step_kernel(...) kernel attributes {known_block_size = array<i32: 128, 1, 1>,
+        spirv.entry_point_abi = #spirv.entry_point_abi<workgroup_size = [128, 1, 1]>}
+    ```
+  }];
+  let dependentDialects = ["::mlir::spirv::SPIRVDialect"];
+}
+
+def PootGPUSerializeProgram
+    : Pass<"poot-gpu-serialize-program", "::mlir::ModuleOp"> {
+  let summary = "Write each host function's buffers and launches as a program";
+  let description = [{
+    The last host-side pass of a whole-step GPU pipeline. Each function's
+    body must be a straight line of `memref.alloc` (temporaries),
+    `memref.get_global` (constant buffers, with their bytes), whole-buffer
+    views, `memref.copy`, `gpu.launch_func` with constant grids and buffer
+    operands, and the return. The pass records it on the module as
+    `poot.programs = {<func> = "<json>"}`: the buffers (arguments,
+    temporaries with their arena offsets, constants), the commands in order,
+    the buffers of the remaining results, and the arena's size. Temporaries
+    are placed by first fit over their live ranges, so buffers whose lives do
+    not overlap share bytes. A runtime executes the program without MLIR;
+    anything else on the host is an error naming the op.
+
+    Before:
+    ```mlir
+    func.func @step(%x: memref<64xf32>) -> memref<64xf32> {
+      %t = memref.alloc() : memref<64xf32>
+      gpu.launch_func @step_kernel::@step_kernel blocks in (%c1, %c1, %c1)
+          threads in (%c64, %c1, %c1) args(%x : memref<64xf32>, %t : memref<64xf32>)
+      return %t : memref<64xf32>
+    }
+    ```
+    After: the module gets `poot.programs = {step = "<json>"}` where the JSON
+    lists buffer 0 as argument 0 and buffer 1 as a 256-byte temporary at
+    arena offset 0, one launch of `step_kernel` over buffers (0, 1), result
+    buffer 1, and `arena_bytes` 256.
+  }];
+}
+
 #endif // POOT_CONVERSION_PASSES_TD

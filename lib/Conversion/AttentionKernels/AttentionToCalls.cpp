@@ -60,6 +60,9 @@ struct AttentionToCalls
                     mb.getUnitAttr());
       auto call = func::CallOp::create(b, loc, decl, args);
       call->setAttr(PootDialect::kRequestAttrName, req);
+      // A whole-step GPU pipeline launches these in place of the call.
+      if (Attribute kernels = op->getAttr("poot.kernels"))
+        call->setAttr("poot.kernels", kernels);
       op.getResult().replaceAllUsesWith(tensorFromFlat(b, loc, out, resultType));
       op.erase();
     }

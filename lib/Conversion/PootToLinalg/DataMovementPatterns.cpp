@@ -12,6 +12,7 @@
 
 #include "dialect/PootDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -231,8 +232,29 @@ struct ScatterUpdateLowering : OpConversionPattern<ScatterUpdateOp> {
               });
           scf::YieldOp::create(b, nloc, ifOp.getResult(0));
         });
+    // A write map names each slot once (the binder refuses a repeat), so
+    // its iterations write distinct rows and may run in parallel.
+    if (indexesThroughWriteMap(op.getIndices()))
+      loop->setAttr("poot.distinct_iterations", rewriter.getUnitAttr());
     rewriter.replaceOp(op, loop.getResult(0));
     return success();
+  }
+
+  /// `indices` is a `#poot.slot<write_map>` argument, seen through reshapes
+  /// and slices (which keep its words distinct).
+  static bool indexesThroughWriteMap(Value indices) {
+    while (Operation *def = indices.getDefiningOp()) {
+      if (!isa<ReshapeOp, SliceOp>(def))
+        return false;
+      indices = def->getOperand(0);
+    }
+    auto arg = cast<BlockArgument>(indices);
+    auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    if (!func)
+      return false;
+    auto slot = func.getArgAttrOfType<SlotAttr>(arg.getArgNumber(),
+                                                PootDialect::kSlotAttrName);
+    return slot && slot.getKind() == SlotKind::WriteMap;
   }
 };
 

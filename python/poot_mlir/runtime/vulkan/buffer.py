@@ -147,3 +147,33 @@ class Buffer:
         state = "closed" if self._closed else "open"
         meta = f" {self.dtype}{list(self.shape)}" if self.shape is not None else ""
         return f"<vulkan.Buffer {self.nbytes} B{meta} {state}>"
+
+
+class BufferSlice:
+    """Bytes [offset, offset + nbytes) of a Buffer, bound to a kernel as a
+    storage buffer of its own (a temporary in a step's arena). `offset`
+    must be a multiple of the device's minStorageBufferOffsetAlignment."""
+
+    def __init__(self, buffer: Buffer, offset: int, nbytes: int) -> None:
+        if offset < 0 or offset + nbytes > buffer._size:
+            raise VulkanError(
+                f"slice [{offset}, {offset + nbytes}) is outside the buffer's {buffer._size} bytes"
+            )
+        self.buffer = buffer
+        self.device = buffer.device
+        self.offset = int(offset)
+        self.nbytes = int(nbytes)
+        self._size = max(16, -(-self.nbytes // 16) * 16)
+        if self.offset + self._size > buffer._size:
+            self._size = self.nbytes
+        self._handle = buffer._handle
+
+    @property
+    def closed(self) -> bool:
+        return self.buffer.closed
+
+    def read(self, dtype: Any, shape: tuple[int, ...]) -> np.ndarray:
+        return self.buffer.read(dtype, shape, offset=self.offset)
+
+    def write(self, data: Any) -> None:
+        self.buffer.write(np.ascontiguousarray(data), offset=self.offset)

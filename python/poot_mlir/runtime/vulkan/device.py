@@ -24,7 +24,7 @@ import numpy as np
 
 from . import _loader
 from . import _vkenums as E
-from .buffer import Buffer
+from .buffer import Buffer, BufferSlice
 from .errors import DispatchError, KernelError, VulkanError, VulkanUnavailable
 from .kernel import Kernel, check_kernel
 from .properties import describe, feature_chain
@@ -595,7 +595,7 @@ class Device:
                     f"{where}: the kernel takes {kern.num_buffers} buffers, got {len(bufs)}"
                 )
             for j, b in enumerate(bufs):
-                if isinstance(b, Buffer):
+                if isinstance(b, (Buffer, BufferSlice)):
                     if b.device is not self or b.closed:
                         why = "closed" if b.closed else "made on another device"
                         raise DispatchError(f"{where}: buffer {j} is {why}")
@@ -684,7 +684,11 @@ class Device:
                 dstBinding=j,
                 descriptorCount=1,
                 descriptorType=E.STORAGE_BUFFER,
-                pBufferInfo=[vk.VkDescriptorBufferInfo(buffer=b._handle, range=b._size)],
+                pBufferInfo=[
+                    vk.VkDescriptorBufferInfo(
+                        buffer=b._handle, offset=getattr(b, "offset", 0), range=b._size
+                    )
+                ],
             )
             for s, (_, bufs) in zip(sets, distinct)
             for j, b in enumerate(bufs)

@@ -1,0 +1,91 @@
+//===- AttentionLaunches.cpp - poot-gpu-attention-launches -----------------===//
+//
+// In a whole step on a GPU, each attention is a call of its generated
+// kernels (poot-attention-to-calls left a func.call carrying the plan and
+// the kernel symbols). After bufferization the call's operands are the
+// step's own device buffers; this pass replaces the call by the kernels'
+// launches over them: the planner's grid, one workgroup of `lanes`, and for
+// a split schedule the plan-local scratch and the combine launch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Conversion/Passes.h"
+
+#include "dialect/PootDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace mlir::poot {
+#define GEN_PASS_DEF_POOTGPUATTENTIONLAUNCHES
+#include "lib/Conversion/Passes.h.inc"
+} // namespace mlir::poot
+
+using namespace mlir;
+using namespace mlir::poot;
+
+namespace {
+
+struct AttentionLaunches
+    : poot::impl::PootGPUAttentionLaunchesBase<AttentionLaunches> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::CallOp> calls;
+    module.walk([&](func::CallOp call) {
+      if (call->hasAttr(PootDialect::kRequestAttrName))
+        calls.push_back(call);
+    });
+    for (func::CallOp call : calls) {
+      auto req = call->getAttrOfType<AttentionRequestAttr>(
+          PootDialect::kRequestAttrName);
+      auto kernels = call->getAttrOfType<ArrayAttr>("poot.kernels");
+      if (!kernels || kernels.empty()) {
+        call.emitError("poot-gpu-attention-launches: the attention call has "
+                       "no poot.kernels (run poot-generate-attention-kernels "
+                       "before poot-attention-to-calls)");
+        return signalPassFailure();
+      }
+      OpBuilder b(call);
+      Location loc = call.getLoc();
+      auto c = [&](int64_t v) {
+        return arith::ConstantIndexOp::create(b, loc, v).getResult();
+      };
+      SmallVector<Value> operands(call.getOperands());
+      Value out = operands.pop_back_val();
+      gpu::KernelDim3 block{c(req.getLanes()), c(1), c(1)};
+      int64_t rows = req.getBatch() * req.getQHeads() * req.getQLen();
+      bool split = req.getSplits() > 1;
+      auto launch = [&](Attribute kernel, gpu::KernelDim3 grid,
+                        ValueRange args) {
+        gpu::LaunchFuncOp::create(b, loc, cast<SymbolRefAttr>(kernel), grid,
+                                  block, Value(), args);
+      };
+      gpu::KernelDim3 grid{c(req.getGridX()), c(req.getGridY()), c(1)};
+      if (!split) {
+        SmallVector<Value> args(operands);
+        args.push_back(out);
+        launch(kernels[0], grid, args);
+      } else {
+        // The partials of every (row, split), then one combine per row.
+        int64_t floats = rows * req.getSplits() * (req.getValueWidth() + 2);
+        Value scratch = memref::AllocOp::create(
+            b, loc, MemRefType::get({floats}, b.getF32Type()));
+        SmallVector<Value> args(operands);
+        args.push_back(scratch);
+        launch(kernels[0], grid, args);
+        int64_t x = std::min(rows, req.getGridX());
+        gpu::KernelDim3 combineGrid{c(x), c((rows + x - 1) / x), c(1)};
+        launch(kernels[1], combineGrid, ValueRange{scratch, out});
+        memref::DeallocOp::create(b, loc, scratch);
+      }
+      call.erase();
+    }
+    // The callees are declarations nobody calls any more.
+    for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+      if (func.isExternal() && SymbolTable::symbolKnownUseEmpty(func, module))
+        func.erase();
+  }
+};
+
+} // namespace

@@ -1,0 +1,262 @@
+//===- HostToParallel.cpp - poot-gpu-host-to-parallel ----------------------===//
+//
+// On a GPU target the step's host function may only allocate, view and
+// launch: every computation must run in a kernel. After bufferization and
+// linalg-to-parallel-loops most of it already sits in scf.parallel loops;
+// this pass moves the rest there (scalar index math and loads feeding a
+// loop, the scatter loop over a write map, zero-rank computations), then
+// flattens each top-level loop and maps it onto blocks x threads, so
+// convert-parallel-loops-to-gpu turns each into one kernel launch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Conversion/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace mlir::poot {
+#define GEN_PASS_DEF_POOTGPUHOSTTOPARALLEL
+#include "lib/Conversion/Passes.h.inc"
+} // namespace mlir::poot
+
+using namespace mlir;
+
+namespace {
+
+/// Host ops that stay on the host: buffers, views, constants, launches.
+bool staysOnHost(Operation *op) {
+  return isa<memref::AllocOp, memref::DeallocOp, memref::GetGlobalOp,
+             memref::CollapseShapeOp, memref::ExpandShapeOp, memref::CastOp,
+             memref::ReinterpretCastOp, memref::CopyOp, gpu::LaunchFuncOp,
+             scf::ParallelOp, func::ReturnOp, func::CallOp>(op) ||
+         (op->hasTrait<OpTrait::ConstantLike>() && op->getNumRegions() == 0);
+}
+
+/// Ops whose value may be recomputed inside a kernel: scalar arithmetic and
+/// loads (the buffers a step reads are not written between the host point
+/// and the launch that uses the value: launches run in order).
+bool sinkable(Operation *op) {
+  if (op->getNumRegions() || op->getNumResults() != 1)
+    return false;
+  if (isa<memref::LoadOp>(op))
+    return true;
+  return isa<arith::ArithDialect, affine::AffineDialect>(op->getDialect()) &&
+         isMemoryEffectFree(op);
+}
+
+/// Clones every sinkable host op whose uses are all inside top-level
+/// scf.parallel loops into each of those loops, then erases it.
+void sinkScalarsIntoLoops(Block &body) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body))) {
+      if (!sinkable(&op) || op.getParentOp() != body.getParentOp())
+        continue;
+      if (op.hasTrait<OpTrait::ConstantLike>())
+        continue; // constants are cheap to keep and sunk by gpu passes
+      SmallVector<scf::ParallelOp> loops;
+      bool allInLoops = !op.use_empty();
+      for (Operation *user : op.getUsers()) {
+        Operation *top = user;
+        while (top->getBlock() != &body)
+          top = top->getParentOp();
+        auto loop = dyn_cast<scf::ParallelOp>(top);
+        if (!loop || top == user) {
+          allInLoops = false;
+          break;
+        }
+        if (!llvm::is_contained(loops, loop))
+          loops.push_back(loop);
+      }
+      if (!allInLoops)
+        continue;
+      for (scf::ParallelOp loop : loops) {
+        OpBuilder b(loop.getBody(), loop.getBody()->begin());
+        Operation *copy = b.clone(op);
+        op.getResult(0).replaceUsesWithIf(copy->getResult(0), [&](OpOperand &use) {
+          return loop->isAncestor(use.getOwner());
+        });
+      }
+      op.erase();
+      changed = true;
+    }
+  }
+}
+
+/// A one-iteration scf.parallel around the ops [first, last] of `body`.
+scf::ParallelOp wrapInSingleIteration(Operation *first, Operation *last) {
+  OpBuilder b(first);
+  Location loc = first->getLoc();
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = scf::ParallelOp::create(b, loc, ValueRange{zero}, ValueRange{one},
+                                      ValueRange{one});
+  Block *inner = loop.getBody();
+  SmallVector<Operation *> ops;
+  for (Operation *op = first;; op = op->getNextNode()) {
+    ops.push_back(op);
+    if (op == last)
+      break;
+  }
+  for (Operation *op : ops)
+    op->moveBefore(inner->getTerminator());
+  return loop;
+}
+
+/// Flattens a top-level loop (zero lower bounds, unit steps, constant upper
+/// bounds) to one dimension and maps it onto blocks of `threads` threads.
+LogicalResult mapLoop(scf::ParallelOp loop, int64_t threads) {
+  SmallVector<int64_t> extents;
+  for (auto [lb, ub, step] : llvm::zip(loop.getLowerBound(), loop.getUpperBound(),
+                                       loop.getStep())) {
+    std::optional<int64_t> l = getConstantIntValue(lb);
+    std::optional<int64_t> u = getConstantIntValue(ub);
+    std::optional<int64_t> s = getConstantIntValue(step);
+    if (!l || !u || !s || *l != 0 || *s != 1)
+      return loop.emitError("poot-gpu-host-to-parallel: a loop with a "
+                            "non-constant or offset range cannot be mapped");
+    extents.push_back(*u);
+  }
+  int64_t total = 1;
+  for (int64_t e : extents)
+    total *= e;
+  int64_t blockThreads = std::min<int64_t>(threads, std::max<int64_t>(total, 1));
+  int64_t blocks = (total + blockThreads - 1) / blockThreads;
+
+  OpBuilder b(loop);
+  Location loc = loop.getLoc();
+  auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
+  Value zero = c(0), one = c(1);
+  auto outer = scf::ParallelOp::create(b, loc, ValueRange{zero},
+                                       ValueRange{c(blocks)}, ValueRange{one});
+  OpBuilder ob(outer.getBody(), outer.getBody()->begin());
+  auto inner = scf::ParallelOp::create(
+      ob, loc, ValueRange{arith::ConstantIndexOp::create(ob, loc, 0)},
+      ValueRange{arith::ConstantIndexOp::create(ob, loc, blockThreads)},
+      ValueRange{arith::ConstantIndexOp::create(ob, loc, 1)});
+  OpBuilder ib(inner.getBody(), inner.getBody()->begin());
+  Value linear = arith::AddIOp::create(
+      ib, loc,
+      arith::MulIOp::create(ib, loc, outer.getInductionVars()[0],
+                            arith::ConstantIndexOp::create(ib, loc, blockThreads)),
+      inner.getInductionVars()[0]);
+  Value inRange = arith::CmpIOp::create(
+      ib, loc, arith::CmpIPredicate::ult, linear,
+      arith::ConstantIndexOp::create(ib, loc, total));
+  auto guard = scf::IfOp::create(ib, loc, inRange, /*withElse=*/false);
+  OpBuilder gb = OpBuilder::atBlockBegin(&guard.getThenRegion().front());
+  // Delinearize: the last dimension varies fastest (coalesced accesses).
+  IRMapping mapping;
+  Value rest = linear;
+  for (int64_t d = int64_t(extents.size()) - 1; d >= 0; --d) {
+    Value extent = arith::ConstantIndexOp::create(gb, loc, extents[d]);
+    Value iv = d == 0 ? rest : arith::RemUIOp::create(gb, loc, rest, extent);
+    if (d != 0)
+      rest = arith::DivUIOp::create(gb, loc, rest, extent);
+    mapping.map(loop.getInductionVars()[d], iv);
+  }
+  for (Operation &op : loop.getBody()->without_terminator())
+    gb.clone(op, mapping);
+
+  MLIRContext *ctx = loop.getContext();
+  AffineMap id = AffineMap::getMultiDimIdentityMap(1, ctx);
+  auto dim = [&](gpu::Processor p) {
+    return gpu::ParallelLoopDimMappingAttr::get(ctx, p, id, id);
+  };
+  if (failed(gpu::setMappingAttr(outer, {dim(gpu::Processor::BlockX)})) ||
+      failed(gpu::setMappingAttr(inner, {dim(gpu::Processor::ThreadX)})))
+    return loop.emitError("poot-gpu-host-to-parallel: cannot map the loop");
+  loop.erase();
+  return success();
+}
+
+struct HostToParallel
+    : poot::impl::PootGPUHostToParallelBase<HostToParallel> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+    Block &body = func.getBody().front();
+
+    // 1. A loop the host would run (the scatter over a write map's tokens):
+    //    its iterations write distinct rows when it says so, else it runs
+    //    as one thread.
+    for (auto loop : llvm::make_early_inc_range(body.getOps<scf::ForOp>())) {
+      if (loop.getNumResults() != 0) {
+        loop.emitError("poot-gpu-host-to-parallel: a host loop that carries "
+                       "values cannot run on the device");
+        return signalPassFailure();
+      }
+      if (loop->hasAttr("poot.distinct_iterations")) {
+        OpBuilder b(loop);
+        auto par = scf::ParallelOp::create(
+            b, loop.getLoc(), ValueRange{loop.getLowerBound()},
+            ValueRange{loop.getUpperBound()}, ValueRange{loop.getStep()});
+        IRMapping mapping;
+        mapping.map(loop.getInductionVar(), par.getInductionVars()[0]);
+        OpBuilder pb(par.getBody()->getTerminator());
+        for (Operation &op : loop.getBody()->without_terminator())
+          pb.clone(op, mapping);
+        loop.erase();
+      } else {
+        wrapInSingleIteration(loop, loop);
+      }
+    }
+
+    // 2. Scalars the loops need (a clamped position, a loaded length).
+    sinkScalarsIntoLoops(body);
+
+    // 3. Whatever computes on the host still (zero-rank math, scf.if) runs
+    //    as a one-thread kernel; its values must not escape to the host.
+    Operation *first = nullptr, *last = nullptr;
+    auto flush = [&]() -> LogicalResult {
+      if (!first)
+        return success();
+      for (Operation *op = first;; op = op->getNextNode()) {
+        for (Value result : op->getResults())
+          for (Operation *user : result.getUsers()) {
+            Operation *top = user;
+            while (top->getBlock() != &body)
+              top = top->getParentOp();
+            if (top->isBeforeInBlock(first) || last->isBeforeInBlock(top))
+              return op->emitError("poot-gpu-host-to-parallel: a value the "
+                                   "host would compute is used by the host");
+          }
+        if (op == last)
+          break;
+      }
+      wrapInSingleIteration(first, last);
+      first = last = nullptr;
+      return success();
+    };
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      if (staysOnHost(&op)) {
+        if (failed(flush()))
+          return signalPassFailure();
+        continue;
+      }
+      if (!first)
+        first = &op;
+      last = &op;
+    }
+    if (failed(flush()))
+      return signalPassFailure();
+    sinkScalarsIntoLoops(body);
+
+    // 4. One launch per top-level loop: blocks x threads, one dimension.
+    for (auto loop : llvm::make_early_inc_range(body.getOps<scf::ParallelOp>()))
+      if (failed(mapLoop(loop, threadsPerBlock)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace

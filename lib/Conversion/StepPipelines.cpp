@@ -1,0 +1,76 @@
+//===- StepPipelines.cpp - poot-step-to-{spirv,nvvm,rocdl} -----------------===//
+//
+// A whole step function on a GPU, built from upstream MLIR: poot to linalg on
+// tensors, elementwise fusion, one-shot bufferization with the donated state
+// written in place, linalg to parallel loops, the loops mapped onto blocks and
+// threads and outlined into kernels, beside the generated attention kernels.
+// What stays on the host is a straight line of buffers and launches, which
+// poot-gpu-serialize-program records for the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Conversion/GPUPipelines.h"
+
+#include "lib/Conversion/Passes.h"
+#include "lib/Transforms/Passes.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Conversion/SCFToGPU/SCFToGPUPass.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void mlir::poot::buildPootStepToGPUPipeline(OpPassManager &pm,
+                                            StringRef target,
+                                            const PootGPUPipelineOptions &o) {
+  // 1. poot level: the validation prologue, the plan and the attention
+  //    kernels; each attention becomes a call of flat buffers.
+  pm.addPass(createPootSplitValidation());
+  addPlanAndGenerate(pm, target, o);
+  pm.addPass(createPootAttentionToCalls());
+  // 2. Every primitive to linalg on tensors (the write-map markers are still
+  //    there: a scatter through one writes distinct rows), then the entry
+  //    ABI: donated state writable, other arguments read-only.
+  pm.addPass(createConvertPootToLinalg());
+  PootCPUEntryABIOptions abi;
+  pm.addPass(createPootCPUEntryABI(abi));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createLinalgElementwiseOpFusionPass());
+  // 3. Buffers, the state in place (see poot-to-llvm-cpu).
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createPootDropAliasedResults());
+  pm.addPass(createPootGPUAttentionLaunches());
+  // 4. Parallel loops mapped to blocks x threads, then kernels.
+  pm.addNestedPass<func::FuncOp>(createPootCPUExpandStridedCopies());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addNestedPass<func::FuncOp>(memref::createFoldMemRefAliasOpsPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createPootGPUHostToParallel());
+  pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createGpuLaunchSinkIndexComputationsPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createPootGPUSerializeProgram());
+  // 5. The kernels: loops a kernel still nests become plain loops, then the
+  //    target's lowering.
+  pm.addNestedPass<gpu::GPUModuleOp>(createParallelForToNestedForsPass());
+  pm.addPass(createLowerAffinePass());
+  if (target == "spirv")
+    pm.addPass(createPootGPUSPIRVEntryABI());
+  addKernelLowering(pm, target, o);
+}

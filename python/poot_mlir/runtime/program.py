@@ -1,0 +1,297 @@
+"""Run a whole-step GPU artifact (compiler.step_gpu) with its state resident
+on the device. Imports no MLIR.
+
+The artifact's program lists the step's buffers and its commands; a session
+allocates every buffer once (arguments, one arena for all temporaries,
+constants uploaded once), keeps the state on the device between steps, and
+per step writes the bound inputs, runs the validation prologue (if any),
+then the step's launches, and reads back the outputs. A state written in
+place never leaves the device; `Session.state` reads it back when asked.
+
+    art = ProgramArtifact("out/step", backend="vulkan")   # or "cuda"
+    sess = art.session({"k0": k0, "v0": v0})
+    res = sess.step({"x": x, "pos": 3})                    # binding.Result
+    k0_now = sess.state["k0"]                              # read back
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import BindError, PootError
+from . import binding
+
+
+class _Vulkan:
+    """The program's device operations on runtime.vulkan."""
+
+    def __init__(self, prefer: str) -> None:
+        from . import vulkan as vk
+
+        self.vk = vk
+        self.device = vk.Device(prefer=prefer)
+
+    def alloc(self, nbytes: int) -> Any:
+        return self.device.zeros(max(int(nbytes), 16))
+
+    def slice(self, buf: Any, offset: int, nbytes: int) -> Any:
+        return self.vk.buffer.BufferSlice(buf, offset, nbytes)
+
+    def write(self, buf: Any, array: np.ndarray) -> None:
+        buf.write(np.ascontiguousarray(array).reshape(-1))
+
+    def read(self, buf: Any, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+        count = int(np.prod(shape)) if shape else 1
+        return buf.read(dtype, (count,)).reshape(shape)
+
+    def kernel(self, payload: bytes, entry: str, num_args: int, block: list[int]) -> Any:
+        return self.device.load_kernel(payload, entry=entry, num_buffers=num_args)
+
+    def execute(self, commands: list[tuple]) -> None:
+        launches: list[tuple] = []
+        for command in commands:
+            if command[0] == "launch":
+                _, kernel, bufs, grid = command
+                launches.append((kernel, bufs, grid))
+                continue
+            if launches:
+                self.device.run(launches)
+                launches = []
+            _, src, dst, nbytes = command
+            self.device._copy(_base(src), _base(dst), _offset(src), _offset(dst), nbytes)
+        if launches:
+            self.device.run(launches)
+
+    def close(self) -> None:
+        self.device.close()
+
+
+class _Cuda:
+    """The program's device operations on runtime.cuda (cuda-python)."""
+
+    def __init__(self) -> None:
+        from .cuda import CudaBackend, DeviceBuffer
+
+        self.backend = CudaBackend()
+        self._buffer = DeviceBuffer
+
+    def alloc(self, nbytes: int) -> Any:
+        buf = self.backend.alloc(max(int(nbytes), 16))
+        self.backend.fill32(buf, 0)
+        return buf
+
+    def slice(self, buf: Any, offset: int, nbytes: int) -> Any:
+        return self._buffer(int(buf.ptr) + offset, nbytes, None, keep=buf)
+
+    def write(self, buf: Any, array: np.ndarray) -> None:
+        self.backend.write(buf, np.ascontiguousarray(array))
+
+    def read(self, buf: Any, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+        count = int(np.prod(shape)) if shape else 1
+        return self.backend.download(buf, dtype, count).reshape(shape)
+
+    def kernel(self, payload: bytes, entry: str, num_args: int, block: list[int]) -> Any:
+        return self.backend.kernel(payload, entry, num_args, block)
+
+    def execute(self, commands: list[tuple]) -> None:
+        from cuda.bindings import driver
+
+        launches: list[tuple] = []
+        for command in commands:
+            if command[0] == "launch":
+                _, kernel, bufs, grid = command
+                launches.append((kernel, bufs, grid))
+                continue
+            if launches:
+                self.backend.launch(launches)
+                launches = []
+            _, src, dst, nbytes = command
+            self.backend._check("cuMemcpyDtoD", driver.cuMemcpyDtoD(int(dst.ptr), int(src.ptr), nbytes))
+        if launches:
+            self.backend.launch(launches)
+        self.backend.synchronize()
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+def _base(buf: Any) -> Any:
+    return getattr(buf, "buffer", buf)
+
+
+def _offset(buf: Any) -> int:
+    return int(getattr(buf, "offset", 0))
+
+
+def _device(backend: str) -> Any:
+    if backend in ("vulkan", "lavapipe"):
+        return _Vulkan("lavapipe" if backend == "lavapipe" else "any")
+    if backend == "cuda":
+        return _Cuda()
+    raise PootError(f"unknown GPU backend {backend!r} (vulkan, lavapipe, cuda)")
+
+
+class ProgramArtifact:
+    """A loaded whole-step GPU artifact."""
+
+    def __init__(self, path: "str | Path", backend: str = "vulkan") -> None:
+        self.path = Path(path)
+        manifest_path = self.path / "manifest.json"
+        if not manifest_path.is_file():
+            raise PootError(f"{self.path}: no manifest.json (not an artifact directory)")
+        self.manifest = json.loads(manifest_path.read_text())
+        if self.manifest.get("format") != "poot-artifact/1" or self.manifest.get("kind") != "program":
+            raise PootError(f"{manifest_path} is not a whole-step GPU artifact")
+        self.signature = binding.Signature.from_json(self.manifest["function"])
+        self.programs = self.manifest["programs"]
+        self.device = _device(backend)
+        self._kernels: dict[tuple[str, str], Any] = {}
+
+    @property
+    def arena_bytes(self) -> int:
+        return max(int(p["arena_bytes"]) for p in self.programs.values())
+
+    def kernel(self, launch: dict[str, Any]) -> Any:
+        key = (launch["kernel"], launch["entry"])
+        if key not in self._kernels:
+            payload = (self.path / launch["kernel"]).read_bytes()
+            self._kernels[key] = self.device.kernel(
+                payload, launch["entry"], len(launch["args"]), launch["block"]
+            )
+        return self._kernels[key]
+
+    def session(self, state: Mapping[str, np.ndarray] | None = None) -> "Session":
+        return Session(self, state)
+
+    def run(self, inputs: Mapping[str, Any]) -> binding.Result:
+        """One step from the given state (inputs by name, state included);
+        the result carries the new state, read back."""
+        states = {p.state for p in self.signature.args if p.state is not None}
+        given = {k: v for k, v in inputs.items() if k in states}
+        with_state = self.session(given)
+        result = with_state.step({k: v for k, v in inputs.items() if k not in states})
+        result.state = with_state.state
+        return result
+
+    def close(self) -> None:
+        self.device.close()
+
+
+class Session:
+    """A device-resident session: the state stays on the device; a step
+    binds its inputs before anything runs, runs the validation prologue,
+    then the step. A refused bind or a failed validation leaves the device
+    state exactly as it was (nothing of the step has run)."""
+
+    def __init__(self, artifact: ProgramArtifact, state: Mapping[str, np.ndarray] | None) -> None:
+        self.artifact = artifact
+        signature = artifact.signature
+        dev = artifact.device
+        state = dict(state or {})
+        unknown = sorted(set(state) - set(signature.state_names))
+        if unknown:
+            raise BindError(f"unknown state {unknown} (the function's state: {list(signature.state_names)})")
+        self._args = [dev.alloc(int(np.prod(p.shape)) * p.dtype.itemsize) for p in signature.args]
+        self._arena = dev.alloc(artifact.arena_bytes) if artifact.arena_bytes else None
+        for port, buf in zip(signature.args, self._args):
+            if port.state is None:
+                continue
+            if port.state not in state:
+                raise BindError(f"no initial value for state {port.describe()}")
+            dev.write(buf, binding.normalize(port, state[port.state]))
+        self._buffers = {name: self._program_buffers(p) for name, p in artifact.programs.items()}
+
+    def _program_buffers(self, program: dict[str, Any]) -> list[Any]:
+        dev = self.artifact.device
+        out = []
+        for desc in program["buffers"]:
+            if desc["kind"] == "arg":
+                out.append(self._args[desc["index"]])
+            elif desc["kind"] == "temp":
+                out.append(dev.slice(self._arena, desc["offset"], desc["bytes"]))
+            else:
+                buf = dev.alloc(desc["bytes"])
+                dev.write(buf, np.frombuffer(bytes.fromhex(desc["hex"]), np.uint8))
+                out.append(buf)
+        return out
+
+    def _commands(self, name: str) -> list[tuple]:
+        program = self.artifact.programs[name]
+        bufs = self._buffers[name]
+        commands = []
+        for command in program["commands"]:
+            if "launch" in command:
+                launch = command["launch"]
+                commands.append(
+                    ("launch", self.artifact.kernel(launch), [bufs[a] for a in launch["args"]],
+                     tuple(launch["grid"]))
+                )
+            else:
+                copy = command["copy"]
+                commands.append(("copy", bufs[copy["from"]], bufs[copy["to"]], copy["bytes"]))
+        return commands
+
+    def _bind(self, inputs: Mapping[str, Any]) -> list[tuple[int, np.ndarray]]:
+        """Check every non-state input before anything runs (the shared
+        binder's rules; state comes from the device)."""
+        if not isinstance(inputs, Mapping):
+            raise BindError(f"step inputs must be a mapping of names to values, got {type(inputs).__name__}")
+        signature = self.artifact.signature
+        ports = [p for p in signature.args if p.state is None]
+        for port in signature.args:
+            if port.state is not None and (port.key in inputs or port.state in inputs):
+                raise BindError(f"state argument {port.describe()} comes from the session, not the inputs")
+        sub = binding.Signature(signature.name, tuple(ports), signature.results)
+        arrays = binding.bind(sub, inputs)
+        index = {id(p): i for i, p in enumerate(signature.args)}
+        return [(index[id(p)], a) for p, a in zip(ports, arrays)]
+
+    def step(self, inputs: Mapping[str, Any]) -> binding.Result:
+        signature = self.artifact.signature
+        dev = self.artifact.device
+        bound = self._bind(inputs)
+        for i, array in bound:
+            dev.write(self._args[i], array)
+        if signature.validate is not None:
+            name, indices = signature.validate
+            dev.execute(self._commands(name))
+            flags: list[Any] = [None] * len(signature.results)
+            results = self.artifact.programs[name]["results"]
+            for slot, i in zip(results, indices):
+                port = signature.results[i]
+                flags[i] = dev.read(self._buffers[name][slot], port.dtype, port.shape)
+            binding.check_validation(signature, flags)
+        dev.execute(self._commands(signature.name))
+        program = self.artifact.programs[signature.name]
+        remaining = iter(program["results"])
+        outputs: list[np.ndarray] = []
+        for port in signature.results:
+            if port.in_place_of is not None:
+                outputs.append(None)  # type: ignore[arg-type]
+                continue
+            buf = self._buffers[signature.name][next(remaining)]
+            if port.state is not None:
+                # A state the step did not write in place: its new value
+                # becomes the argument buffer for the next step.
+                arg = next(i for i, a in enumerate(signature.args) if a.state == port.state)
+                dev.execute([("copy", buf, self._args[arg], int(np.prod(port.shape)) * port.dtype.itemsize)])
+                outputs.append(None)  # type: ignore[arg-type]
+                continue
+            outputs.append(dev.read(buf, port.dtype, port.shape))
+        binding.check_validation(signature, outputs)
+        named = {p.key: v for p, v in zip(signature.results, outputs) if p.name is not None and v is not None}
+        return binding.Result(outputs, named, {})
+
+    @property
+    def state(self) -> dict[str, np.ndarray]:
+        """The device state, read back (a copy)."""
+        dev = self.artifact.device
+        return {
+            port.state: dev.read(buf, port.dtype, port.shape)
+            for port, buf in zip(self.artifact.signature.args, self._args)
+            if port.state is not None
+        }
