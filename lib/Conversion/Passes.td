@@ -204,6 +204,11 @@ def PootCPUExpandStridedCopies
     linalg.copy ins(%u : memref<1x2x1x4xf32>) outs(%view : memref<1x2x1x4xf32, strided<[64, 32, 4, 1], offset: ?>>)
     ```
   }];
+  let options = [
+    Option<"every", "every", "bool", /*default=*/"false",
+           "Turn every memref.copy into linalg.copy (a GPU step: copies run "
+           "as kernels, the host only launches)">,
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 

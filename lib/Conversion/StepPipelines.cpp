@@ -16,6 +16,7 @@
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/SCFToGPU/SCFToGPUPass.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
@@ -54,7 +55,9 @@ void mlir::poot::buildPootStepToGPUPipeline(OpPassManager &pm,
   pm.addPass(createPootDropAliasedResults());
   pm.addPass(createPootGPUAttentionLaunches());
   // 4. Parallel loops mapped to blocks x threads, then kernels.
-  pm.addNestedPass<func::FuncOp>(createPootCPUExpandStridedCopies());
+  PootCPUExpandStridedCopiesOptions copies;
+  copies.every = true; // copies are kernels too: the host only launches
+  pm.addNestedPass<func::FuncOp>(createPootCPUExpandStridedCopies(copies));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addNestedPass<func::FuncOp>(memref::createFoldMemRefAliasOpsPass());
   pm.addPass(createCanonicalizerPass());
@@ -69,6 +72,9 @@ void mlir::poot::buildPootStepToGPUPipeline(OpPassManager &pm,
   // 5. The kernels: loops a kernel still nests become plain loops, then the
   //    target's lowering.
   pm.addNestedPass<gpu::GPUModuleOp>(createParallelForToNestedForsPass());
+  // Integer floor division/ceil and the like as plain arithmetic (no
+  // target lowers arith.floordivsi directly).
+  pm.addNestedPass<gpu::GPUModuleOp>(arith::createArithExpandOpsPass());
   pm.addPass(createLowerAffinePass());
   if (target == "spirv")
     pm.addPass(createPootGPUSPIRVEntryABI());

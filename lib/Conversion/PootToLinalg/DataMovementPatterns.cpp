@@ -234,7 +234,7 @@ struct ScatterUpdateLowering : OpConversionPattern<ScatterUpdateOp> {
         });
     // A write map names each slot once (the binder refuses a repeat), so
     // its iterations write distinct rows and may run in parallel.
-    if (indexesThroughWriteMap(op.getIndices()))
+    if (indexesThroughWriteMap(op, op.getIndices()))
       loop->setAttr("poot.distinct_iterations", rewriter.getUnitAttr());
     rewriter.replaceOp(op, loop.getResult(0));
     return success();
@@ -242,15 +242,17 @@ struct ScatterUpdateLowering : OpConversionPattern<ScatterUpdateOp> {
 
   /// `indices` is a `#poot.slot<write_map>` argument, seen through reshapes
   /// and slices (which keep its words distinct).
-  static bool indexesThroughWriteMap(Value indices) {
+  static bool indexesThroughWriteMap(Operation *op, Value indices) {
     while (Operation *def = indices.getDefiningOp()) {
       if (!isa<ReshapeOp, SliceOp>(def))
         return false;
       indices = def->getOperand(0);
     }
+    // (During the conversion the argument's block may already be detached:
+    // find the function from the op.)
     auto arg = cast<BlockArgument>(indices);
-    auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-    if (!func)
+    auto func = op->getParentOfType<func::FuncOp>();
+    if (!func || arg.getArgNumber() >= func.getNumArguments())
       return false;
     auto slot = func.getArgAttrOfType<SlotAttr>(arg.getArgNumber(),
                                                 PootDialect::kSlotAttrName);

@@ -21,12 +21,14 @@ using namespace mlir::poot;
 namespace {
 struct PootCPUExpandStridedCopies
     : poot::impl::PootCPUExpandStridedCopiesBase<PootCPUExpandStridedCopies> {
+  using Base::Base;
   void runOnOperation() override {
     SmallVector<memref::CopyOp> strided;
     getOperation().walk([&](memref::CopyOp copy) {
       auto source = cast<MemRefType>(copy.getSource().getType());
       auto target = cast<MemRefType>(copy.getTarget().getType());
-      if (!source.getLayout().isIdentity() || !target.getLayout().isIdentity())
+      if (every || !source.getLayout().isIdentity() ||
+          !target.getLayout().isIdentity())
         strided.push_back(copy);
     });
     for (memref::CopyOp copy : strided) {
