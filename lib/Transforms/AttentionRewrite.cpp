@@ -305,6 +305,13 @@ void ChainRewriter::replaceAndClean(AttentionOp attention) {
       worklist.insert(def);
   worklist.insert(created.begin(), created.end());
   rewriter.replaceOp(chain.result, replacement);
+  // A head-folded result the program views as [B, H, Lq, Dv] again reads
+  // the op's result directly (the pipeline does not canonicalize after us).
+  if (replacement != attention.getResult())
+    for (Operation *user : llvm::make_early_inc_range(replacement.getUsers()))
+      if (auto reshape = dyn_cast<ReshapeOp>(user);
+          reshape && reshape.getType() == attention.getType())
+        rewriter.replaceOp(reshape, attention.getResult());
   llvm::DenseSet<Operation *> erased;
   while (!worklist.empty()) {
     Operation *op = worklist.pop_back_val();
