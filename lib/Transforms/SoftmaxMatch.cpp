@@ -190,14 +190,14 @@ LogicalResult match::readSoftmax(ExpOp exp, Softmax &softmax,
                 "the exp reads " + describe(shifted) +
                     ", not the scores minus their max (a softmax's "
                     "exp(s - max(s)))",
-                shift ? shift : exp.getOperation());
+                exp);
   SmallVector<Operation *> maxViews;
   ReduceOp max = readReduceView(maxView, maxViews);
   if (!max)
     return fail(decline,
                 "the value the softmax subtracts before the exp (" +
                     describe(maxView) + ") is not a reduce max of the scores",
-                maxView.getDefiningOp() ? maxView.getDefiningOp() : shift);
+                shift);
   if (max.getKind() != ReduceKind::Max)
     return fail(decline,
                 "'poot.reduce' before the exp takes the " +

@@ -433,6 +433,88 @@ func.func @live_incomplete(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x8x4xf32>, %v:
 
 // -----
 
+// The V rows zeroed past len, the K rows not.
+// CHECK-LABEL: func.func @live_lacks_k
+// CHECK-NOT:   poot.attention
+func.func @live_lacks_k(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>,
+                        %len: tensor<1xi32> {poot.range = #poot.range<1, 4>}) -> tensor<1x1x1x2xf32> {
+  %len4 = poot.reshape %len : tensor<1xi32> -> tensor<1x1x1x1xi32>
+  %tr = poot.iota dim = 2 : tensor<1x1x4x1xi32>
+  %krow = poot.compare lt, %tr, %len4 : (tensor<1x1x4x1xi32>, tensor<1x1x1x1xi32>) -> tensor<1x1x4x1xi1>
+  %zero = poot.constant dense<0.0> : tensor<f32>
+  // expected-remark @+1 {{attention not fused: live length: attention_live zeroes the K and V rows past len and sets their scores to -inf; this chain lacks the K select}}
+  %vl = poot.select %krow, %v, %zero : (tensor<1x1x4x1xi1>, tensor<1x1x4x2xf32>, tensor<f32>) -> tensor<1x1x4x2xf32>
+  %tc = poot.iota dim = 3 : tensor<1x1x1x4xi32>
+  %keep = poot.compare lt, %tc, %len4 : (tensor<1x1x1x4xi32>, tensor<1x1x1x1xi32>) -> tensor<1x1x1x4xi1>
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %ninf = poot.constant dense<0xFF800000> : tensor<f32>
+  %s1 = poot.select %keep, %s, %ninf : (tensor<1x1x1x4xi1>, tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s1 axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s1, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %out = poot.matmul %p, %vl : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// The K and V rows zeroed past len, but no score set to -inf: the zeroed keys
+// would still score 0 and take weight.
+// CHECK-LABEL: func.func @live_lacks_score_select
+// CHECK-NOT:   poot.attention
+func.func @live_lacks_score_select(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>,
+                                   %len: tensor<1xi32> {poot.range = #poot.range<1, 4>}) -> tensor<1x1x1x2xf32> {
+  %len4 = poot.reshape %len : tensor<1xi32> -> tensor<1x1x1x1xi32>
+  %tr = poot.iota dim = 2 : tensor<1x1x4x1xi32>
+  %krow = poot.compare lt, %tr, %len4 : (tensor<1x1x4x1xi32>, tensor<1x1x1x1xi32>) -> tensor<1x1x4x1xi1>
+  %zero = poot.constant dense<0.0> : tensor<f32>
+  // expected-remark @+1 {{attention not fused: live length: attention_live zeroes the K and V rows past len and sets their scores to -inf; this chain lacks the score select}}
+  %kl = poot.select %krow, %k, %zero : (tensor<1x1x4x1xi1>, tensor<1x1x4x2xf32>, tensor<f32>) -> tensor<1x1x4x2xf32>
+  %vl = poot.select %krow, %v, %zero : (tensor<1x1x4x1xi1>, tensor<1x1x4x2xf32>, tensor<f32>) -> tensor<1x1x4x2xf32>
+  %kt = poot.transpose %kl perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %out = poot.matmul %p, %vl : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// Scales whose product overflows a double.
+// CHECK-LABEL: func.func @scale_overflows
+// CHECK-NOT:   poot.attention
+func.func @scale_overflows(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32> {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %big = poot.constant dense<3.0e38> : tensor<f32>
+  %s1 = poot.mul %s, %big : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %s2 = poot.mul %s1, %big : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %s3 = poot.mul %s2, %big : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %s4 = poot.mul %s3, %big : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %s5 = poot.mul %s4, %big : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %s6 = poot.mul %s5, %big : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %s7 = poot.mul %s6, %big : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %s8 = poot.mul %s7, %big : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: the product of the score scales is not finite}}
+  %s9 = poot.mul %s8, %big : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s9 axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s9, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
 // BF16: the generated kernel is F32 only.
 // CHECK-LABEL: func.func @bf16
 // CHECK-NOT:   poot.attention
