@@ -355,3 +355,34 @@ def test_normalization_spellings_fuse(kind: str, rng: np.random.Generator) -> No
     assert count_ops(report.module, "poot.exp") == 0
     assert count_ops(report.module, "poot.matmul") == 0
     assert count_ops(report.module, "poot.div") == 0
+
+
+# --- the fused spellings run ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "case, build",
+    [
+        ("GPT-2 causal torch.where", lambda: gpt2_causal(F32_MIN)),
+        ("padding masked_fill -inf", lambda: padding_masked_fill(float("-inf"))),
+        ("BART heads in the batch", bart_heads_in_batch),
+        ("Whisper: keys stored transposed, q and k scaled", lambda: keys_pre_transposed(True)),
+        ("division after P.V", lambda: normalization("after")),
+    ],
+)
+def test_fused_spelling_runs_on_the_cpu(case: str, build, rng, tmp_path) -> None:
+    """The fused module compiled for the CPU against the oracle of the
+    primitive chain it came from."""
+    from poot_mlir.compiler.cpu import compile_cpu
+    from poot_mlir.runtime import cpu as runtime
+
+    module = build()
+    report = fused_copy(module)
+    assert report.attention == 1, report.remarks
+    artifact = runtime.load(compile_cpu(report.module, tmp_path / "step"))
+    inputs = random_inputs(module, rng)
+    got = artifact.run(inputs).named["out"]
+    want = oracle.run(module, inputs, reference=True).named["out"]
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    finite = ~np.isnan(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-5)
