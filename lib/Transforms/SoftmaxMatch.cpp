@@ -191,6 +191,21 @@ LogicalResult match::readSoftmax(ExpOp exp, Softmax &softmax,
                     ", not the scores minus their max (a softmax's "
                     "exp(s - max(s)))",
                 exp);
+  Type element = tensorOf(s).getElementType();
+  if (!element.isF32())
+    return fail(decline,
+                "element type " + typeString(element) +
+                    " is not f32: the generated attention kernel is F32 "
+                    "only, so the chain stays primitive",
+                exp);
+  int64_t rank = tensorOf(s).getRank();
+  if (rank != 4 && rank != 3)
+    return fail(decline,
+                "the softmax runs over " + typeString(s.getType()) +
+                    ", not the [B, Hq, Lq, Lk] (or head-folded [B*Hq, Lq, "
+                    "Lk]) scores of one attention",
+                exp);
+
   SmallVector<Operation *> maxViews;
   ReduceOp max = readReduceView(maxView, maxViews);
   if (!max)
@@ -211,7 +226,6 @@ LogicalResult match::readSoftmax(ExpOp exp, Softmax &softmax,
                     ", not over the scores the exp reads (" + describe(s) +
                     ")",
                 max);
-  int64_t rank = tensorOf(s).getRank();
   if (max.getAxis() != rank - 1)
     return fail(decline,
                 "'poot.reduce' takes the softmax max over axis " +
@@ -230,20 +244,6 @@ LogicalResult match::readSoftmax(ExpOp exp, Softmax &softmax,
   if (Operation *shared = firstShared(max, maxViews))
     return fail(decline, kEscapes, shared);
   softmax.scores = s;
-
-  Type element = tensorOf(s).getElementType();
-  if (!element.isF32())
-    return fail(decline,
-                "element type " + typeString(element) +
-                    " is not f32: the generated attention kernel is F32 "
-                    "only, so the chain stays primitive",
-                exp);
-  if (rank != 4 && rank != 3)
-    return fail(decline,
-                "the softmax runs over " + typeString(s.getType()) +
-                    ", not the [B, Hq, Lq, Lk] (or head-folded [B*Hq, Lq, "
-                    "Lk]) scores of one attention",
-                exp);
 
   // The users of ex: its sum and the normalization.
   Value ex = exp.getResult();
