@@ -68,6 +68,20 @@ def gpt2_causal(fill: float, *, lq: int = LQ, lk: int = LK) -> ir.Module:
     return finish(tr, ops.softmax(s), v)
 
 
+def gpt2_buffer() -> ir.Module:
+    """GPT-2 literally: the causal mask is a registered bool buffer
+    `tril(ones(n_positions, n_positions))`, sliced to the last Lq rows."""
+    n = 16
+    tr = Tracer("gpt2_buffer")
+    q, k, v = qkv(tr)
+    bias = ops.constant(np.tril(np.ones((1, 1, n, n), bool)))
+    # causal_mask = self.bias[:, :, key_length - query_length : key_length, :key_length]
+    causal = ops.slice(bias, (0, 0, LK - LQ, 0), (1, 1, LK, LK))
+    # mask_value = torch.full([], torch.finfo(attn_weights.dtype).min)
+    s = ops.where(causal, scores(q, k), ops.constant(F32_MIN, "f32"))
+    return finish(tr, ops.softmax(s), v)
+
+
 def padding_masked_fill(fill: float) -> ir.Module:
     """A boolean padding mask [B, 1, 1, Lk] (True = keep) applied with
     `scores.masked_fill(~mask, fill)` -- a fully padded row included when the
@@ -120,6 +134,7 @@ def causal_prefill_neg_inf() -> ir.Module:
         ("GPT-2 causal, torch.where with finfo.min", lambda: gpt2_causal(F32_MIN)),
         ("causal by torch.where with -inf", lambda: gpt2_causal(float("-inf"))),
         ("bottom-right causal, Lq=1 decode", lambda: gpt2_causal(F32_MIN, lq=1)),
+        ("GPT-2's sliced bool buffer", gpt2_buffer),
         ("padding masked_fill(~mask, -inf)", lambda: padding_masked_fill(float("-inf"))),
         ("padding masked_fill(~mask, finfo.min)", lambda: padding_masked_fill(F32_MIN)),
         ("BERT extended additive mask", bert_extended_mask),
