@@ -74,8 +74,9 @@ static MatchStatus matchLive(AttentionChain &chain, ArrayRef<ScoreStep> steps,
     return lacking("V", keySelect);
   int64_t lk = chain.shape.back();
   std::string why;
-  auto keyBound = matchLiveBound(keySelect.getCond(), chain.key.liveKeepWhenTrue,
-                                 chain.key.liveAxisFromEnd, lk, why);
+  auto keyBound =
+      matchLiveBound(keySelect.getCond(), chain.key.liveKeepWhenTrue,
+                     chain.key.liveAxisFromEnd, lk, why);
   if (!keyBound)
     return decline(d, why, keySelect);
   auto valueBound = matchLiveBound(valueSelect.getCond(),

@@ -123,7 +123,8 @@ bool match::rowsAlign(Value divisor, ReduceOp reduce, Value dividend) {
       reduce.getAxis() != static_cast<int64_t>(rows.size()) - 1 ||
       rows.size() < 2)
     return false;
-  if (have.drop_back(2) != want.drop_back(2) || have[rank - 2] != want[rank - 2])
+  if (have.drop_back(2) != want.drop_back(2) ||
+      have[rank - 2] != want[rank - 2])
     return false;
   if (have[rank - 1] != 1 && have[rank - 1] != want[rank - 1])
     return false;

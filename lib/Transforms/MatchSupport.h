@@ -1,4 +1,4 @@
-//===- MatchSupport.h - small readers the attention matcher shares -*- C++ -*-===//
+//===- MatchSupport.h - readers the attention matcher shares ----*- C++ -*-===//
 //
 // Constants, shapes, use counts and message helpers used by every part of
 // the attention matcher (SoftmaxMatch.cpp, ScoreMatch.cpp,

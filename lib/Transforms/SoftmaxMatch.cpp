@@ -2,11 +2,11 @@
 //
 // Reads, around the softmax's exp:
 //
-//   m  = reduce max s (last axis)            keepdim, or reshaped/broadcast back
-//   ex = exp(s - m)                          or exp(s + neg(m))
-//   z  = reduce sum ex (last axis)           keepdim, or reshaped/broadcast back
-//   p  = ex / z                              or ex * (1 / z)
-//   out = matmul p, v                        (p head-folded by a reshape or not)
+//   m   = reduce max s (last axis)      keepdim, or reshaped/broadcast back
+//   ex  = exp(s - m)                     or exp(s + neg(m))
+//   z   = reduce sum ex (last axis)      keepdim, or reshaped/broadcast back
+//   p   = ex / z                         or ex * (1 / z)
+//   out = matmul p, v                    (p head-folded by a reshape or not)
 // or
 //   out = matmul(ex, v) / z                  the division after the P.V product
 //
@@ -229,8 +229,8 @@ LogicalResult match::readSoftmax(ExpOp exp, Softmax &softmax,
   if (max.getAxis() != rank - 1)
     return fail(decline,
                 "'poot.reduce' takes the softmax max over axis " +
-                    std::to_string(max.getAxis()) + ", not the last (key) axis " +
-                    std::to_string(rank - 1),
+                    std::to_string(max.getAxis()) +
+                    ", not the last (key) axis " + std::to_string(rank - 1),
                 max);
   if (!rowsAlign(maxView, max, s))
     return fail(decline,
