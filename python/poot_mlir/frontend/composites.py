@@ -7,6 +7,8 @@ docstring, in that order, so a pattern can recognize it.
 
 from __future__ import annotations
 
+import numbers
+
 from . import checks, primitives as P
 from .checks import fail
 from .dtypes import FLOAT_DTYPES
@@ -74,7 +76,7 @@ def masked_fill(x: Tensor, mask: Tensor, value: float) -> Tensor:
     tr = checks.tracer_of(op, {"x": x, "mask": mask})
     checks.require_dtype(op, "mask", mask, ("i1",))
     checks.broadcasts_to(op, "mask", mask.shape, x.shape, "x")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise fail(op, "value", f"must be a number, got {value!r}")
     fill = P.constant(float(value) if x.dtype in FLOAT_DTYPES else value, x.dtype, tracer=tr)
     return P.select(mask, fill, x)
