@@ -1,10 +1,13 @@
 //===- AttentionMatch.h - read a primitive attention chain -------*- C++ -*-===//
 //
-// The read-only half of the attention rewrite: from the final
-// `matmul(p, v)` back to the softmax, the score transforms, the score
-// matmul, and the K/V sources behind their transposes, GQA repeats, paged
-// gathers, split-key concats and live-length selects. Nothing here changes
-// the IR; AttentionRewrite.cpp decides which form to build from the result.
+// The read-only half of the attention rewrite. Every candidate is anchored
+// at the softmax's `exp`: from there the matcher reads the softmax
+// (SoftmaxMatch.cpp), forward to the normalization and the P.V matmul,
+// backward through the score transforms to the score matmul
+// (ScoreMatch.cpp), and on to the Q/K/V sources behind their transposes,
+// scales, GQA repeats, paged gathers, split-key concats, live-length selects
+// and head folds (OperandMatch.cpp). Nothing here changes the IR;
+// AttentionRewrite.cpp decides which form to build from the result.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +21,13 @@
 
 namespace mlir::poot {
 
+/// Why a candidate does not fuse: the failed check, and the op it stopped
+/// at (its location is the user's source line the remark points to).
+struct Decline {
+  std::string why;
+  Operation *at = nullptr;
+};
+
 /// A paged view: `transpose(gather(pool, read, axis 0), [0, 2, 1, 3])`,
 /// i.e. `[B, Hkv, Lk, D]` read out of a `[S, Hkv, D]` pool by `read [B, Lk]`.
 struct PagedView {
@@ -26,8 +36,9 @@ struct PagedView {
   Value read;
 };
 
-/// A split key: `concat(per_head, broadcast(shared))` on the last axis, with
-/// `shared [B, 1, Lk, s]` broadcast over the heads.
+/// A split key: `concat(per_head, shared)` on the last axis, with `shared
+/// [B, 1, Lk, s]` broadcast over the heads (or, with one key head, taken as
+/// it is: canonicalization folds the identity broadcast away).
 struct SplitKey {
   ConcatOp concat;
   Value perHead; // [B, Hkv, Lk, Dk - s] (GQA repeat already read back)
@@ -37,20 +48,34 @@ struct SplitKey {
 
 /// Where K (or V) comes from, behind the score/output matmul.
 struct KVSource {
-  /// The `[B, Hkv, Lk, D]` value the dense form reads, when the graph holds
-  /// it. Null when it only exists as `transpose(viewSource, viewPerm)` (two
-  /// transposes the canonicalizer composed); the rewrite then builds it.
+  /// The value the dense form reads: `[B, Hkv, Lk, D]`, or `[B*H, Lk, D]`
+  /// when the heads are folded into the batch (`folded`; the rewrite
+  /// reshapes it), or `[.., D, Lk]` for a key stored transposed
+  /// (`transposed`; the rewrite transposes it). Null when it only exists as
+  /// `transpose(viewSource, viewPerm)` (two transposes the canonicalizer
+  /// composed); the rewrite then builds it.
   Value dense;
   Value viewSource;
   SmallVector<int64_t> viewPerm;
+  bool transposed = false;
   /// GQA/MQA group size read back from a repeat_kv chain (1: none).
   int64_t numRep = 1;
-  /// The live-length select that zeroes rows `t >= len`, if any, and
-  /// whether it keeps the rows when its condition holds.
+  /// The live-length select that zeroes rows `t >= len`, if any, whether it
+  /// keeps the rows when its condition holds, and where its key axis is
+  /// (counted from the last: 1 for `[.., Lk, D]`, 0 for a transposed key).
   SelectOp liveSelect;
   bool liveKeepWhenTrue = true;
+  int64_t liveAxisFromEnd = 1;
   std::optional<PagedView> paged;
   std::optional<SplitKey> split;
+};
+
+/// The query the op reads: `base` with the data movement ops that stood
+/// between a folded scale and the score matmul rebuilt over it (top-down:
+/// `movement[0]` fed the matmul). Empty `movement`: `base` is read as is.
+struct QuerySource {
+  Value base;
+  SmallVector<Operation *> movement;
 };
 
 /// A live-length condition `t < len` read from a select's condition.
@@ -62,13 +87,29 @@ struct LiveBound {
   Value root;
 };
 
+/// One step of the mask the op adds, in program order. The rewrite
+/// materializes the steps into one additive mask operand: it replays them
+/// on a zero score, so `mask = select(m, 0, fill)` for a boolean mask.
+struct MaskStep {
+  enum Kind { Add, Select, Scale } kind;
+  /// Add: the term; Select: the condition.
+  Value value;
+  /// Select: the splat fill (-inf or the lowest finite value).
+  Value fill;
+  bool keepWhenTrue = true;
+  /// Scale: the factor a later scale applies to everything masked so far.
+  double factor = 1.0;
+  /// The term or condition is laid over the head-folded `[B*H, Lq, Lk]`
+  /// scores (the rewrite unfolds it).
+  bool folded = false;
+};
+
 /// The score transform between the score matmul and the softmax.
 struct ScoreChain {
+  /// Every scale: on the scores, and on q or k before the score matmul.
   double scale = 1.0;
   std::optional<double> softcap;
-  /// Additive masks in program order, each with the factor the scale applied
-  /// after it contributes ((s + m) * c = s * c + m * c).
-  SmallVector<std::pair<Value, double>> masks;
+  SmallVector<MaskStep> masks;
   /// The select that sets scores of keys `t >= len` to -inf, if any, and
   /// whether it keeps the scores when its condition holds.
   SelectOp liveSelect;
@@ -77,25 +118,36 @@ struct ScoreChain {
 
 /// Everything the rewrite needs to build a poot.attention.
 struct AttentionChain {
+  /// The op whose result the fused op replaces: the P.V matmul, or the
+  /// division of its product by the softmax sum.
+  Operation *result = nullptr;
   MatMulOp output; // matmul(p, v)
   MatMulOp scores; // matmul(q, transpose(k))
-  Value query;
+  QuerySource query;
   ScoreChain transform;
+  /// The `[B, Hq, Lq, Lk]` scores the op computes, and whether the chain
+  /// computes some of them head-folded as `[B*Hq, Lq, Lk]`.
+  SmallVector<int64_t, 4> shape;
+  bool folded = false;
   KVSource key;
   KVSource value;
+  std::optional<LiveBound> live;
 };
 
 enum class MatchStatus {
-  /// Not a softmax-times-value product: not an attention candidate at all.
-  NotCandidate,
-  /// An attention candidate the op cannot take; `why` names the check.
+  /// An attention candidate the op cannot take; the Decline says why.
   Declined,
   Matched,
 };
 
-/// Reads the chain ending at `output`.
-MatchStatus matchAttentionChain(MatMulOp output, AttentionChain &chain,
-                                std::string &why);
+/// The score matmuls upstream of `exp` through float values only, without
+/// crossing another matmul: the candidates an `exp` stands for. Empty: the
+/// exp is not an attention candidate at all.
+SmallVector<MatMulOp> scoreMatmulsReaching(ExpOp exp);
+
+/// Reads the attention chain around the softmax whose exp is `exp`.
+MatchStatus matchAttentionChain(ExpOp exp, AttentionChain &chain,
+                                Decline &decline);
 
 /// Reads `t < len` from the condition of a live select, with the key index
 /// `t` on the axis `keyAxisFromEnd` places from the last (0 for scores

@@ -1,25 +1,32 @@
 //===- AttentionRewrite.cpp - primitive attention chains -> poot.attention ===//
 //
-// For each candidate chain (AttentionMatch.cpp reads it) this picks the
-// richest form the graph proves and the op's typing rule accepts:
+// Every softmax exp with a matmul upstream is a candidate. For each one
+// (AttentionMatch.cpp reads it) this picks the richest form the graph proves
+// and the op's typing rule accepts:
 //
 //   paged (pools + read map)  -> dense over the gathered view
 //   split key (key + shared)  -> dense over the concatenated key
 //   dense
 //
 // and adds the live length when every live select is present and the length
-// is proven in [1, Lk]. The op's verifier is the typing rule: a form is built,
-// verified with its diagnostics captured, and dropped again if it fails. A
-// declined candidate keeps its primitive chain untouched and, with
-// `remarks=true`, says which check failed.
+// is proven in [1, Lk]. The masks (additive terms and boolean selects) become
+// one additive mask operand; head-folded [B*H, L, D] operands are unfolded,
+// a key stored transposed is transposed back, and scales applied to q or k
+// are folded into the op's scale. The op's verifier is the typing rule: a
+// form is built, verified with its diagnostics captured, and dropped again if
+// it fails. A declined candidate keeps its primitive chain untouched and,
+// with `remarks=true`, gets one remark naming the failed check at the op it
+// stopped at.
 //
 //===----------------------------------------------------------------------===//
 
 #include "lib/Transforms/Passes.h"
 
 #include "lib/Transforms/AttentionMatch.h"
+#include "lib/Transforms/MatchSupport.h"
 #include "lib/Transforms/RangeProofs.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -35,10 +42,7 @@ namespace mlir::poot {
 
 using namespace mlir;
 using namespace mlir::poot;
-
-static RankedTensorType tensorOf(Value value) {
-  return cast<RankedTensorType>(value.getType());
-}
+using match::tensorOf;
 
 static std::string locString(Location loc) {
   std::string text;
@@ -65,7 +69,7 @@ public:
         loc(chain.output.getLoc()) {}
 
   /// Replaces the chain, or leaves it exactly as it was and says why.
-  LogicalResult run(std::string &why);
+  LogicalResult run(Decline &decline);
 
 private:
   struct Operands {
@@ -73,9 +77,11 @@ private:
   };
 
   LogicalResult buildLength(std::string &why);
-  void buildMask();
+  LogicalResult buildMask(std::string &why);
+  Value unfold(Value value);
+  Value buildQuery();
+  Value denseOperand(const KVSource &kv);
   FailureOr<AttentionOp> attempt(const Operands &operands, std::string &why);
-  Value denseKey();
   void note(const Twine &message) {
     if (remarks)
       chain.output->emitRemark(message);
@@ -85,6 +91,11 @@ private:
     auto op = OpTy::create(rewriter, loc, std::forward<Args>(args)...);
     created.push_back(op);
     return op;
+  }
+  Value scalar(double value) {
+    auto type = RankedTensorType::get({}, element);
+    return build<ConstantOp>(
+        type, DenseElementsAttr::get(type, FloatAttr::get(element, value)));
   }
   void dropCreated() {
     for (Operation *op : llvm::reverse(created))
@@ -98,43 +109,16 @@ private:
   function_ref<const RangeProofs &()> proofs;
   bool remarks;
   Location loc;
+  Type element;
   SmallVector<Operation *> created;
-  Value mask, length;
+  Value query, mask, length;
 };
 
 LogicalResult ChainRewriter::buildLength(std::string &why) {
-  SelectOp scoreSelect = chain.transform.liveSelect;
-  SelectOp keySelect = chain.key.liveSelect, valueSelect = chain.value.liveSelect;
-  if (!scoreSelect && !keySelect && !valueSelect)
+  if (!chain.live)
     return success();
-  if (!scoreSelect || !keySelect || !valueSelect) {
-    why = std::string("live length: attention_live zeroes the K and V rows "
-                      "past len and sets their scores to -inf; this chain "
-                      "lacks the ") +
-          (!keySelect ? "K" : !valueSelect ? "V" : "score") +
-          " select (a -inf select of the scores alone, such as a block "
-          "selection, is not a live length)";
-    return failure();
-  }
-  int64_t lk = tensorOf(chain.scores.getResult()).getShape().back();
-  auto read = [&](SelectOp select, bool keepWhenTrue, int64_t axisFromEnd) {
-    return matchLiveBound(select.getCond(), keepWhenTrue, axisFromEnd, lk, why);
-  };
-  std::optional<LiveBound> scoreBound = read(scoreSelect, chain.transform.liveKeepWhenTrue, 0);
-  if (!scoreBound)
-    return failure();
-  std::optional<LiveBound> keyBound = read(keySelect, chain.key.liveKeepWhenTrue, 1);
-  if (!keyBound)
-    return failure();
-  std::optional<LiveBound> valueBound = read(valueSelect, chain.value.liveKeepWhenTrue, 1);
-  if (!valueBound)
-    return failure();
-  if (keyBound->root != scoreBound->root || valueBound->root != scoreBound->root) {
-    why = "live length: the K, V and score selects bound different lengths";
-    return failure();
-  }
-
-  Value compared = scoreBound->compared;
+  int64_t lk = chain.shape.back();
+  Value compared = chain.live->compared;
   const RangeProofs &ranges = proofs();
   if (!ranges.provesWithin(compared, 1, lk)) {
     if (IndexGuardOp guard = ranges.unwitnessedGuardFeeding(compared)) {
@@ -155,15 +139,14 @@ LogicalResult ChainRewriter::buildLength(std::string &why) {
   }
 
   // The op takes len as [B] i32.
-  int64_t batch = tensorOf(chain.query).getDimSize(0);
+  int64_t batch = chain.shape.front();
   auto wanted = RankedTensorType::get({batch}, rewriter.getI32Type());
-  Value root = scoreBound->root;
+  Value root = chain.live->root;
   if (root.getType() == wanted) {
     length = root;
     return success();
   }
-  auto type = tensorOf(compared);
-  int64_t count = type.getNumElements();
+  int64_t count = tensorOf(compared).getNumElements();
   Value flat = compared;
   auto flatType = RankedTensorType::get({count}, rewriter.getI32Type());
   if (flat.getType() != flatType)
@@ -174,47 +157,115 @@ LogicalResult ChainRewriter::buildLength(std::string &why) {
   return success();
 }
 
-void ChainRewriter::buildMask() {
-  Type element = tensorOf(chain.query).getElementType();
-  for (auto [term, factor] : chain.transform.masks) {
-    if (factor != 1.0) {
-      auto scalar = RankedTensorType::get({}, element);
-      auto constant = build<ConstantOp>(
-          scalar, DenseElementsAttr::get(scalar, FloatAttr::get(element, factor)));
-      term = build<MulOp>(term, constant).getResult();
+/// `[N, X, Y]` (or lower rank, leading axes 1) laid over head-folded scores
+/// -> `[B, H, X, Y]` (N = B * H) or `[1, 1, X, Y]` (N = 1); 4-D values pass.
+/// Reads through the reshape that folded it, when there is one. Null when N
+/// is neither.
+Value ChainRewriter::unfold(Value value) {
+  auto type = tensorOf(value);
+  if (type.getRank() == 4)
+    return value;
+  if (type.getRank() > 4)
+    return {};
+  SmallVector<int64_t> dims(3 - type.getRank(), 1);
+  llvm::append_range(dims, type.getShape());
+  int64_t batch = chain.shape[0], heads = chain.shape[1];
+  SmallVector<int64_t> four;
+  if (dims[0] == batch * heads)
+    four = {batch, heads, dims[1], dims[2]};
+  else if (dims[0] == 1)
+    four = {1, 1, dims[1], dims[2]};
+  else
+    return {};
+  auto wanted = RankedTensorType::get(four, type.getElementType());
+  if (auto reshape = value.getDefiningOp<ReshapeOp>();
+      reshape && reshape.getOperand().getType() == wanted)
+    return reshape.getOperand();
+  return build<ReshapeOp>(wanted, value);
+}
+
+LogicalResult ChainRewriter::buildMask(std::string &why) {
+  // Replay the mask steps on a zero score: each boolean select becomes
+  // select(m, 0, fill); s + that is the select of s wherever s + fill rounds
+  // to fill (always for -inf, for |s| below 2^103 with f32's lowest).
+  Value acc;
+  for (const MaskStep &step : chain.transform.masks) {
+    Value operand = step.value;
+    if (step.kind != MaskStep::Scale && step.folded &&
+        !(operand = unfold(step.value))) {
+      why = "the mask " + match::typeString(step.value.getType()) +
+            " does not lay over the head-folded scores";
+      return failure();
     }
-    mask = mask ? build<AddOp>(mask, term).getResult() : term;
+    switch (step.kind) {
+    case MaskStep::Add:
+      acc = acc ? build<AddOp>(acc, operand).getResult() : operand;
+      break;
+    case MaskStep::Select: {
+      Value kept = acc ? acc : scalar(0.0);
+      acc = step.keepWhenTrue
+                ? build<SelectOp>(operand, kept, step.fill).getResult()
+                : build<SelectOp>(operand, step.fill, kept).getResult();
+      break;
+    }
+    case MaskStep::Scale:
+      if (acc)
+        acc = build<MulOp>(acc, scalar(step.factor)).getResult();
+      break;
+    }
   }
-  if (!mask)
-    return;
+  if (!acc)
+    return success();
   // The op reads [B|1, Hq|1, Lq|1, Lk]: prepend unit axes, widen the key axis.
-  auto type = tensorOf(mask);
-  ArrayRef<int64_t> scores = tensorOf(chain.scores.getResult()).getShape();
+  auto type = tensorOf(acc);
   if (type.getRank() < 4) {
     SmallVector<int64_t> shape(4 - type.getRank(), 1);
     llvm::append_range(shape, type.getShape());
-    mask = build<ReshapeOp>(RankedTensorType::get(shape, element), mask);
-    type = tensorOf(mask);
+    acc = build<ReshapeOp>(RankedTensorType::get(shape, element), acc);
+    type = tensorOf(acc);
   }
-  if (type.getRank() == 4 && type.getShape().back() == 1 && scores.back() != 1) {
+  int64_t keys = chain.shape.back();
+  if (type.getRank() == 4 && type.getShape().back() == 1 && keys != 1) {
     SmallVector<int64_t> shape(type.getShape());
-    shape.back() = scores.back();
-    mask = build<BroadcastOp>(RankedTensorType::get(shape, element), mask);
+    shape.back() = keys;
+    acc = build<BroadcastOp>(RankedTensorType::get(shape, element), acc);
   }
+  mask = acc;
+  return success();
 }
 
-Value ChainRewriter::denseKey() {
-  if (chain.key.dense)
-    return chain.key.dense;
-  return build<TransposeOp>(chain.key.viewSource, chain.key.viewPerm);
+Value ChainRewriter::buildQuery() {
+  // Data movement that stood between a folded scale and the score matmul,
+  // rebuilt over the unscaled value.
+  Value value = chain.query.base;
+  for (Operation *op : llvm::reverse(chain.query.movement)) {
+    IRMapping mapping;
+    mapping.map(op->getOperand(0), value);
+    Operation *clone = rewriter.clone(*op, mapping);
+    created.push_back(clone);
+    value = clone->getResult(0);
+  }
+  return unfold(value);
+}
+
+Value ChainRewriter::denseOperand(const KVSource &kv) {
+  if (!kv.dense)
+    return build<TransposeOp>(kv.viewSource, kv.viewPerm);
+  Value value = unfold(kv.dense);
+  if (value && kv.transposed)
+    value = build<TransposeOp>(value, ArrayRef<int64_t>{0, 1, 3, 2});
+  return value;
 }
 
 FailureOr<AttentionOp> ChainRewriter::attempt(const Operands &operands,
                                               std::string &why) {
   const ScoreChain &transform = chain.transform;
+  ArrayRef<int64_t> out = tensorOf(chain.result->getResult(0)).getShape();
+  auto resultType = RankedTensorType::get(
+      {chain.shape[0], chain.shape[1], chain.shape[2], out.back()}, element);
   auto attention = AttentionOp::create(
-      rewriter, loc, chain.output.getType(), chain.query, operands.key,
-      operands.value, mask, operands.keyShared, operands.read, length,
+      rewriter, loc, resultType, query, operands.key, operands.value, mask,
+      operands.keyShared, operands.read, length,
       rewriter.getF64FloatAttr(transform.scale),
       transform.softcap ? rewriter.getF64FloatAttr(*transform.softcap)
                         : FloatAttr());
@@ -242,12 +293,25 @@ FailureOr<AttentionOp> ChainRewriter::attempt(const Operands &operands,
 
 void ChainRewriter::replaceAndClean(AttentionOp attention) {
   // Everything the chain used exclusively dies with it: the softmax, the
-  // score transform, the score matmul, transposes, repeat_kv copies, gathers.
+  // score transform, the score matmul, transposes, repeat_kv copies, gathers
+  // (and any rebuilt op the operands did not end up using).
+  Value replacement = attention.getResult();
+  Type resultType = chain.result->getResult(0).getType();
+  if (replacement.getType() != resultType)
+    replacement = build<ReshapeOp>(resultType, replacement);
   llvm::SetVector<Operation *> worklist;
-  for (Value operand : chain.output->getOperands())
+  for (Value operand : chain.result->getOperands())
     if (Operation *def = operand.getDefiningOp())
       worklist.insert(def);
-  rewriter.replaceOp(chain.output, attention.getResult());
+  worklist.insert(created.begin(), created.end());
+  rewriter.replaceOp(chain.result, replacement);
+  // A head-folded result the program views as [B, H, Lq, Dv] again reads
+  // the op's result directly (the pipeline does not canonicalize after us).
+  if (replacement != attention.getResult())
+    for (Operation *user : llvm::make_early_inc_range(replacement.getUsers()))
+      if (auto reshape = dyn_cast<ReshapeOp>(user);
+          reshape && reshape.getType() == attention.getType())
+        rewriter.replaceOp(reshape, attention.getResult());
   llvm::DenseSet<Operation *> erased;
   while (!worklist.empty()) {
     Operation *op = worklist.pop_back_val();
@@ -262,13 +326,26 @@ void ChainRewriter::replaceAndClean(AttentionOp attention) {
   }
 }
 
-LogicalResult ChainRewriter::run(std::string &why) {
-  rewriter.setInsertionPoint(chain.output);
-  if (failed(buildLength(why))) {
+LogicalResult ChainRewriter::run(Decline &decline) {
+  decline.at = chain.transform.liveSelect ? chain.transform.liveSelect
+                                          : chain.output.getOperation();
+  element = tensorOf(chain.scores.getResult()).getElementType();
+  rewriter.setInsertionPoint(chain.result);
+  if (failed(buildLength(decline.why))) {
     dropCreated();
     return failure();
   }
-  buildMask();
+  decline.at = chain.output;
+  if (failed(buildMask(decline.why))) {
+    dropCreated();
+    return failure();
+  }
+  if (!(query = buildQuery())) {
+    decline.why = "the head-folded query does not lay over the [B, H, Lq, D] "
+                  "the scores unfold to";
+    dropCreated();
+    return failure();
+  }
 
   KVSource &key = chain.key, &value = chain.value;
   FailureOr<AttentionOp> attention = failure();
@@ -302,8 +379,9 @@ LogicalResult ChainRewriter::run(std::string &why) {
   }
 
   // Split key: the per-head part and the shared part, never the broadcast.
-  if (failed(attention) && key.split) {
-    attention = attempt({key.split->perHead, value.dense, key.split->shared,
+  Value valueOperand = denseOperand(value);
+  if (failed(attention) && key.split && valueOperand) {
+    attention = attempt({key.split->perHead, valueOperand, key.split->shared,
                          Value()},
                         formWhy);
     if (failed(attention))
@@ -311,8 +389,15 @@ LogicalResult ChainRewriter::run(std::string &why) {
            formWhy);
   }
 
-  if (failed(attention))
-    attention = attempt({denseKey(), value.dense, Value(), Value()}, why);
+  if (failed(attention)) {
+    Value keyOperand = denseOperand(key);
+    if (!keyOperand || !valueOperand)
+      decline.why = "the head-folded K or V does not lay over the "
+                    "[B, H, Lk, D] the scores unfold to";
+    else
+      attention =
+          attempt({keyOperand, valueOperand, Value(), Value()}, decline.why);
+  }
   if (failed(attention)) {
     dropCreated();
     return failure();
@@ -327,8 +412,8 @@ struct AttentionRewrite
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
-    SmallVector<MatMulOp> outputs;
-    func.walk([&](MatMulOp op) { outputs.push_back(op); });
+    SmallVector<ExpOp> exps;
+    func.walk([&](ExpOp op) { exps.push_back(op); });
 
     // The range analysis runs once, on the first candidate that needs it.
     std::optional<RangeProofs> ranges;
@@ -340,19 +425,31 @@ struct AttentionRewrite
 
     EraseTracker tracker;
     IRRewriter rewriter(&getContext(), &tracker);
-    for (MatMulOp output : outputs) {
-      if (tracker.erased.contains(output.getOperation()))
+    // Every candidate score matmul gets one remark at most, even when it
+    // reaches several exps.
+    llvm::DenseSet<Operation *> reported;
+    for (ExpOp exp : exps) {
+      if (tracker.erased.contains(exp.getOperation()))
+        continue;
+      SmallVector<MatMulOp> candidates = scoreMatmulsReaching(exp);
+      if (candidates.empty())
         continue;
       AttentionChain chain;
-      std::string why;
-      MatchStatus status = matchAttentionChain(output, chain, why);
-      if (status == MatchStatus::NotCandidate)
-        continue;
+      Decline decline;
+      MatchStatus status = matchAttentionChain(exp, chain, decline);
       if (status == MatchStatus::Matched &&
-          succeeded(ChainRewriter(chain, rewriter, proofs, remarks).run(why)))
+          succeeded(
+              ChainRewriter(chain, rewriter, proofs, remarks).run(decline)))
         continue;
-      if (remarks)
-        output->emitRemark("attention not fused: ") << why;
+      if (!remarks)
+        continue;
+      bool fresh = false;
+      for (MatMulOp candidate : candidates)
+        fresh |= reported.insert(candidate).second;
+      if (!fresh)
+        continue;
+      Operation *at = decline.at ? decline.at : exp.getOperation();
+      at->emitRemark("attention not fused: ") << decline.why;
     }
   }
 };

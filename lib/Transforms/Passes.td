@@ -167,22 +167,30 @@ def PootExpandRope : Pass<"poot-expand-rope", "::mlir::func::FuncOp"> {
 def PootAttentionRewrite : Pass<"poot-attention-rewrite", "::mlir::func::FuncOp"> {
   let summary = "Replace the tracer's attention chains with poot.attention";
   let description = [{
-    Runs after canonicalization and `poot-recognize-rope`. Starting from each
-    `matmul(p, v)` whose `p` is a softmax (`exp(s - max(s)) / sum`, keepdim
-    reductions over the last axis), it reads the score chain back to
-    `matmul(q, transpose(k))` and forms one `poot.attention` when the op's
-    typing rule (its verifier) accepts the operands:
+    Runs after canonicalization and `poot-recognize-rope`. Every `exp` with a
+    matmul upstream (through float values) is a candidate: around it the pass
+    reads a softmax (`exp(s - max(s))` or `exp(s + -max(s))`, reductions over
+    the last axis with or without keepdim, normalized by `/ sum`, `* (1 /
+    sum)`, or after the P.V matmul), the P.V matmul, and the score chain back
+    to `matmul(q, k^T)`, and forms one `poot.attention` when the op's typing
+    rule (its verifier) accepts the operands:
 
-    - scale: `mul` by a splat constant or `div` by one (their product);
+    - scale: `mul` by a splat constant or `div` by one (their product),
+      also on q or k before the score matmul (folded into the op's scale);
     - softcap: `c * tanh(s / c)` (also `tanh(s * (1/c)) * c`), before masks;
-    - additive masks (`add` of any value independent of the scores, e.g. the
-      in-graph causal mask or an ALiBi bias with head axis Hq): their sum is
-      the `mask` operand; a mask added before the scale is scaled with it;
+    - masks: `add` of any value independent of the scores (e.g. the in-graph
+      causal mask or an ALiBi bias with head axis Hq), and boolean masks
+      applied by `select(m, s, fill)` with fill `-inf` or the lowest finite
+      value; the steps replay on zero into the `mask` operand (a select
+      becomes `select(m, 0, fill)`); a mask added before the scale is
+      scaled with it;
     - GQA/MQA: `reshape -> broadcast -> reshape` (or a plain head broadcast)
       of K and V is read back to the `[B, Hkv, Lk, D]` cache; no repeated copy
       survives (the dead chain is erased);
-    - split key: `concat(k_nope, broadcast(k_pe))` on the last axis becomes
-      `key` + `key_shared`;
+    - layouts: heads folded into the batch of rank-3 matmuls (`[B*H, L, D]`,
+      viewed as 4-D around the mask or not), keys stored `[B, H, D, Lk]`;
+    - split key: `concat(k_nope, broadcast(k_pe))` on the last axis (or
+      `concat(k_nope, k_pe)` with one key head) becomes `key` + `key_shared`;
     - paged key: `transpose(gather(pool, read, axis 0), [0, 2, 1, 3])` becomes
       the pool + `read` operand when integer range analysis (seeded from the
       arguments' `poot.range`) proves `read` inside `[0, S)`; otherwise the
@@ -194,9 +202,12 @@ def PootAttentionRewrite : Pass<"poot-attention-rewrite", "::mlir::func::FuncOp"
       as a `#poot.slot<validation>` result.
 
     Anything else is left exactly as it was: chains whose operands the op
-    cannot type, non-F32 element types (the generated kernel is F32 only),
-    unproven lengths. With `remarks=true` every declined candidate emits a
-    remark naming the failed check.
+    cannot type, non-F32 element types (the generated kernel is F32 only,
+    including the f32 softmax between converts from and to f16/bf16),
+    unproven lengths, fills other than -inf or the lowest finite value, the
+    sparse indexer's top-k selection. With `remarks=true` every declined
+    candidate emits one remark naming the failed check, at the op where the
+    match stopped (the user's source line, from the frontend).
 
     Before (decode, GQA n_rep = 4, causal mask `%mask`):
     ```mlir
@@ -224,7 +235,7 @@ def PootAttentionRewrite : Pass<"poot-attention-rewrite", "::mlir::func::FuncOp"
   }];
   let options = [
     Option<"remarks", "remarks", "bool", /*default=*/"false",
-           "Emit a remark for every declined candidate, naming the failed check">
+           "Emit one remark for every declined candidate, naming the failed check, at the op it stopped at">
   ];
   let dependentDialects = ["::mlir::poot::PootDialect"];
 }

@@ -361,13 +361,13 @@ func.func @live_guard_without_witness(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x8x
   %kt = poot.transpose %kl perm = [0, 1, 3, 2] : tensor<1x2x8x4xf32> -> tensor<1x2x4x8xf32>
   %s = poot.matmul %q, %kt : (tensor<1x2x1x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x1x8xf32>
   %ninf = poot.constant dense<0xFF800000> : tensor<f32>
+  // expected-remark @+1 {{attention not fused: live length: 1 <= len <= 8 rests on the clamp of the poot.index_guard at}}
   %s2 = poot.select %keep, %s, %ninf : (tensor<1x1x1x8xi1>, tensor<1x2x1x8xf32>, tensor<f32>) -> tensor<1x2x1x8xf32>
   %m = poot.reduce max %s2 axis = 3 keepdim : tensor<1x2x1x8xf32> -> tensor<1x2x1x1xf32>
   %xs = poot.sub %s2, %m : (tensor<1x2x1x8xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x8xf32>
   %ex = poot.exp %xs : tensor<1x2x1x8xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x2x1x8xf32> -> tensor<1x2x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x2x1x8xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x8xf32>
-  // expected-remark @+1 {{attention not fused: live length: 1 <= len <= 8 rests on the clamp of the poot.index_guard at}}
   %out = poot.matmul %p, %vl : (tensor<1x2x1x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x1x4xf32>
   return %out : tensor<1x2x1x4xf32>
 }
@@ -390,30 +390,35 @@ func.func @live_unproven(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x8x4xf32>, %v: t
   %kt = poot.transpose %kl perm = [0, 1, 3, 2] : tensor<1x2x8x4xf32> -> tensor<1x2x4x8xf32>
   %s = poot.matmul %q, %kt : (tensor<1x2x1x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x1x8xf32>
   %ninf = poot.constant dense<0xFF800000> : tensor<f32>
+  // expected-remark @+1 {{attention not fused: live length: cannot prove 1 <= len <= 8 from value ranges (len is in [0, 8])}}
   %s2 = poot.select %keep, %s, %ninf : (tensor<1x1x1x8xi1>, tensor<1x2x1x8xf32>, tensor<f32>) -> tensor<1x2x1x8xf32>
   %m = poot.reduce max %s2 axis = 3 keepdim : tensor<1x2x1x8xf32> -> tensor<1x2x1x1xf32>
   %xs = poot.sub %s2, %m : (tensor<1x2x1x8xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x8xf32>
   %ex = poot.exp %xs : tensor<1x2x1x8xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x2x1x8xf32> -> tensor<1x2x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x2x1x8xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x8xf32>
-  // expected-remark @+1 {{attention not fused: live length: cannot prove 1 <= len <= 8 from value ranges (len is in [0, 8])}}
   %out = poot.matmul %p, %vl : (tensor<1x2x1x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x1x4xf32>
   return %out : tensor<1x2x1x4xf32>
 }
 
 // -----
 
-// Only the score select: without the K/V zeroing the fused op would not give
-// the same NaN behaviour, so the chain stays.
+// The K rows zeroed past len and the scores set to -inf, but not the V rows:
+// not attention_live's complete live length, so the chain stays.
 // CHECK-LABEL: func.func @live_incomplete
 // CHECK-NOT:   poot.attention
 func.func @live_incomplete(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x8x4xf32>, %v: tensor<1x2x8x4xf32>,
                            %pos: tensor<i32> {poot.slot = #poot.slot<pos>, poot.range = #poot.range<0, 7>}) -> tensor<1x2x1x4xf32> {
   %one = poot.constant dense<1> : tensor<i32>
   %lp = poot.add %pos, %one : (tensor<i32>, tensor<i32>) -> tensor<i32>
+  %tr = poot.iota dim = 2 : tensor<1x1x8x1xi32>
+  %krow = poot.compare lt, %tr, %lp : (tensor<1x1x8x1xi32>, tensor<i32>) -> tensor<1x1x8x1xi1>
+  %zero = poot.constant dense<0.0> : tensor<f32>
+  // expected-remark @+1 {{attention not fused: live length: attention_live zeroes the K and V rows past len and sets their scores to -inf; this chain lacks the V select (a -inf select of the scores alone, such as a block selection, is not a live length)}}
+  %kl = poot.select %krow, %k, %zero : (tensor<1x1x8x1xi1>, tensor<1x2x8x4xf32>, tensor<f32>) -> tensor<1x2x8x4xf32>
   %tc = poot.iota dim = 3 : tensor<1x1x1x8xi32>
   %keep = poot.compare lt, %tc, %lp : (tensor<1x1x1x8xi32>, tensor<i32>) -> tensor<1x1x1x8xi1>
-  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x2x8x4xf32> -> tensor<1x2x4x8xf32>
+  %kt = poot.transpose %kl perm = [0, 1, 3, 2] : tensor<1x2x8x4xf32> -> tensor<1x2x4x8xf32>
   %s = poot.matmul %q, %kt : (tensor<1x2x1x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x1x8xf32>
   %ninf = poot.constant dense<0xFF800000> : tensor<f32>
   %s2 = poot.select %keep, %s, %ninf : (tensor<1x1x1x8xi1>, tensor<1x2x1x8xf32>, tensor<f32>) -> tensor<1x2x1x8xf32>
@@ -422,9 +427,90 @@ func.func @live_incomplete(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x8x4xf32>, %v:
   %ex = poot.exp %xs : tensor<1x2x1x8xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x2x1x8xf32> -> tensor<1x2x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x2x1x8xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x8xf32>
-  // expected-remark @+1 {{attention not fused: live length: attention_live zeroes the K and V rows past len and sets their scores to -inf; this chain lacks the K select (a -inf select of the scores alone, such as a block selection, is not a live length)}}
   %out = poot.matmul %p, %v : (tensor<1x2x1x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x1x4xf32>
   return %out : tensor<1x2x1x4xf32>
+}
+
+// -----
+
+// The V rows zeroed past len, the K rows not.
+// CHECK-LABEL: func.func @live_lacks_k
+// CHECK-NOT:   poot.attention
+func.func @live_lacks_k(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>,
+                        %len: tensor<1xi32> {poot.range = #poot.range<1, 4>}) -> tensor<1x1x1x2xf32> {
+  %len4 = poot.reshape %len : tensor<1xi32> -> tensor<1x1x1x1xi32>
+  %tr = poot.iota dim = 2 : tensor<1x1x4x1xi32>
+  %krow = poot.compare lt, %tr, %len4 : (tensor<1x1x4x1xi32>, tensor<1x1x1x1xi32>) -> tensor<1x1x4x1xi1>
+  %zero = poot.constant dense<0.0> : tensor<f32>
+  // expected-remark @+1 {{attention not fused: live length: attention_live zeroes the K and V rows past len and sets their scores to -inf; this chain lacks the K select}}
+  %vl = poot.select %krow, %v, %zero : (tensor<1x1x4x1xi1>, tensor<1x1x4x2xf32>, tensor<f32>) -> tensor<1x1x4x2xf32>
+  %tc = poot.iota dim = 3 : tensor<1x1x1x4xi32>
+  %keep = poot.compare lt, %tc, %len4 : (tensor<1x1x1x4xi32>, tensor<1x1x1x1xi32>) -> tensor<1x1x1x4xi1>
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %ninf = poot.constant dense<0xFF800000> : tensor<f32>
+  %s1 = poot.select %keep, %s, %ninf : (tensor<1x1x1x4xi1>, tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s1 axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s1, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %out = poot.matmul %p, %vl : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// The K and V rows zeroed past len, but no score set to -inf: the zeroed keys
+// would still score 0 and take weight.
+// CHECK-LABEL: func.func @live_lacks_score_select
+// CHECK-NOT:   poot.attention
+func.func @live_lacks_score_select(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>,
+                                   %len: tensor<1xi32> {poot.range = #poot.range<1, 4>}) -> tensor<1x1x1x2xf32> {
+  %len4 = poot.reshape %len : tensor<1xi32> -> tensor<1x1x1x1xi32>
+  %tr = poot.iota dim = 2 : tensor<1x1x4x1xi32>
+  %krow = poot.compare lt, %tr, %len4 : (tensor<1x1x4x1xi32>, tensor<1x1x1x1xi32>) -> tensor<1x1x4x1xi1>
+  %zero = poot.constant dense<0.0> : tensor<f32>
+  // expected-remark @+1 {{attention not fused: live length: attention_live zeroes the K and V rows past len and sets their scores to -inf; this chain lacks the score select}}
+  %kl = poot.select %krow, %k, %zero : (tensor<1x1x4x1xi1>, tensor<1x1x4x2xf32>, tensor<f32>) -> tensor<1x1x4x2xf32>
+  %vl = poot.select %krow, %v, %zero : (tensor<1x1x4x1xi1>, tensor<1x1x4x2xf32>, tensor<f32>) -> tensor<1x1x4x2xf32>
+  %kt = poot.transpose %kl perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %out = poot.matmul %p, %vl : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// Scales whose product overflows a double.
+// CHECK-LABEL: func.func @scale_overflows
+// CHECK-NOT:   poot.attention
+func.func @scale_overflows(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32> {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %big = poot.constant dense<3.0e38> : tensor<f32>
+  %s1 = poot.mul %s, %big : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %s2 = poot.mul %s1, %big : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %s3 = poot.mul %s2, %big : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %s4 = poot.mul %s3, %big : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %s5 = poot.mul %s4, %big : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %s6 = poot.mul %s5, %big : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %s7 = poot.mul %s6, %big : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %s8 = poot.mul %s7, %big : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: the product of the score scales is not finite}}
+  %s9 = poot.mul %s8, %big : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s9 axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s9, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
 }
 
 // -----
@@ -437,10 +523,10 @@ func.func @bf16(%q: tensor<1x2x1x4xbf16>, %k: tensor<1x2x8x4xbf16>, %v: tensor<1
   %s = poot.matmul %q, %kt : (tensor<1x2x1x4xbf16>, tensor<1x2x4x8xbf16>) -> tensor<1x2x1x8xbf16>
   %m = poot.reduce max %s axis = 3 keepdim : tensor<1x2x1x8xbf16> -> tensor<1x2x1x1xbf16>
   %xs = poot.sub %s, %m : (tensor<1x2x1x8xbf16>, tensor<1x2x1x1xbf16>) -> tensor<1x2x1x8xbf16>
+  // expected-remark @+1 {{attention not fused: element type bf16 is not f32: the generated attention kernel is F32 only, so the chain stays primitive}}
   %ex = poot.exp %xs : tensor<1x2x1x8xbf16>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x2x1x8xbf16> -> tensor<1x2x1x1xbf16>
   %p = poot.div %ex, %den : (tensor<1x2x1x8xbf16>, tensor<1x2x1x1xbf16>) -> tensor<1x2x1x8xbf16>
-  // expected-remark @+1 {{attention not fused: element type bf16 is not f32: the generated attention kernel is F32 only, so the chain stays primitive}}
   %out = poot.matmul %p, %v : (tensor<1x2x1x8xbf16>, tensor<1x2x8x4xbf16>) -> tensor<1x2x1x4xbf16>
   return %out : tensor<1x2x1x4xbf16>
 }
@@ -472,6 +558,7 @@ func.func @key_broadcast_over_batch(%q: tensor<2x2x1x4xf32>, %k: tensor<1x1x8x4x
 func.func @scores_escape(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x8x4xf32>, %v: tensor<1x2x8x4xf32>)
     -> (tensor<1x2x1x4xf32>, tensor<1x2x1x8xf32>) {
   %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x2x8x4xf32> -> tensor<1x2x4x8xf32>
+  // expected-remark @+1 {{attention not fused: the scores computed by 'poot.matmul' are also used outside the attention chain}}
   %s = poot.matmul %q, %kt : (tensor<1x2x1x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x1x8xf32>
   %c = poot.constant dense<0.5> : tensor<f32>
   %s1 = poot.mul %s, %c : (tensor<1x2x1x8xf32>, tensor<f32>) -> tensor<1x2x1x8xf32>
@@ -480,7 +567,6 @@ func.func @scores_escape(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x8x4xf32>, %v: t
   %ex = poot.exp %xs : tensor<1x2x1x8xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x2x1x8xf32> -> tensor<1x2x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x2x1x8xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x8xf32>
-  // expected-remark @+1 {{attention not fused: the scores computed by 'poot.matmul' are also used outside the attention chain}}
   %out = poot.matmul %p, %v : (tensor<1x2x1x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x1x4xf32>
   return %out, %s : tensor<1x2x1x4xf32>, tensor<1x2x1x8xf32>
 }
@@ -498,13 +584,13 @@ func.func @mask_before_softcap(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x8x4xf32>,
   %cap = poot.constant dense<30.0> : tensor<f32>
   %d = poot.div %s1, %cap : (tensor<1x2x1x8xf32>, tensor<f32>) -> tensor<1x2x1x8xf32>
   %th = poot.tanh %d : tensor<1x2x1x8xf32>
+  // expected-remark @+1 {{attention not fused: a mask added before the softcap is not the op's score transform (the softcap comes before the mask)}}
   %s2 = poot.mul %th, %cap : (tensor<1x2x1x8xf32>, tensor<f32>) -> tensor<1x2x1x8xf32>
   %m = poot.reduce max %s2 axis = 3 keepdim : tensor<1x2x1x8xf32> -> tensor<1x2x1x1xf32>
   %xs = poot.sub %s2, %m : (tensor<1x2x1x8xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x8xf32>
   %ex = poot.exp %xs : tensor<1x2x1x8xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x2x1x8xf32> -> tensor<1x2x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x2x1x8xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x8xf32>
-  // expected-remark @+1 {{attention not fused: a mask added before the softcap is not the op's score transform (the softcap comes before the mask)}}
   %out = poot.matmul %p, %v : (tensor<1x2x1x8xf32>, tensor<1x2x8x4xf32>) -> tensor<1x2x1x4xf32>
   return %out : tensor<1x2x1x4xf32>
 }
@@ -532,13 +618,13 @@ func.func @plain_matmuls(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> tensor<2x4
 func.func @scale_not_constant(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>, %c: tensor<f32>) -> tensor<1x1x1x2xf32> {
   %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
   %s0 = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: 'poot.mul' in the score chain neither scales by a splat constant nor completes a softcap c * tanh(s / c)}}
   %s = poot.mul %s0, %c : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
   %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
   %ex = poot.exp %xs : tensor<1x1x1x4xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
-  // expected-remark @+1 {{attention not fused: 'poot.mul' in the score chain neither scales by a splat constant nor completes a softcap c * tanh(s / c)}}
   %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
   return %out : tensor<1x1x1x2xf32>
 }
@@ -550,13 +636,13 @@ func.func @scale_not_constant(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, 
 func.func @div_not_constant(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>, %c: tensor<f32>) -> tensor<1x1x1x2xf32> {
   %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
   %s0 = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: 'poot.div' in the score chain does not divide by a finite nonzero splat constant}}
   %s = poot.div %s0, %c : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
   %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
   %ex = poot.exp %xs : tensor<1x1x1x4xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
-  // expected-remark @+1 {{attention not fused: 'poot.div' in the score chain does not divide by a finite nonzero splat constant}}
   %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
   return %out : tensor<1x1x1x2xf32>
 }
@@ -568,13 +654,13 @@ func.func @div_not_constant(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v
 func.func @unknown_score_op(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32> {
   %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
   %s0 = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: 'poot.abs' between the score matmul and the softmax is not a scale, softcap, additive mask or mask select}}
   %s = poot.abs %s0 : tensor<1x1x1x4xf32>
   %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
   %ex = poot.exp %xs : tensor<1x1x1x4xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
-  // expected-remark @+1 {{attention not fused: 'poot.abs' between the score matmul and the softmax is not a scale, softcap, additive mask or live-length select}}
   %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
   return %out : tensor<1x1x1x2xf32>
 }
@@ -588,13 +674,13 @@ func.func @two_score_chains(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v
   %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
   %s0 = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
   %s1 = poot.matmul %q, %r : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: cannot tell the scores from the mask in 'poot.add' (both or neither operand comes from the score matmul)}}
   %s = poot.add %s0, %s1 : (tensor<1x1x1x4xf32>, tensor<1x1x1x4xf32>) -> tensor<1x1x1x4xf32>
   %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
   %ex = poot.exp %xs : tensor<1x1x1x4xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
-  // expected-remark @+1 {{attention not fused: cannot tell the scores from the mask in 'poot.add' (both or neither operand comes from the score matmul)}}
   %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
   return %out : tensor<1x1x1x2xf32>
 }
@@ -613,13 +699,13 @@ func.func @two_softcaps(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: te
   %s1 = poot.mul %t0, %cap : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
   %d1 = poot.div %s1, %cap : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
   %t1 = poot.tanh %d1 : tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: two softcaps in one score chain}}
   %s = poot.mul %t1, %cap : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
   %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
   %ex = poot.exp %xs : tensor<1x1x1x4xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
-  // expected-remark @+1 {{attention not fused: two softcaps in one score chain}}
   %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
   return %out : tensor<1x1x1x2xf32>
 }
@@ -637,50 +723,33 @@ func.func @scale_after_softcap(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>,
   %t0 = poot.tanh %d0 : tensor<1x1x1x4xf32>
   %s1 = poot.mul %t0, %cap : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
   %c = poot.constant dense<0.5> : tensor<f32>
+  // expected-remark @+1 {{attention not fused: a scale applied after the softcap is not the op's score transform (scale, softcap, mask)}}
   %s = poot.mul %s1, %c : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
   %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
   %ex = poot.exp %xs : tensor<1x1x1x4xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
-  // expected-remark @+1 {{attention not fused: a scale applied after the softcap is not the op's score transform (scale, softcap, mask)}}
   %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
   return %out : tensor<1x1x1x2xf32>
 }
 
 // -----
 
-// The score matmul reads a key that is not transposed in the graph.
-// CHECK-LABEL: func.func @key_not_transposed
+// A rank-2 softmax (no batch or head axis): not the op's [B, H, L, D] layout.
+// CHECK-LABEL: func.func @rank2
 // CHECK-NOT:   poot.attention
-func.func @key_not_transposed(%q: tensor<1x1x1x2xf32>, %kt: tensor<1x1x2x4xf32>, %v: tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32> {
-  %s = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
-  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
-  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
-  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
-  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
-  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
-  // expected-remark @+1 {{attention not fused: the score matmul's right operand is not a transposed key (poot.transpose swapping the last two axes)}}
-  %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
-  return %out : tensor<1x1x1x2xf32>
-}
-
-// -----
-
-// Rank-3 attention (no head axis): not the op's [B, H, L, D] layout.
-// CHECK-LABEL: func.func @rank3
-// CHECK-NOT:   poot.attention
-func.func @rank3(%q: tensor<1x1x2xf32>, %k: tensor<1x4x2xf32>, %v: tensor<1x4x2xf32>) -> tensor<1x1x2xf32> {
-  %kt = poot.transpose %k perm = [0, 2, 1] : tensor<1x4x2xf32> -> tensor<1x2x4xf32>
-  %s = poot.matmul %q, %kt : (tensor<1x1x2xf32>, tensor<1x2x4xf32>) -> tensor<1x1x4xf32>
-  %m = poot.reduce max %s axis = 2 keepdim : tensor<1x1x4xf32> -> tensor<1x1x1xf32>
-  %xs = poot.sub %s, %m : (tensor<1x1x4xf32>, tensor<1x1x1xf32>) -> tensor<1x1x4xf32>
-  %ex = poot.exp %xs : tensor<1x1x4xf32>
-  %den = poot.reduce sum %ex axis = 2 keepdim : tensor<1x1x4xf32> -> tensor<1x1x1xf32>
-  %p = poot.div %ex, %den : (tensor<1x1x4xf32>, tensor<1x1x1xf32>) -> tensor<1x1x4xf32>
-  // expected-remark @+1 {{attention not fused: the softmax runs over tensor<1x1x4xf32>, not the [B, Hq, Lq, Lk] scores of one attention}}
-  %out = poot.matmul %p, %v : (tensor<1x1x4xf32>, tensor<1x4x2xf32>) -> tensor<1x1x2xf32>
-  return %out : tensor<1x1x2xf32>
+func.func @rank2(%q: tensor<1x2xf32>, %k: tensor<4x2xf32>, %v: tensor<4x2xf32>) -> tensor<1x2xf32> {
+  %kt = poot.transpose %k perm = [1, 0] : tensor<4x2xf32> -> tensor<2x4xf32>
+  %s = poot.matmul %q, %kt : (tensor<1x2xf32>, tensor<2x4xf32>) -> tensor<1x4xf32>
+  %m = poot.reduce max %s axis = 1 keepdim : tensor<1x4xf32> -> tensor<1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x4xf32>, tensor<1x1xf32>) -> tensor<1x4xf32>
+  // expected-remark @+1 {{attention not fused: the softmax runs over tensor<1x4xf32>, not the [B, Hq, Lq, Lk] (or head-folded [B*Hq, Lq, Lk]) scores of one attention}}
+  %ex = poot.exp %xs : tensor<1x4xf32>
+  %den = poot.reduce sum %ex axis = 1 keepdim : tensor<1x4xf32> -> tensor<1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x4xf32>, tensor<1x1xf32>) -> tensor<1x4xf32>
+  %out = poot.matmul %p, %v : (tensor<1x4xf32>, tensor<4x2xf32>) -> tensor<1x2xf32>
+  return %out : tensor<1x2xf32>
 }
 
 // -----
@@ -695,32 +764,32 @@ func.func @probs_escape(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: te
   %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
   %ex = poot.exp %xs : tensor<1x1x1x4xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
-  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
   // expected-remark @+1 {{attention not fused: a softmax intermediate is also used outside the attention chain}}
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
   %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
   return %out, %p : tensor<1x1x1x2xf32>, tensor<1x1x1x4xf32>
 }
 
 // -----
 
-// A rotary part broadcast over the batch as well as the heads is not a split
-// key (key_shared has the query's batch): the attention reads the
+// A rotary part broadcast over the batch as well as the two key heads is not
+// a split key (key_shared has the query's batch): the attention reads the
 // concatenated key.
 // CHECK-LABEL: func.func @split_key_fallback
 // CHECK:       %[[K:.*]] = poot.concat
 // CHECK:       poot.attention %arg0, %[[K]], %arg3 {scale = 1.000000e+00 : f64}
-func.func @split_key_fallback(%q: tensor<2x1x1x3xf32>, %kn: tensor<2x1x4x2xf32>, %kpe: tensor<1x1x4x1xf32>, %v: tensor<2x1x4x2xf32>) -> tensor<2x1x1x2xf32> {
-  %kb = poot.broadcast %kpe : tensor<1x1x4x1xf32> -> tensor<2x1x4x1xf32>
-  %k = poot.concat %kn, %kb axis = 3 : (tensor<2x1x4x2xf32>, tensor<2x1x4x1xf32>) -> tensor<2x1x4x3xf32>
-  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<2x1x4x3xf32> -> tensor<2x1x3x4xf32>
-  %s = poot.matmul %q, %kt : (tensor<2x1x1x3xf32>, tensor<2x1x3x4xf32>) -> tensor<2x1x1x4xf32>
-  %m = poot.reduce max %s axis = 3 keepdim : tensor<2x1x1x4xf32> -> tensor<2x1x1x1xf32>
-  %xs = poot.sub %s, %m : (tensor<2x1x1x4xf32>, tensor<2x1x1x1xf32>) -> tensor<2x1x1x4xf32>
-  %ex = poot.exp %xs : tensor<2x1x1x4xf32>
-  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<2x1x1x4xf32> -> tensor<2x1x1x1xf32>
-  %p = poot.div %ex, %den : (tensor<2x1x1x4xf32>, tensor<2x1x1x1xf32>) -> tensor<2x1x1x4xf32>
-  %out = poot.matmul %p, %v : (tensor<2x1x1x4xf32>, tensor<2x1x4x2xf32>) -> tensor<2x1x1x2xf32>
-  return %out : tensor<2x1x1x2xf32>
+func.func @split_key_fallback(%q: tensor<2x2x1x3xf32>, %kn: tensor<2x2x4x2xf32>, %kpe: tensor<1x1x4x1xf32>, %v: tensor<2x2x4x2xf32>) -> tensor<2x2x1x2xf32> {
+  %kb = poot.broadcast %kpe : tensor<1x1x4x1xf32> -> tensor<2x2x4x1xf32>
+  %k = poot.concat %kn, %kb axis = 3 : (tensor<2x2x4x2xf32>, tensor<2x2x4x1xf32>) -> tensor<2x2x4x3xf32>
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<2x2x4x3xf32> -> tensor<2x2x3x4xf32>
+  %s = poot.matmul %q, %kt : (tensor<2x2x1x3xf32>, tensor<2x2x3x4xf32>) -> tensor<2x2x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<2x2x1x4xf32> -> tensor<2x2x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<2x2x1x4xf32>, tensor<2x2x1x1xf32>) -> tensor<2x2x1x4xf32>
+  %ex = poot.exp %xs : tensor<2x2x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<2x2x1x4xf32> -> tensor<2x2x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<2x2x1x4xf32>, tensor<2x2x1x1xf32>) -> tensor<2x2x1x4xf32>
+  %out = poot.matmul %p, %v : (tensor<2x2x1x4xf32>, tensor<2x2x4x2xf32>) -> tensor<2x2x1x2xf32>
+  return %out : tensor<2x2x1x2xf32>
 }
 
 // -----
@@ -763,13 +832,13 @@ func.func @live_two_lengths(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v
   %kt = poot.transpose %kl perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
   %s0 = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
   %ninf = poot.constant dense<0xFF800000> : tensor<f32>
+  // expected-remark @+1 {{attention not fused: live length: the K, V and score selects bound different lengths}}
   %s = poot.select %keep, %s0, %ninf : (tensor<1x1x1x4xi1>, tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
   %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
   %ex = poot.exp %xs : tensor<1x1x1x4xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
-  // expected-remark @+1 {{attention not fused: live length: the K, V and score selects bound different lengths}}
   %out = poot.matmul %p, %vl : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
   return %out : tensor<1x1x1x2xf32>
 }
@@ -791,13 +860,13 @@ func.func @live_wrong_compare(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, 
   %kt = poot.transpose %kl perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
   %s0 = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
   %ninf = poot.constant dense<0xFF800000> : tensor<f32>
+  // expected-remark @+1 {{attention not fused: the live select keeps keys by 'le', not t < len}}
   %s = poot.select %keep, %s0, %ninf : (tensor<1x1x1x4xi1>, tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
   %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
   %ex = poot.exp %xs : tensor<1x1x1x4xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
-  // expected-remark @+1 {{attention not fused: the live select keeps keys by 'le', not t < len}}
   %out = poot.matmul %p, %vl : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
   return %out : tensor<1x1x1x2xf32>
 }
@@ -812,6 +881,7 @@ func.func @live_wrong_iota(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v:
   %tr = poot.iota dim = 3 : tensor<1x1x1x2xi32>
   %krow = poot.compare lt, %tr, %a : (tensor<1x1x1x2xi32>, tensor<i32>) -> tensor<1x1x1x2xi1>
   %zero = poot.constant dense<0.0> : tensor<f32>
+  // expected-remark @+1 {{attention not fused: the live condition's iota does not count the 4 key positions}}
   %kl = poot.select %krow, %k, %zero : (tensor<1x1x1x2xi1>, tensor<1x1x4x2xf32>, tensor<f32>) -> tensor<1x1x4x2xf32>
   %vl = poot.select %krow, %v, %zero : (tensor<1x1x1x2xi1>, tensor<1x1x4x2xf32>, tensor<f32>) -> tensor<1x1x4x2xf32>
   %tc = poot.iota dim = 3 : tensor<1x1x1x4xi32>
@@ -825,7 +895,6 @@ func.func @live_wrong_iota(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v:
   %ex = poot.exp %xs : tensor<1x1x1x4xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
-  // expected-remark @+1 {{attention not fused: the live condition's iota does not count the 4 key positions}}
   %out = poot.matmul %p, %vl : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
   return %out : tensor<1x1x1x2xf32>
 }
@@ -840,6 +909,7 @@ func.func @live_per_head_length(%q: tensor<1x2x1x2xf32>, %k: tensor<1x2x4x2xf32>
   %tr = poot.iota dim = 2 : tensor<1x1x4x1xi32>
   %krow = poot.compare lt, %tr, %a : (tensor<1x1x4x1xi32>, tensor<1x2x1x1xi32>) -> tensor<1x2x4x1xi1>
   %zero = poot.constant dense<0.0> : tensor<f32>
+  // expected-remark @+1 {{attention not fused: the live length tensor<1x2x1x1xi32> is not one value per batch row}}
   %kl = poot.select %krow, %k, %zero : (tensor<1x2x4x1xi1>, tensor<1x2x4x2xf32>, tensor<f32>) -> tensor<1x2x4x2xf32>
   %vl = poot.select %krow, %v, %zero : (tensor<1x2x4x1xi1>, tensor<1x2x4x2xf32>, tensor<f32>) -> tensor<1x2x4x2xf32>
   %tc = poot.iota dim = 3 : tensor<1x1x1x4xi32>
@@ -853,7 +923,6 @@ func.func @live_per_head_length(%q: tensor<1x2x1x2xf32>, %k: tensor<1x2x4x2xf32>
   %ex = poot.exp %xs : tensor<1x2x1x4xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x2x1x4xf32> -> tensor<1x2x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x2x1x4xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x4xf32>
-  // expected-remark @+1 {{attention not fused: the live length tensor<1x2x1x1xi32> is not one value per batch row}}
   %out = poot.matmul %p, %vl : (tensor<1x2x1x4xf32>, tensor<1x2x4x2xf32>) -> tensor<1x2x1x2xf32>
   return %out : tensor<1x2x1x2xf32>
 }
@@ -879,13 +948,13 @@ func.func @live_before_softcap(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>,
   %cap = poot.constant dense<30.0> : tensor<f32>
   %d = poot.div %s1, %cap : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
   %t = poot.tanh %d : tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: the live-length select comes before the softcap, which would turn its -inf into -softcap}}
   %s = poot.mul %t, %cap : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
   %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
   %ex = poot.exp %xs : tensor<1x1x1x4xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
-  // expected-remark @+1 {{attention not fused: the live-length select comes before the softcap, which would turn its -inf into -softcap}}
   %out = poot.matmul %p, %vl : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
   return %out : tensor<1x1x1x2xf32>
 }
@@ -909,13 +978,13 @@ func.func @live_negative_scale(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>,
   %ninf = poot.constant dense<0xFF800000> : tensor<f32>
   %s1 = poot.select %keep, %s0, %ninf : (tensor<1x1x1x4xi1>, tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
   %c = poot.constant dense<-0.5> : tensor<f32>
+  // expected-remark @+1 {{attention not fused: a non-positive scale after the live-length select would turn its -inf into another value}}
   %s = poot.mul %s1, %c : (tensor<1x1x1x4xf32>, tensor<f32>) -> tensor<1x1x1x4xf32>
   %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
   %ex = poot.exp %xs : tensor<1x1x1x4xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
-  // expected-remark @+1 {{attention not fused: a non-positive scale after the live-length select would turn its -inf into another value}}
   %out = poot.matmul %p, %vl : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
   return %out : tensor<1x1x1x2xf32>
 }

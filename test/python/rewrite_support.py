@@ -44,9 +44,11 @@ def random_inputs(module: object, rng: np.random.Generator) -> dict[str, np.ndar
 
 
 def copy_module(module: ir.Module) -> ir.Module:
-    """An independent copy in a fresh context."""
+    """An independent copy in a fresh context, source locations kept (so a
+    remark on the copy still points at the user's Python line)."""
+    text = module.operation.get_asm(enable_debug_info=True)
     with ir.Context():
-        return ir.Module.parse(str(module))
+        return ir.Module.parse(text)
 
 
 def fused_copy(module: ir.Module, *, remarks: bool = True) -> FuseReport:

@@ -7,8 +7,11 @@ docstring, in that order, so a pattern can recognize it.
 
 from __future__ import annotations
 
+import numbers
+
 from . import checks, primitives as P
 from .checks import fail
+from .dtypes import FLOAT_DTYPES
 from .tensor import Tensor
 
 
@@ -58,6 +61,25 @@ def softmax(x: Tensor) -> Tensor:
     ex = P.exp(xs)
     s = P.reduce_sum(ex, axis=-1, keepdim=True)
     return P.div(ex, s)
+
+
+def masked_fill(x: Tensor, mask: Tensor, value: float) -> Tensor:
+    """PyTorch's `x.masked_fill(mask, value)`: `value` where `mask` holds,
+    `x` elsewhere (`mask` i1, broadcast to `x`). Emits:
+
+        fill = constant value (0-d, x's dtype)
+        out  = select mask, fill, x
+    """
+    op = "masked_fill"
+    checks.require_tensor(op, "x", x)
+    checks.require_tensor(op, "mask", mask)
+    tr = checks.tracer_of(op, {"x": x, "mask": mask})
+    checks.require_dtype(op, "mask", mask, ("i1",))
+    checks.broadcasts_to(op, "mask", mask.shape, x.shape, "x")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise fail(op, "value", f"must be a number, got {value!r}")
+    fill = P.constant(float(value) if x.dtype in FLOAT_DTYPES else value, x.dtype, tracer=tr)
+    return P.select(mask, fill, x)
 
 
 def rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:

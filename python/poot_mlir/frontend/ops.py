@@ -16,7 +16,7 @@ from .attention import (
     attention_paged,
     attention_prefill,
 )
-from .composites import linear, mlp, repeat_kv, rms_norm, rope, silu, softmax
+from .composites import linear, masked_fill, mlp, repeat_kv, rms_norm, rope, silu, softmax
 from .primitives import (
     abs,
     add,
@@ -61,6 +61,7 @@ from .primitives import (
     tanh,
     top_k,
     transpose,
+    where,
 )
 from .sparse import indexer_scores, sparse_block_topk, sparse_selected_attention
 
@@ -70,9 +71,9 @@ __all__ = [
     "dynamic_update_slice", "eq", "exp", "gather", "ge", "gt", "index_guard", "iota", "le", "log",
     "logistic", "lt", "matmul", "maximum", "minimum", "mul", "ne", "neg", "or_", "reduce_max",
     "reduce_min", "reduce_sum", "reshape", "rsqrt", "scatter_update", "select", "sin", "slice",
-    "sqrt", "sub", "tanh", "top_k", "transpose",
+    "sqrt", "sub", "tanh", "top_k", "transpose", "where",
     # composites
-    "linear", "mlp", "repeat_kv", "rms_norm", "rope", "silu", "softmax",
+    "linear", "masked_fill", "mlp", "repeat_kv", "rms_norm", "rope", "silu", "softmax",
     "attention_live", "attention_masked", "attention_mla", "attention_paged", "attention_prefill",
     "indexer_scores", "sparse_block_topk", "sparse_selected_attention",
 ]  # fmt: skip

@@ -373,6 +373,11 @@ def select(cond: Tensor, on_true: Operand, on_false: Operand) -> Tensor:
     return _wrap(tr, tr.emit(lambda: poot.select(cond.value, a.value, b.value)), op, shape, dtype)
 
 
+def where(cond: Tensor, on_true: Operand, on_false: Operand) -> Tensor:
+    """`torch.where(cond, on_true, on_false)`: the same `poot.select`."""
+    return select(cond, on_true, on_false)
+
+
 # --- shape and data movement ---------------------------------------------------
 
 

@@ -1,0 +1,316 @@
+//===- SoftmaxMatch.cpp - the softmax of an attention candidate -----------===//
+//
+// Reads, around the softmax's exp:
+//
+//   m   = reduce max s (last axis)      keepdim, or reshaped/broadcast back
+//   ex  = exp(s - m)                     or exp(s + neg(m))
+//   z   = reduce sum ex (last axis)      keepdim, or reshaped/broadcast back
+//   p   = ex / z                         or ex * (1 / z)
+//   out = matmul p, v                    (p head-folded by a reshape or not)
+// or
+//   out = matmul(ex, v) / z                  the division after the P.V product
+//
+// Every value in between must be used by the chain only. Each check that
+// fails names itself and the op it stopped at.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Transforms/AttentionMatchDetail.h"
+#include "lib/Transforms/MatchSupport.h"
+
+using namespace mlir;
+using namespace mlir::poot;
+using namespace mlir::poot::match;
+
+static LogicalResult fail(Decline &decline, std::string why, Operation *at) {
+  decline.why = std::move(why);
+  decline.at = at;
+  return failure();
+}
+
+static const char *kEscapes =
+    "a softmax intermediate is also used outside the attention chain";
+
+static const char *kindName(ReduceKind kind) {
+  switch (kind) {
+  case ReduceKind::Sum: return "sum";
+  case ReduceKind::Max: return "max";
+  case ReduceKind::Min: return "min";
+  }
+  return "?";
+}
+
+/// Every view op (and the reduce itself) used once: by the next view, or by
+/// the op that divides or subtracts.
+static Operation *firstShared(ReduceOp reduce, ArrayRef<Operation *> views) {
+  if (!reduce->hasOneUse())
+    return reduce;
+  for (Operation *view : views)
+    if (!view->hasOneUse())
+      return view;
+  return nullptr;
+}
+
+/// `1 / d` with d a view of `sum`: the reciprocal a normalization multiplies
+/// by. Returns the division, or null.
+static DivOp readReciprocal(Value value, ReduceOp sum,
+                            SmallVectorImpl<Operation *> &views) {
+  auto div = value.getDefiningOp<DivOp>();
+  std::optional<double> one = div ? splatDouble(div.getLhs()) : std::nullopt;
+  if (!one || *one != 1.0 || readReduceView(div.getRhs(), views) != sum)
+    return {};
+  return div;
+}
+
+/// The f16/bf16 the probabilities are rounded to before the P.V matmul (the
+/// softmax computed in f32 around two-byte inputs), as a decline.
+static LogicalResult declineConvert(ConvertOp convert, Decline &decline) {
+  Type to = tensorOf(convert.getResult()).getElementType();
+  return fail(decline,
+              "the softmax runs in f32 and 'poot.convert' rounds its "
+              "probabilities to " +
+                  typeString(to) +
+                  " for the P.V matmul: the generated attention kernel is "
+                  "F32 only and the fused op would not round the "
+                  "probabilities (or the scores) as this chain does, so the "
+                  "chain stays primitive",
+              convert);
+}
+
+/// The P.V matmul that reads `probs` (directly, or head-folded by one
+/// reshape) as its left operand.
+static LogicalResult readOutput(Value probs, Softmax &softmax,
+                                Decline &decline) {
+  Operation *producer = probs.getDefiningOp();
+  if (!probs.hasOneUse())
+    return fail(decline, kEscapes, producer);
+  Value read = probs;
+  Operation *user = *probs.getUsers().begin();
+  if (auto reshape = dyn_cast<ReshapeOp>(user);
+      reshape && isBatchFold(probs.getType(), reshape.getType())) {
+    if (!reshape->hasOneUse())
+      return fail(decline, kEscapes, reshape);
+    read = reshape.getResult();
+    user = *read.getUsers().begin();
+  }
+  if (auto matmul = dyn_cast<MatMulOp>(user)) {
+    if (matmul.getLhs() == read && matmul.getRhs() != read) {
+      softmax.output = matmul;
+      softmax.result = matmul;
+      return success();
+    }
+    return fail(decline,
+                "the softmax probabilities are the right operand of "
+                "'poot.matmul': attention multiplies them by V as P.V",
+                matmul);
+  }
+  if (auto convert = dyn_cast<ConvertOp>(user))
+    return declineConvert(convert, decline);
+  return fail(decline,
+              "the softmax probabilities feed " + describe(user) +
+                  ", not the P.V matmul (a mask, scale or other op applied "
+                  "after the softmax is not part of attention)",
+              user);
+}
+
+/// `matmul(ex, v)` (ex head-folded by one reshape or not) divided by the
+/// softmax sum afterwards: `out = (ex . v) / z` or `(ex . v) * (1 / z)`.
+static LogicalResult readDivisionAfter(Operation *user, Value ex, ReduceOp sum,
+                                       Softmax &softmax, Decline &decline) {
+  Value read = ex;
+  if (auto reshape = dyn_cast<ReshapeOp>(user);
+      reshape && isBatchFold(ex.getType(), reshape.getType())) {
+    if (!reshape->hasOneUse())
+      return fail(decline, kEscapes, reshape);
+    read = reshape.getResult();
+    user = *read.getUsers().begin();
+  }
+  auto matmul = dyn_cast<MatMulOp>(user);
+  if (!matmul || matmul.getLhs() != read || matmul.getRhs() == read)
+    return fail(decline,
+                "the exp feeds " + describe(user) +
+                    ", not a division by its sum (nor a P.V matmul divided "
+                    "by it afterwards)",
+                user);
+  Value product = matmul.getResult();
+  auto unnormalized = [&](Operation *at) {
+    return fail(decline,
+                "the P.V matmul reads the unnormalized exp and its product "
+                "is not divided by the softmax sum ('poot.reduce') "
+                "afterwards",
+                at);
+  };
+  if (!product.hasOneUse())
+    return unnormalized(matmul);
+  Operation *divide = *product.getUsers().begin();
+  SmallVector<Operation *> views;
+  if (auto div = dyn_cast<DivOp>(divide); div && div.getLhs() == product) {
+    if (readReduceView(div.getRhs(), views) != sum ||
+        !rowsAlign(div.getRhs(), sum, product))
+      return unnormalized(div);
+  } else if (auto mul = dyn_cast<MulOp>(divide)) {
+    Value other = mul.getLhs() == product ? mul.getRhs() : mul.getLhs();
+    DivOp reciprocal = readReciprocal(other, sum, views);
+    if (!reciprocal || !rowsAlign(reciprocal.getRhs(), sum, product))
+      return unnormalized(mul);
+    if (!reciprocal->hasOneUse())
+      return fail(decline, kEscapes, reciprocal);
+  } else {
+    return unnormalized(divide);
+  }
+  if (Operation *shared = firstShared(sum, views))
+    return fail(decline, kEscapes, shared);
+  softmax.output = matmul;
+  softmax.result = divide;
+  return success();
+}
+
+LogicalResult match::readSoftmax(ExpOp exp, Softmax &softmax,
+                                 Decline &decline) {
+  softmax.exp = exp;
+  // exp(s - max(s)), or exp(s + neg(max(s))).
+  Value shifted = exp.getOperand();
+  Operation *shift = shifted.getDefiningOp();
+  Value s, maxView;
+  NegOp neg;
+  if (auto sub = dyn_cast_or_null<SubOp>(shift)) {
+    s = sub.getLhs();
+    maxView = sub.getRhs();
+  } else if (auto add = dyn_cast_or_null<AddOp>(shift)) {
+    for (auto [x, n] : {std::pair(add.getLhs(), add.getRhs()),
+                        std::pair(add.getRhs(), add.getLhs())})
+      if ((neg = n.getDefiningOp<NegOp>())) {
+        s = x;
+        maxView = neg.getOperand();
+        break;
+      }
+  }
+  if (!s)
+    return fail(decline,
+                "the exp reads " + describe(shifted) +
+                    ", not the scores minus their max (a softmax's "
+                    "exp(s - max(s)))",
+                exp);
+  Type element = tensorOf(s).getElementType();
+  if (!element.isF32())
+    return fail(decline,
+                "element type " + typeString(element) +
+                    " is not f32: the generated attention kernel is F32 "
+                    "only, so the chain stays primitive",
+                exp);
+  int64_t rank = tensorOf(s).getRank();
+  if (rank != 4 && rank != 3)
+    return fail(decline,
+                "the softmax runs over " + typeString(s.getType()) +
+                    ", not the [B, Hq, Lq, Lk] (or head-folded [B*Hq, Lq, "
+                    "Lk]) scores of one attention",
+                exp);
+
+  SmallVector<Operation *> maxViews;
+  ReduceOp max = readReduceView(maxView, maxViews);
+  if (!max)
+    return fail(decline,
+                "the value the softmax subtracts before the exp (" +
+                    describe(maxView) + ") is not a reduce max of the scores",
+                shift);
+  if (max.getKind() != ReduceKind::Max)
+    return fail(decline,
+                "'poot.reduce' before the exp takes the " +
+                    std::string(kindName(max.getKind())) +
+                    " of the scores, not their max",
+                max);
+  if (max.getOperand() != s)
+    return fail(decline,
+                "the max the softmax subtracts ('poot.reduce') is taken over " +
+                    describe(max.getOperand()) +
+                    ", not over the scores the exp reads (" + describe(s) +
+                    ")",
+                max);
+  if (max.getAxis() != rank - 1)
+    return fail(decline,
+                "'poot.reduce' takes the softmax max over axis " +
+                    std::to_string(max.getAxis()) +
+                    ", not the last (key) axis " + std::to_string(rank - 1),
+                max);
+  if (!rowsAlign(maxView, max, s))
+    return fail(decline,
+                "the max the softmax subtracts is laid out as " +
+                    typeString(maxView.getType()) +
+                    ", not one value per row of the scores " +
+                    typeString(s.getType()),
+                maxViews.empty() ? max.getOperation() : maxViews.front());
+  if (!shifted.hasOneUse() || (neg && !neg->hasOneUse()))
+    return fail(decline, kEscapes, shift);
+  if (Operation *shared = firstShared(max, maxViews))
+    return fail(decline, kEscapes, shared);
+  softmax.scores = s;
+
+  // The users of ex: its sum and the normalization.
+  Value ex = exp.getResult();
+  ReduceOp sum;
+  SmallVector<Operation *> others;
+  for (Operation *user : ex.getUsers()) {
+    auto reduce = dyn_cast<ReduceOp>(user);
+    if (!sum && reduce && reduce.getKind() == ReduceKind::Sum)
+      sum = reduce;
+    else
+      others.push_back(user);
+  }
+  if (!sum) {
+    for (Operation *user : others) {
+      Operation *reader = user;
+      if (auto reshape = dyn_cast<ReshapeOp>(user);
+          reshape && reshape->hasOneUse())
+        reader = *reshape->getUsers().begin();
+      if (auto matmul = dyn_cast<MatMulOp>(reader))
+        return fail(decline,
+                    "the P.V matmul reads the unnormalized exp: no reduce "
+                    "sum of the exp divides it",
+                    matmul);
+    }
+    return fail(decline,
+                "the exp is not normalized by a reduce sum of it (not a "
+                "softmax)",
+                exp);
+  }
+  if (sum.getAxis() != rank - 1)
+    return fail(decline,
+                "'poot.reduce' sums the softmax over axis " +
+                    std::to_string(sum.getAxis()) +
+                    ", not the last (key) axis " + std::to_string(rank - 1),
+                sum);
+  if (others.empty())
+    return fail(decline,
+                "the exp is only summed, never divided by its sum (not a "
+                "softmax)",
+                exp);
+  if (others.size() > 1)
+    return fail(decline, kEscapes, exp);
+
+  Operation *normalize = others.front();
+  SmallVector<Operation *> sumViews;
+  if (auto div = dyn_cast<DivOp>(normalize); div && div.getLhs() == ex) {
+    if (readReduceView(div.getRhs(), sumViews) != sum ||
+        !rowsAlign(div.getRhs(), sum, ex))
+      return fail(decline,
+                  "'poot.div' divides the exp by " + describe(div.getRhs()) +
+                      ", not by its softmax sum",
+                  div);
+  } else if (auto mul = dyn_cast<MulOp>(normalize)) {
+    Value other = mul.getLhs() == ex ? mul.getRhs() : mul.getLhs();
+    DivOp reciprocal = readReciprocal(other, sum, sumViews);
+    if (other == ex || !reciprocal ||
+        !rowsAlign(reciprocal.getRhs(), sum, ex))
+      return fail(decline,
+                  "'poot.mul' multiplies the exp by " + describe(other) +
+                      ", not by the reciprocal 1 / sum of its softmax sum",
+                  mul);
+    if (!reciprocal->hasOneUse())
+      return fail(decline, kEscapes, reciprocal);
+  } else {
+    return readDivisionAfter(normalize, ex, sum, softmax, decline);
+  }
+  if (Operation *shared = firstShared(sum, sumViews))
+    return fail(decline, kEscapes, shared);
+  return readOutput(normalize->getResult(0), softmax, decline);
+}

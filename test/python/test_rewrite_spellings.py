@@ -1,0 +1,406 @@
+"""The spellings PyTorch and Hugging Face attention code produces, traced the
+way the frontend emits them from that code (the PyTorch line is quoted above
+each spelling), fuse to one poot.attention with the oracle's results before
+and after equal on fresh random inputs (seed printed; f32 within 1e-5, the
+float64 reference within 1e-6; NaN in the same places). Boolean masks keep
+rows whose keys are all hidden exactly as the primitive chain computes them.
+The f32 softmax around f16/bf16 declines with a remark saying why."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from poot_mlir import ir, oracle
+from poot_mlir.compiler.fuse import count_ops
+from poot_mlir.frontend import Tracer, ops
+from poot_mlir.frontend.dtypes import LOWEST_FINITE
+from rewrite_support import check_rewrite, fused_copy, random_inputs
+
+B, H, HKV, LQ, LK, D = 2, 4, 2, 3, 8, 8
+SCALE = 1.0 / math.sqrt(D)
+F32_MIN = LOWEST_FINITE["f32"]  # torch.finfo(torch.float32).min
+
+
+@pytest.fixture(autouse=True)
+def tracer_stack():
+    from poot_mlir.frontend import tracer as tracer_module
+
+    saved = list(tracer_module._ACTIVE)
+    yield
+    tracer_module._ACTIVE[:] = saved
+
+
+def qkv(tr: Tracer, lq: int = LQ, lk: int = LK, hkv: int = HKV):
+    q = tr.input("q", (B, H, lq, D))
+    k = tr.input("k", (B, hkv, lk, D))
+    v = tr.input("v", (B, hkv, lk, D))
+    return q, ops.repeat_kv(k, H // hkv), ops.repeat_kv(v, H // hkv)
+
+
+def scores(q, k):
+    # attn_weights = torch.matmul(query, key.transpose(-1, -2)) * scale
+    return ops.mul(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))), SCALE)
+
+
+def finish(tr: Tracer, p, v) -> ir.Module:
+    tr.output("out", ops.matmul(p, v))
+    return tr.finish()
+
+
+# --- boolean masks -----------------------------------------------------------------
+
+
+def gpt2_causal(fill: float, *, lq: int = LQ, lk: int = LK) -> ir.Module:
+    """GPT-2: a bottom-right aligned causal mask (query i sees keys
+    j <= i + Lk - Lq), applied by torch.where with finfo.min (or -inf)."""
+    tr = Tracer("gpt2")
+    q, k, v = qkv(tr, lq, lk)
+    s = scores(q, k)
+    # causal_mask = torch.ones(lq, lk, dtype=bool).tril(diagonal=lk - lq)
+    rows = ops.iota((lq, 1), 0)
+    cols = ops.iota((1, lk), 1)
+    causal = ops.le(cols, ops.add(rows, lk - lq))
+    # attn_weights = torch.where(causal_mask, attn_weights, mask_value)
+    s = ops.where(causal, s, ops.constant(fill, "f32"))
+    return finish(tr, ops.softmax(s), v)
+
+
+def gpt2_buffer() -> ir.Module:
+    """GPT-2 literally: the causal mask is a registered bool buffer
+    `tril(ones(n_positions, n_positions))`, sliced to the last Lq rows."""
+    n = 16
+    tr = Tracer("gpt2_buffer")
+    q, k, v = qkv(tr)
+    bias = ops.constant(np.tril(np.ones((1, 1, n, n), bool)))
+    # causal_mask = self.bias[:, :, key_length - query_length : key_length, :key_length]
+    causal = ops.slice(bias, (0, 0, LK - LQ, 0), (1, 1, LK, LK))
+    # mask_value = torch.full([], torch.finfo(attn_weights.dtype).min)
+    s = ops.where(causal, scores(q, k), ops.constant(F32_MIN, "f32"))
+    return finish(tr, ops.softmax(s), v)
+
+
+def padding_masked_fill(fill: float) -> ir.Module:
+    """A boolean padding mask [B, 1, 1, Lk] (True = keep) applied with
+    `scores.masked_fill(~mask, fill)` -- a fully padded row included when the
+    random mask hides every key of a batch row."""
+    tr = Tracer("padding")
+    q, k, v = qkv(tr)
+    keep = tr.input("keep", (B, 1, 1, LK), "i1")
+    hidden = ops.eq(keep, False)
+    s = ops.masked_fill(scores(q, k), hidden, fill)
+    return finish(tr, ops.softmax(s), v)
+
+
+def bert_extended_mask() -> ir.Module:
+    """BERT: `(1.0 - attention_mask[:, None, None, :]) * finfo.min` added."""
+    tr = Tracer("bert")
+    q, k, v = qkv(tr)
+    attention_mask = tr.input("attention_mask", (B, LK), "i1")
+    extended = ops.reshape(ops.convert(attention_mask, "f32"), (B, 1, 1, LK))
+    extended = ops.mul(ops.sub(1.0, extended), F32_MIN)
+    return finish(tr, ops.softmax(ops.add(scores(q, k), extended)), v)
+
+
+def causal_and_padding() -> ir.Module:
+    """A causal select (finfo.min) and a padding select (finfo.min) one after
+    the other, then an ALiBi-style bias added, then the scale."""
+    tr = Tracer("two_masks")
+    q, k, v = qkv(tr)
+    keep = tr.input("keep", (B, 1, 1, LK), "i1")
+    bias = tr.input("bias", (1, H, LQ, LK))
+    s = ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))
+    causal = ops.le(ops.iota((1, 1, 1, LK), 3), ops.add(ops.iota((1, 1, LQ, 1), 2), LK - LQ))
+    s = ops.where(causal, s, F32_MIN)
+    s = ops.masked_fill(s, ops.eq(keep, False), F32_MIN)
+    s = ops.mul(ops.add(s, bias), SCALE)
+    return finish(tr, ops.softmax(s), v)
+
+
+def causal_prefill_neg_inf() -> ir.Module:
+    """Prefill, top-left causal: `scores.masked_fill(triu(ones, 1), -inf)`."""
+    tr = Tracer("causal")
+    q, k, v = qkv(tr, LK, LK)
+    upper = ops.gt(ops.iota((1, 1, 1, LK), 3), ops.iota((1, 1, LK, 1), 2))
+    s = ops.masked_fill(scores(q, k), upper, float("-inf"))
+    return finish(tr, ops.softmax(s), v)
+
+
+@pytest.mark.parametrize(
+    "case, build",
+    [
+        ("GPT-2 causal, torch.where with finfo.min", lambda: gpt2_causal(F32_MIN)),
+        ("causal by torch.where with -inf", lambda: gpt2_causal(float("-inf"))),
+        ("bottom-right causal, Lq=1 decode", lambda: gpt2_causal(F32_MIN, lq=1)),
+        ("GPT-2's sliced bool buffer", gpt2_buffer),
+        ("padding masked_fill(~mask, -inf)", lambda: padding_masked_fill(float("-inf"))),
+        ("padding masked_fill(~mask, finfo.min)", lambda: padding_masked_fill(F32_MIN)),
+        ("BERT extended additive mask", bert_extended_mask),
+        ("causal + padding selects, bias, then the scale", causal_and_padding),
+        ("top-left causal masked_fill -inf", causal_prefill_neg_inf),
+    ],
+)
+def test_boolean_masks_fuse(case: str, build, rng: np.random.Generator) -> None:
+    report = check_rewrite(build(), rng, fused=1, trials=3)
+    assert report.remarks == [], report.remarks
+    # The score matmul and the softmax are gone; the mask is an operand.
+    assert count_ops(report.module, "poot.exp") == 0
+    assert count_ops(report.module, "poot.matmul") == 0
+    assert " mask(" in str(report.module)
+
+
+@pytest.mark.parametrize("fill", [float("-inf"), F32_MIN])
+def test_fully_hidden_rows_keep_their_result(fill: float, rng: np.random.Generator) -> None:
+    """A batch row whose padding hides every key: -inf gives NaN (0/0) and
+    finfo.min a uniform average of V -- before and after the rewrite."""
+    module = padding_masked_fill(fill)
+    report = fused_copy(module)
+    assert report.attention == 1, report.remarks
+    inputs = random_inputs(module, rng)
+    inputs["keep"][0] = False  # batch row 0: every key hidden
+    inputs["keep"][1] = True
+    for reference in (False, True):
+        before = oracle.run(module, inputs, reference=reference).named["out"]
+        after = oracle.run(report.module, inputs, reference=reference).named["out"]
+        if math.isinf(fill):
+            assert np.isnan(before[0]).all() and np.isnan(after[0]).all()
+        else:
+            v = np.asarray(inputs["v"], np.float64)
+            uniform = np.repeat(v.mean(axis=2, keepdims=True), H // HKV, axis=1)[0]
+            uniform = np.broadcast_to(uniform, before[0].shape)
+            np.testing.assert_allclose(before[0], uniform, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(after[0], before[0], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(after[1], before[1], rtol=1e-5, atol=1e-6)
+
+
+def test_non_absorbing_fill_declines(rng: np.random.Generator) -> None:
+    """`masked_fill(mask == 0, -1e9)` (the tutorial spelling): s - 1e9 is not
+    -1e9, so a fully hidden row would change; the chain stays and says why."""
+    tr = Tracer("tutorial")
+    q, k, v = qkv(tr)
+    keep = tr.input("keep", (B, 1, 1, LK), "i1")
+    s = ops.masked_fill(scores(q, k), ops.eq(keep, False), -1e9)
+    module = finish(tr, ops.softmax(s), v)
+    report = check_rewrite(module, rng, fused=0, exact=True)
+    assert len(report.remarks) == 1, report.remarks
+    assert "hides scores with -1e+09, neither -inf nor f32's lowest finite value" in (
+        report.remarks[0]
+    )
+
+
+# --- f32 softmax around two-byte inputs ---------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_f32_softmax_around_half_declines_with_a_remark(
+    dtype: str, rng: np.random.Generator
+) -> None:
+    """HF: `softmax(attn_weights, dim=-1, dtype=torch.float32).to(q.dtype)`."""
+    tr = Tracer("upcast")
+    q = tr.input("q", (B, H, LQ, D), dtype)
+    k = tr.input("k", (B, H, LK, D), dtype)
+    v = tr.input("v", (B, H, LK, D), dtype)
+    s = ops.mul(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))), SCALE)
+    p = ops.convert(ops.softmax(ops.convert(s, "f32")), dtype)
+    module = finish(tr, p, v)
+    report = check_rewrite(module, rng, fused=0, exact=True)
+    assert len(report.remarks) == 1, report.remarks
+    assert f"rounds its probabilities to {dtype}" in report.remarks[0]
+    assert "F32 only" in report.remarks[0]
+
+
+# --- layouts ---------------------------------------------------------------------------
+
+
+def bart_heads_in_batch(mask: bool = True) -> ir.Module:
+    """BART/OPT eager attention: heads folded into the batch of torch.bmm,
+    the scores viewed as [B, H, Lq, Lk] around the mask, the scale applied
+    to the query projection."""
+    e = H * D
+    tr = Tracer("bart")
+    x = tr.input("x", (B, LQ, e))
+    mem = tr.input("mem", (B, LK, e))
+    # Projection weights as a model holds them (constants, ~N(0, 1/E)), so
+    # the scores stay O(1) rather than O(E) and the softmax well conditioned.
+    weights = np.random.default_rng(0).standard_normal((3, e, e)) / math.sqrt(e)
+    wq, wk, wv = (ops.constant(w.astype(np.float32), "f32") for w in weights)
+
+    def shape(t, length):
+        # tensor.view(bsz, seq_len, num_heads, head_dim).transpose(1, 2)
+        return ops.transpose(ops.reshape(t, (B, length, H, D)), (0, 2, 1, 3))
+
+    # query_states = self.q_proj(hidden_states) * self.scaling
+    query = ops.mul(ops.matmul(x, wq), SCALE)
+    # proj_shape = (bsz * num_heads, -1, head_dim)
+    q3 = ops.reshape(shape(query, LQ), (B * H, LQ, D))
+    k3 = ops.reshape(shape(ops.matmul(mem, wk), LK), (B * H, LK, D))
+    v3 = ops.reshape(shape(ops.matmul(mem, wv), LK), (B * H, LK, D))
+    # attn_weights = torch.bmm(query_states, key_states.transpose(1, 2))
+    s = ops.matmul(q3, ops.transpose(k3, (0, 2, 1)))
+    if mask:
+        attention_mask = tr.input("attention_mask", (B, 1, LQ, LK))
+        # attn_weights.view(bsz, num_heads, tgt_len, src_len) + attention_mask
+        s = ops.add(ops.reshape(s, (B, H, LQ, LK)), attention_mask)
+        s = ops.reshape(s, (B * H, LQ, LK))
+    p = ops.softmax(s)
+    out = ops.matmul(p, v3)  # torch.bmm(attn_probs, value_states)
+    # attn_output.view(bsz, num_heads, tgt_len, head_dim).transpose(1, 2)
+    out = ops.transpose(ops.reshape(out, (B, H, LQ, D)), (0, 2, 1, 3))
+    tr.output("out", ops.reshape(out, (B, LQ, e)))
+    return tr.finish()
+
+
+def rank3_bmm() -> ir.Module:
+    """Plain [B*H, L, D] tensors and torch.bmm, no 4-D view anywhere."""
+    tr = Tracer("bmm")
+    q = tr.input("q", (B * H, LQ, D))
+    k = tr.input("k", (B * H, LK, D))
+    v = tr.input("v", (B * H, LK, D))
+    s = ops.div(ops.matmul(q, ops.transpose(k, (0, 2, 1))), math.sqrt(D))
+    tr.output("out", ops.matmul(ops.softmax(s), v))
+    return tr.finish()
+
+
+def keys_pre_transposed(whisper: bool = False) -> ir.Module:
+    """Keys cached as [B, Hkv, D, Lk] so the score matmul reads k directly;
+    Whisper's spelling scales q and the key by D^-0.25 each."""
+    tr = Tracer("kt")
+    q = tr.input("q", (B, H, LQ, D))
+    kt = tr.input("kt", (B, HKV, D, LK))
+    v = tr.input("v", (B, HKV, LK, D))
+    kx = ops.repeat_kv(kt, H // HKV)
+    vx = ops.repeat_kv(v, H // HKV)
+    if whisper:
+        quarter = D**-0.25
+        # q = q.view(...).permute(0, 2, 1, 3) * scale; k = ....permute(0, 2, 3, 1) * scale
+        s = ops.matmul(ops.mul(q, quarter), ops.mul(kx, quarter))
+    else:
+        s = ops.mul(ops.matmul(q, kx), SCALE)
+    return finish(tr, ops.softmax(s), vx)
+
+
+def keys_scaled(where: str) -> ir.Module:
+    """The scale on q (`q = q * self.scaling`) or on k before the score
+    matmul: folded into the op's scale."""
+    tr = Tracer("prescaled")
+    q, k, v = qkv(tr)
+    if where == "q":
+        s = ops.matmul(ops.mul(q, SCALE), ops.transpose(k, (0, 1, 3, 2)))
+    elif where == "k":
+        s = ops.matmul(q, ops.transpose(ops.div(k, math.sqrt(D)), (0, 1, 3, 2)))
+    else:  # k^T scaled
+        s = ops.matmul(q, ops.mul(SCALE, ops.transpose(k, (0, 1, 3, 2))))
+    return finish(tr, ops.softmax(s), v)
+
+
+@pytest.mark.parametrize(
+    "case, build, check",
+    [
+        ("BART heads in the batch, mask in 4-D", bart_heads_in_batch, "mask("),
+        ("BART heads in the batch, no mask", lambda: bart_heads_in_batch(False), "poot.attention"),
+        ("rank-3 bmm, no 4-D view", rank3_bmm, "tensor<1x8x3x8xf32>"),
+        ("keys stored [B, H, D, L]", keys_pre_transposed, "perm = [0, 1, 3, 2]"),
+        ("Whisper: q and k^T scaled by D^-0.25", lambda: keys_pre_transposed(True), "scale = 0.35"),
+        ("scale on q", lambda: keys_scaled("q"), "scale = 0.35"),
+        ("scale on k (a division)", lambda: keys_scaled("k"), "scale = 0.35"),
+        ("scale on k^T, constant on the left", lambda: keys_scaled("kt"), "scale = 0.35"),
+    ],
+)
+def test_layouts_fuse(case: str, build, check: str, rng: np.random.Generator) -> None:
+    report = check_rewrite(build(), rng, fused=1)
+    assert report.remarks == [], report.remarks
+    text = str(report.module)
+    assert check in text, text
+    assert count_ops(report.module, "poot.exp") == 0, text
+    # Only the projections survive; no scale multiply is left outside.
+    assert count_ops(report.module, "poot.mul") == 0, text
+    assert count_ops(report.module, "poot.div") == 0, text
+
+
+def test_mla_one_key_head_keeps_the_split_key(rng: np.random.Generator) -> None:
+    """Absorbed MLA (one latent KV head): canonicalization folds the identity
+    broadcast of k_pe; the split key is still formed, no concat is built."""
+    tr = Tracer("mla1")
+    q = tr.input("q", (B, H, LQ, D + 2))
+    k_nope = tr.input("k_nope", (B, 1, LK, D))
+    k_pe = tr.input("k_pe", (B, 1, LK, 2))
+    v = tr.input("v", (B, 1, LK, D))
+    pos = tr.pos(max_pos=LK - LQ)
+    tr.output("out", ops.attention_mla(q, k_nope, k_pe, v, pos))
+    report = check_rewrite(tr.finish(), rng, fused=1)
+    text = str(report.module)
+    assert "key_shared(" in text and "poot.concat" not in text, text
+    assert report.remarks == [], report.remarks
+
+
+# --- softmax normalization --------------------------------------------------------------
+
+
+def normalization(kind: str) -> ir.Module:
+    tr = Tracer("norm")
+    q, k, v = qkv(tr)
+    s = ops.add(scores(q, k), tr.input("mask", (1, 1, LQ, LK)))
+    if kind == "neg":
+        # attn - attn.amax(-1, keepdim=True) written as attn + (-max)
+        e = ops.exp(ops.add(s, ops.neg(ops.reduce_max(s, axis=-1, keepdim=True))))
+    else:
+        # m = attn.max(dim=-1).values.unsqueeze(-1).expand_as(attn)
+        m = ops.broadcast_to(ops.reshape(ops.reduce_max(s, axis=-1), (B, H, LQ, 1)), s.shape)
+        e = ops.exp(ops.sub(s, m))
+    z = ops.reduce_sum(e, axis=-1, keepdim=kind != "plain")
+    if kind == "plain":
+        z = ops.reshape(z, (B, H, LQ, 1))
+    if kind == "reciprocal":
+        return finish(tr, ops.mul(e, ops.div(1.0, z)), v)
+    if kind == "after":
+        # out = (e @ v) / e.sum(-1, keepdim=True)
+        tr.output("out", ops.div(ops.matmul(e, v), z))
+        return tr.finish()
+    if kind == "after_reciprocal":
+        tr.output("out", ops.mul(ops.div(1.0, z), ops.matmul(e, v)))
+        return tr.finish()
+    return finish(tr, ops.div(e, ops.broadcast_to(z, s.shape)), v)
+
+
+@pytest.mark.parametrize(
+    "kind", ["reciprocal", "plain", "neg", "after", "after_reciprocal"]
+)
+def test_normalization_spellings_fuse(kind: str, rng: np.random.Generator) -> None:
+    report = check_rewrite(normalization(kind), rng, fused=1)
+    assert report.remarks == [], report.remarks
+    assert count_ops(report.module, "poot.exp") == 0
+    assert count_ops(report.module, "poot.matmul") == 0
+    assert count_ops(report.module, "poot.div") == 0
+
+
+# --- the fused spellings run ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "case, build",
+    [
+        ("GPT-2 causal torch.where", lambda: gpt2_causal(F32_MIN)),
+        ("padding masked_fill -inf", lambda: padding_masked_fill(float("-inf"))),
+        ("BART heads in the batch", bart_heads_in_batch),
+        ("Whisper: keys stored transposed, q and k scaled", lambda: keys_pre_transposed(True)),
+        ("division after P.V", lambda: normalization("after")),
+    ],
+)
+def test_fused_spelling_runs_on_the_cpu(case: str, build, rng, tmp_path) -> None:
+    """The fused module compiled for the CPU against the oracle of the
+    primitive chain it came from."""
+    from poot_mlir.compiler.cpu import compile_cpu
+    from poot_mlir.runtime import cpu as runtime
+
+    module = build()
+    report = fused_copy(module)
+    assert report.attention == 1, report.remarks
+    artifact = runtime.load(compile_cpu(report.module, tmp_path / "step"))
+    inputs = random_inputs(module, rng)
+    got = artifact.run(inputs).named["out"]
+    want = oracle.run(module, inputs, reference=True).named["out"]
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    finite = ~np.isnan(want)
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-5)
