@@ -672,8 +672,10 @@ def attention_paged(
     len4 = P.reshape(P.add(pos, live), (b, 1, 1, 1))
     krow = P.compare("lt", P.iota((1, 1, cap, 1), 2, "i32", tracer=tr), len4)
     zero = P.constant(0.0, q.dtype, tracer=tr)
-    k_exp = repeat_kv(P.select(krow, k_view, zero), hq // hkv)
-    v_exp = repeat_kv(P.select(krow, v_view, zero), hq // hkv)
+    k_live = P.select(krow, k_view, zero)
+    v_live = P.select(krow, v_view, zero)
+    k_exp = repeat_kv(k_live, hq // hkv)
+    v_exp = repeat_kv(v_live, hq // hkv)
     mask = None
     if lq > 1:
         mask = _decode_mask(P.reshape(pos, (b, 1, 1, 1)), lq, cap, q.dtype)
