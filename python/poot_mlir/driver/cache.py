@@ -28,7 +28,6 @@ changed nothing. `snapshot` / `restore` undo whole steps.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Hashable, Sequence
 
@@ -51,6 +50,11 @@ class SequenceTable:
 
     def __len__(self) -> int:
         return len(self.tokens)
+
+    def copy(self) -> "SequenceTable":
+        return SequenceTable(
+            self.identity, list(self.tokens), list(self.blocks), list(self.keys), self.reused
+        )
 
 
 @dataclass(frozen=True)
@@ -210,9 +214,8 @@ class PagedKVCache:
             raise KVCacheError(f"sequence {child!r} is already in the cache")
         for block in source.blocks:
             self.allocator.retain(block)
-        self._tables[child] = SequenceTable(
-            source.identity, list(source.tokens), list(source.blocks), list(source.keys), 0
-        )
+        self._tables[child] = source.copy()
+        self._tables[child].reused = 0
 
     def free(self, seq_id: Hashable) -> None:
         """Release the sequence's blocks (tail first, so the LRU evicts a
@@ -248,14 +251,14 @@ class PagedKVCache:
     def snapshot(self) -> _Snapshot:
         return _Snapshot(
             self.allocator.snapshot(),
-            copy.deepcopy(self._tables),
+            {seq_id: table.copy() for seq_id, table in self._tables.items()},
             list(self._copies),
             (self.prefix_hits, self.tokens_skipped),
         )
 
     def restore(self, snapshot: _Snapshot) -> None:
         self.allocator.restore(snapshot.allocator)  # type: ignore[arg-type]
-        self._tables = copy.deepcopy(snapshot.tables)
+        self._tables = {seq_id: table.copy() for seq_id, table in snapshot.tables.items()}
         self._copies = list(snapshot.copies)
         self.prefix_hits, self.tokens_skipped = snapshot.stats
 
