@@ -170,30 +170,33 @@ def throughput(kind, artifact, shape, weights, adapter, reqs) -> dict:
     engine = make_engine(kind, artifact, shape, weights, adapter)
     for r in reqs:
         engine.submit(Request(r.rid, list(r.prompt), r.max_new_tokens, r.adapter, r.arrival))
-    steps, busy = [], 0.0
-    start = time.perf_counter()
+    steps = []
+    start, cpu = time.perf_counter(), time.process_time()
     engine.run(lambda rep: steps.append(rep))
-    wall = time.perf_counter() - start
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
     busy = sum(r.seconds for r in steps)
+    busy_cpu = sum(r.cpu_seconds for r in steps)
     generated = sum(len(c.tokens) for c in engine.completions.values())
     processed = sum(row.count for r in steps for row in r.rows)
     return {
-        "steps": len(steps), "wall_s": wall, "step_s": busy,
-        "mean_step_ms": 1e3 * busy / len(steps),
+        "steps": len(steps), "wall_s": wall, "cpu_s": cpu, "step_s": busy, "step_cpu_s": busy_cpu,
+        "mean_step_ms": 1e3 * busy / len(steps), "mean_step_cpu_ms": 1e3 * busy_cpu / len(steps),
         "generated_tokens": generated, "processed_tokens": processed,
         "generated_per_s": generated / wall, "processed_per_s": processed / wall,
+        "generated_per_cpu_s": generated / cpu, "processed_per_cpu_s": processed / cpu,
         "tokens": {rid: c.tokens for rid, c in engine.completions.items()},
     }  # fmt: skip
 
 
-def first_token_time(engine: Engine, request: Request) -> tuple[float, int, int]:
-    """(seconds, steps) from submitting `request` alone to its first token."""
+def first_token_time(engine: Engine, request: Request) -> tuple[float, float, int, int]:
+    """(wall s, CPU s, steps, tokens reused) from submitting `request` alone to its first token."""
     engine.submit(request)
-    start, steps = time.perf_counter(), 0
+    start, cpu, steps = time.perf_counter(), time.process_time(), 0
     while request.rid not in engine.completions:
         engine.step()
         steps += 1
-    return time.perf_counter() - start, steps, engine.completions[request.rid].reused
+    reused = engine.completions[request.rid].reused
+    return time.perf_counter() - start, time.process_time() - cpu, steps, reused
 
 
 def prefix_hit(kind, artifact, shape, weights, adapter, rng) -> dict:
@@ -205,9 +208,10 @@ def prefix_hit(kind, artifact, shape, weights, adapter, rng) -> dict:
     cold = first_token_time(engine, Request("cold", shared + tail(), 1))
     hit = first_token_time(engine, Request("hit", shared + tail(), 1))
     return {
-        "cold_ms": 1e3 * cold[0], "cold_steps": cold[1],
-        "hit_ms": 1e3 * hit[0], "hit_steps": hit[1], "hit_reused_tokens": hit[2],
-        "saved_ms": 1e3 * (cold[0] - hit[0]),
+        "cold_ms": 1e3 * cold[0], "cold_cpu_ms": 1e3 * cold[1], "cold_steps": cold[2],
+        "hit_ms": 1e3 * hit[0], "hit_cpu_ms": 1e3 * hit[1], "hit_steps": hit[2],
+        "hit_reused_tokens": hit[3], "saved_ms": 1e3 * (cold[0] - hit[0]),
+        "saved_cpu_ms": 1e3 * (cold[1] - hit[1]),
     }  # fmt: skip
 
 
@@ -221,11 +225,18 @@ def decode_vs_pool(kind, blocks_list, weights, adapter, rng, tmp: Path, artifact
         for i in range(8):  # 16 + 16 tokens: 2 blocks a row, so 16 blocks hold all 8
             prompt = [int(x) for x in rng.integers(1, CONFIG.vocab, 16)]
             engine.submit(Request(f"d{i}", prompt, 16, None, 0))
-        decode = []
-        engine.run(lambda rep: decode.append(rep.seconds) if all(r.kind == "decode" for r in rep.rows) and len(rep.rows) == 8 else None)
+        decode: list = []
+
+        def keep(rep) -> None:
+            if len(rep.rows) == 8 and all(r.kind == "decode" for r in rep.rows):
+                decode.append((rep.seconds, rep.cpu_seconds))
+
+        engine.run(keep)
         pool_bytes = sum(v.nbytes for v in init_pools(CONFIG, shape).values())
+        wall, cpu = np.median(np.array(decode), axis=0)
         out.append({"blocks": blocks, "pool_slots": shape.pool_slots, "pool_bytes": pool_bytes,
-                    "decode_steps": len(decode), "median_step_ms": 1e3 * float(np.median(decode))})
+                    "decode_steps": len(decode), "median_step_ms": 1e3 * float(wall),
+                    "median_step_cpu_ms": 1e3 * float(cpu)})
     return out
 
 
@@ -281,7 +292,8 @@ def main() -> None:
             entry["same_tokens"] = tokens[0] == tokens[1] == tokens[2]
             result["throughput"].append(entry)
             print(f"rows {rows:2d}: " + ", ".join(
-                f"{k} {entry[k]['generated_per_s']:6.1f} tok/s ({entry[k]['mean_step_ms']:.1f} ms/step)"
+                f"{k} {entry[k]['generated_per_cpu_s']:6.1f} tok/cpu-s ({entry[k]['mean_step_cpu_ms']:.1f} "
+                f"cpu-ms/step)"
                 for k in ("poot", "poot_unfused", "torch")) + f"; same tokens: {entry['same_tokens']}",
                 flush=True)
             if rows == 8:
@@ -293,7 +305,7 @@ def main() -> None:
         for kind in ("poot", "torch"):
             result["decode_vs_pool"][kind] = decode_vs_pool(kind, blocks_list, weights, adapter, rng, tmp, artifacts)
             print(f"decode vs pool ({kind}): " + ", ".join(
-                f"{e['blocks']} blocks {e['median_step_ms']:.2f} ms" for e in result["decode_vs_pool"][kind]),
+                f"{e['blocks']} blocks {e['median_step_cpu_ms']:.2f} cpu-ms" for e in result["decode_vs_pool"][kind]),
                 flush=True)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2))

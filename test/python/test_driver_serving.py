@@ -165,3 +165,12 @@ def test_the_serve_example_checks_against_the_oracle(capsys) -> None:
     assert "fused 1 paged attention ops" in out
     assert "prefix hits 2, prefill tokens skipped 64" in out
     assert "every request matched running it alone through the float64 oracle" in out
+
+
+def test_the_serve_example_on_vulkan_checks_against_the_oracle(capsys) -> None:
+    """The same loop with the paged attention (live length, per-row mask) as
+    SPIR-V kernels on the Vulkan device (lavapipe in CI)."""
+    assert serve.main(["--check", "--quiet", "--layers", "1", "--target", "vulkan"]) == 0
+    out = capsys.readouterr().out
+    assert "attention as SPIR-V" in out
+    assert "every request matched running it alone through the float64 oracle" in out

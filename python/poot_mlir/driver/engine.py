@@ -96,7 +96,8 @@ class StepReport:
     finished: list[Hashable]
     blocks_in_use: int
     cached_blocks: int
-    seconds: float
+    seconds: float  # wall time of the dispatch
+    cpu_seconds: float  # CPU time of the dispatching thread (robust on a shared machine)
 
 
 @dataclass
@@ -294,13 +295,13 @@ class Engine:
                 if self.bind is not None:  # refuse before a copy touches a pool
                     self.bind({**inputs, **self.runner.state})
                 self._apply_copies(plan.copies)
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.thread_time()
             result = self.runner.step(inputs)
-            seconds = time.perf_counter() - start
+            seconds, cpu = time.perf_counter() - start, time.thread_time() - cpu
         except BaseException:
             self.abort(plan)
             raise
-        return self._finish_step(plan, result.named[self.logits], seconds)
+        return self._finish_step(plan, result.named[self.logits], seconds, cpu)
 
     def _apply_copies(self, copies: Sequence[Copy]) -> None:
         state = self.runner.state
@@ -309,7 +310,9 @@ class Engine:
             for c in copies:
                 pool[c.dst : c.dst + c.count] = pool[c.src : c.src + c.count]
 
-    def _finish_step(self, plan: StepPlan, logits: np.ndarray, seconds: float) -> StepReport:
+    def _finish_step(
+        self, plan: StepPlan, logits: np.ndarray, seconds: float, cpu_seconds: float
+    ) -> StepReport:
         self.cache.commit()
         self._running.extend(plan.admitted)
         finished = []
@@ -333,6 +336,7 @@ class Engine:
             self.cache.blocks_in_use,
             self.cache.allocator.cached_blocks,
             seconds,
+            cpu_seconds,
         )
         self.step_index += 1
         return report
