@@ -94,7 +94,13 @@ class TorchStep:
         t = {k: torch.from_numpy(np.asarray(v)) for k, v in inputs.items()}
         rows, tk = t["tokens"].shape
         hd = c.head_dim
-        pos, count, read, write, adapter = t["pos"], t["count"], t["read"].long(), t["write"], t["adapter"]
+        pos, count, read, write, adapter = (
+            t["pos"],
+            t["count"],
+            t["read"].long(),
+            t["write"],
+            t["adapter"],
+        )
         x = t["embed"][t["tokens"].long()]
         token_pos = (pos[:, None] + torch.arange(tk)[None]).float()
         angle = token_pos[..., None] * self.inv_freq
@@ -126,7 +132,9 @@ class TorchStep:
             vp[write[valid].long()] = v.transpose(1, 2).reshape(rows * tk, c.kv_heads, hd)[valid]
             keys = kp[read].transpose(1, 2).repeat_interleave(n_rep, 1)  # [R, Hq, cap, hd]
             values = vp[read].transpose(1, 2).repeat_interleave(n_rep, 1)
-            attn = torch.nn.functional.scaled_dot_product_attention(q, keys, values, attn_mask=visible[:, None])
+            attn = torch.nn.functional.scaled_dot_product_attention(
+                q, keys, values, attn_mask=visible[:, None]
+            )
             x = x + attn.transpose(1, 2).reshape(rows, tk, c.q_heads * hd) @ t[p + "wo"]
             h = self._norm(x, t[p + "mlp_norm"], c.eps)
             gate = h @ t[p + "w_gate"]
@@ -151,11 +159,15 @@ def make_engine(kind: str, artifact: CpuArtifact, shape: ServeShape, weights, ad
         bind = lambda inputs: binding.bind(artifact.signature, inputs)  # noqa: E731
     else:
         runner, bind = TorchStep(CONFIG, shape, pools), None
-    adapters = AdapterTable(weights_fingerprint(weights), shape.adapter_slots, lora_shapes(CONFIG, shape.lora_rank))
+    adapters = AdapterTable(
+        weights_fingerprint(weights), shape.adapter_slots, lora_shapes(CONFIG, shape.lora_rank)
+    )
     adapters.load("A", adapter_arrays)
     step = StepShape(shape.rows, shape.tokens, shape.cap)
     cache = PagedKVCache(shape.pool_blocks, max_tokens=step.max_tokens)
-    return Engine(runner, cache, step, weights=weights, pools=pools.keys(), adapters=adapters, bind=bind)
+    return Engine(
+        runner, cache, step, weights=weights, pools=pools.keys(), adapters=adapters, bind=bind
+    )
 
 
 def requests(rng: np.random.Generator, n: int, new: int) -> list[Request]:
@@ -215,7 +227,9 @@ def prefix_hit(kind, artifact, shape, weights, adapter, rng) -> dict:
     }  # fmt: skip
 
 
-def decode_vs_pool(kind, blocks_list, weights, adapter, rng, tmp: Path, artifacts: dict) -> list[dict]:
+def decode_vs_pool(
+    kind, blocks_list, weights, adapter, rng, tmp: Path, artifacts: dict
+) -> list[dict]:
     out = []
     for blocks in blocks_list:
         shape = ServeShape(rows=8, tokens=1, cap=CAP, pool_blocks=blocks)
@@ -234,9 +248,16 @@ def decode_vs_pool(kind, blocks_list, weights, adapter, rng, tmp: Path, artifact
         engine.run(keep)
         pool_bytes = sum(v.nbytes for v in init_pools(CONFIG, shape).values())
         wall, cpu = np.median(np.array(decode), axis=0)
-        out.append({"blocks": blocks, "pool_slots": shape.pool_slots, "pool_bytes": pool_bytes,
-                    "decode_steps": len(decode), "median_step_ms": 1e3 * float(wall),
-                    "median_step_cpu_ms": 1e3 * float(cpu)})
+        out.append(
+            {
+                "blocks": blocks,
+                "pool_slots": shape.pool_slots,
+                "pool_bytes": pool_bytes,
+                "decode_steps": len(decode),
+                "median_step_ms": 1e3 * float(wall),
+                "median_step_cpu_ms": 1e3 * float(cpu),
+            }
+        )
     return out
 
 
@@ -291,22 +312,36 @@ def main() -> None:
             tokens = [entry[k].pop("tokens") for k in ("poot", "poot_unfused", "torch")]
             entry["same_tokens"] = tokens[0] == tokens[1] == tokens[2]
             result["throughput"].append(entry)
-            print(f"rows {rows:2d}: " + ", ".join(
-                f"{k} {entry[k]['generated_per_cpu_s']:6.1f} tok/cpu-s ({entry[k]['mean_step_cpu_ms']:.1f} "
-                f"cpu-ms/step)"
-                for k in ("poot", "poot_unfused", "torch")) + f"; same tokens: {entry['same_tokens']}",
-                flush=True)
+            print(
+                f"rows {rows:2d}: "
+                + ", ".join(
+                    f"{k} {entry[k]['generated_per_cpu_s']:6.1f} tok/cpu-s ({entry[k]['mean_step_cpu_ms']:.1f} "
+                    f"cpu-ms/step)"
+                    for k in ("poot", "poot_unfused", "torch")
+                )
+                + f"; same tokens: {entry['same_tokens']}",
+                flush=True,
+            )
             if rows == 8:
                 shape8 = ServeShape(rows=8, tokens=TOKENS, cap=CAP, pool_blocks=need)
                 for kind in ("poot", "torch"):
-                    result["prefix_hit"][kind] = prefix_hit(kind, artifact, shape8, weights, adapter, rng)
+                    result["prefix_hit"][kind] = prefix_hit(
+                        kind, artifact, shape8, weights, adapter, rng
+                    )
                 print(f"prefix hit: {json.dumps(result['prefix_hit'])}", flush=True)
         artifacts: dict = {}
         for kind in ("poot", "torch"):
-            result["decode_vs_pool"][kind] = decode_vs_pool(kind, blocks_list, weights, adapter, rng, tmp, artifacts)
-            print(f"decode vs pool ({kind}): " + ", ".join(
-                f"{e['blocks']} blocks {e['median_step_cpu_ms']:.2f} cpu-ms" for e in result["decode_vs_pool"][kind]),
-                flush=True)
+            result["decode_vs_pool"][kind] = decode_vs_pool(
+                kind, blocks_list, weights, adapter, rng, tmp, artifacts
+            )
+            print(
+                f"decode vs pool ({kind}): "
+                + ", ".join(
+                    f"{e['blocks']} blocks {e['median_step_cpu_ms']:.2f} cpu-ms"
+                    for e in result["decode_vs_pool"][kind]
+                ),
+                flush=True,
+            )
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2))
     print(f"wrote {args.out}")

@@ -56,8 +56,10 @@ def dense_rows(kind: str):
     k = tr.input("k", (B, HKV, 1, D))
     v = tr.input("v", (B, HKV, 1, DV))
     attend = ops.attention_live if kind == "live" else ops.attention_masked
-    out, k1, v1 = attend(q, k, v, kc, vc, pos, guard_name="ok") if kind == "live" else attend(
-        q, k, v, kc, vc, pos
+    out, k1, v1 = (
+        attend(q, k, v, kc, vc, pos, guard_name="ok")
+        if kind == "live"
+        else attend(q, k, v, kc, vc, pos)
     )
     tr.output("out", out)
     tr.state_out("k0", k1)
@@ -130,7 +132,9 @@ def test_paged_rows_chunks_match_the_formula_fuse_and_run_on_the_cpu(
         t[None, None, :] < (pos + count)[:, None, None]
     )
     want = attention_reference(inputs["q"], keys, values, visible)
-    np.testing.assert_allclose(ref.named["out"], want, rtol=1e-6, atol=1e-6)  # the f32 scale constant
+    np.testing.assert_allclose(
+        ref.named["out"], want, rtol=1e-6, atol=1e-6
+    )  # the f32 scale constant
     np.testing.assert_array_equal(ref.state["kp"], kp)  # padding wrote nothing
 
     art = runtime.load(compile_cpu(report.module, tmp_path / "rows"))
@@ -169,7 +173,9 @@ def test_dense_rows_decode(rng: np.random.Generator, tmp_path, kind: str) -> Non
         vc[b, :, pos[b]] = inputs["v"][b, :, 0]
     visible = np.arange(CAP)[None, None, :] <= pos[:, None, None]
     want = attention_reference(inputs["q"], kc, vc, visible)
-    np.testing.assert_allclose(ref.named["out"], want, rtol=1e-6, atol=1e-6)  # the f32 scale constant
+    np.testing.assert_allclose(
+        ref.named["out"], want, rtol=1e-6, atol=1e-6
+    )  # the f32 scale constant
     np.testing.assert_array_equal(ref.state["k0"], kc)
 
     art = runtime.load(compile_cpu(report.module, tmp_path / kind))

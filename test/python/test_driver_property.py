@@ -25,7 +25,11 @@ from poot_mlir.errors import PoolExhausted, SequenceFull
 _BOOLEANS = st.booleans()
 BLOCKS = 12
 MAX_TOKENS = 80
-IDENTITIES = [WeightsIdentity("base"), WeightsIdentity("base", "lora-1"), WeightsIdentity("base", "lora-2")]
+IDENTITIES = [
+    WeightsIdentity("base"),
+    WeightsIdentity("base", "lora-1"),
+    WeightsIdentity("base", "lora-2"),
+]
 # Prompts share prefixes: a common root, and branches off it.
 ROOT = list(range(100, 140))
 PREFIXES = [ROOT, ROOT[:20], ROOT[:33] + [7, 7, 7], [5] * 16 + ROOT[:10], list(range(60))]
@@ -61,8 +65,12 @@ class CacheMachine(RuleBasedStateMachine):
 
     # --- rules ------------------------------------------------------------------------
 
-    @rule(prefix=st.sampled_from(PREFIXES), extra=st.integers(0, 20), ident=st.sampled_from(IDENTITIES),
-          cut=st.integers(1, 60))
+    @rule(
+        prefix=st.sampled_from(PREFIXES),
+        extra=st.integers(0, 20),
+        ident=st.sampled_from(IDENTITIES),
+        cut=st.integers(1, 60),
+    )
     def admit_and_prefill(self, prefix, extra, ident, cut) -> None:
         prompt = (prefix + list(range(200, 200 + extra)))[:cut]
         seq = self.next_id
@@ -173,8 +181,10 @@ def test_the_machine_runs_thousands_of_operations() -> None:
         machine.no_leak_no_double_owner()
         machine.every_position_reads_its_own_content()
         machine.block_counts_add_up()
-    print(f"ops {machine.ops}, prefix hits {machine.cache.prefix_hits}, evictions "
-          f"{machine.cache.allocator.evictions}, copies {machine.copies}")
+    print(
+        f"ops {machine.ops}, prefix hits {machine.cache.prefix_hits}, evictions "
+        f"{machine.cache.allocator.evictions}, copies {machine.copies}"
+    )
     assert machine.ops > 2000, machine.ops
     assert machine.cache.prefix_hits > 50, machine.cache.prefix_hits
     assert machine.cache.allocator.evictions > 50, machine.cache.allocator.evictions

@@ -12,7 +12,15 @@ import numpy as np
 import pytest
 
 from poot_mlir.compiler import compile_cpu, fuse_attention
-from poot_mlir.driver import AdapterTable, Copy, Engine, PagedKVCache, Request, StepShape, weights_fingerprint
+from poot_mlir.driver import (
+    AdapterTable,
+    Copy,
+    Engine,
+    PagedKVCache,
+    Request,
+    StepShape,
+    weights_fingerprint,
+)
 from poot_mlir.errors import RangeBindError, WriteMapError
 from poot_mlir.examples import serve
 from poot_mlir.examples.decoder import DecoderConfig, init_weights
@@ -40,7 +48,9 @@ def artifact(tmp_path_factory: pytest.TempPathFactory) -> CpuArtifact:
 
 def make_engine(artifact: CpuArtifact, rng: np.random.Generator) -> Engine:
     weights = init_weights(CONFIG, int(rng.integers(1 << 30)))
-    adapters = AdapterTable(weights_fingerprint(weights), SHAPE.adapter_slots, lora_shapes(CONFIG, 2))
+    adapters = AdapterTable(
+        weights_fingerprint(weights), SHAPE.adapter_slots, lora_shapes(CONFIG, 2)
+    )
     adapters.load("A", init_adapter(CONFIG, 2, int(rng.integers(1 << 30))))
     step = StepShape(SHAPE.rows, SHAPE.tokens, SHAPE.cap)
     session = artifact.session(init_pools(CONFIG, SHAPE))
@@ -53,7 +63,9 @@ def make_engine(artifact: CpuArtifact, rng: np.random.Generator) -> Engine:
         adapters=adapters,
         bind=lambda inputs: binding.bind(artifact.signature, inputs),
     )
-    for i, (n, new, adapter, arrival) in enumerate([(19, 3, None, 0), (5, 4, "A", 0), (7, 2, None, 3)]):
+    for i, (n, new, adapter, arrival) in enumerate(
+        [(19, 3, None, 0), (5, 4, "A", 0), (7, 2, None, 3)]
+    ):
         prompt = [int(t) for t in rng.integers(0, CONFIG.vocab, n)]
         engine.submit(Request(f"q{i}", prompt, new, adapter, arrival))
     return engine
@@ -146,7 +158,9 @@ def test_served_requests_match_the_oracle_alone(artifact, rng) -> None:
     completions = engine.run(reports.append)
     kinds = {row.kind for r in reports for row in r.rows}
     assert kinds == {"prefill", "decode"}
-    assert any({row.kind for row in r.rows} == {"prefill", "decode"} for r in reports)  # mixed steps
+    assert any(
+        {row.kind for row in r.rows} == {"prefill", "decode"} for r in reports
+    )  # mixed steps
     assert engine.cache.blocks_in_use == 0 and engine.cache.check() == []
     adapters = engine.adapters
     for c in completions.values():

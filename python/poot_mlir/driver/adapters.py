@@ -40,7 +40,9 @@ class AdapterTable:
         self.base = WeightsIdentity(base)
         self.slots = slots
         self.shapes = {name: tuple(shape) for name, shape in shapes.items()}
-        self._tables = {name: np.zeros((slots, *shape), dtype) for name, shape in self.shapes.items()}
+        self._tables = {
+            name: np.zeros((slots, *shape), dtype) for name, shape in self.shapes.items()
+        }
         self._current: dict[str, tuple[int, WeightsIdentity]] = {}  # name -> (slot, identity)
         self._users = [0] * slots
         self._loaded: list[WeightsIdentity | None] = [self.base] + [None] * (slots - 1)
@@ -58,7 +60,8 @@ class AdapterTable:
         for key, value in arrays.items():
             if np.shape(value) != self.shapes[key]:
                 raise KVCacheError(
-                    f"adapter {name!r}: {key} has shape {np.shape(value)}, expected {self.shapes[key]}"
+                    f"adapter {name!r}: {key} has shape {np.shape(value)}, "
+                    f"expected {self.shapes[key]}"
                 )
         slot = self._free_slot(name)
         for key, value in arrays.items():

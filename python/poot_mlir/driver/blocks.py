@@ -107,7 +107,9 @@ class BlockAllocator:
         self._check_block(block)
         if self._ref[block] == 0:
             if block not in self._lru:
-                raise KVCacheError(f"block {block} is free: only an owned or cached block is retained")
+                raise KVCacheError(
+                    f"block {block} is free: only an owned or cached block is retained"
+                )
             del self._lru[block]
         self._ref[block] += 1
 
@@ -185,5 +187,11 @@ class BlockAllocator:
         return problems
 
     def _check_block(self, block: int) -> None:
-        if isinstance(block, bool) or not isinstance(block, int) or not 0 <= block < self.num_blocks:
-            raise KVCacheError(f"block {block!r} is not a block of this {self.num_blocks}-block pool")
+        if (
+            isinstance(block, bool)
+            or not isinstance(block, int)
+            or not 0 <= block < self.num_blocks
+        ):
+            raise KVCacheError(
+                f"block {block!r} is not a block of this {self.num_blocks}-block pool"
+            )

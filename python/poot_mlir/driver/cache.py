@@ -132,7 +132,9 @@ class PagedKVCache:
         (some slot of the pool: the live length stops before it)."""
         slots = self.slots(seq_id)
         if len(slots) > cap:
-            raise SequenceFull(f"sequence {seq_id!r} holds {len(slots)} tokens, more than cap {cap}")
+            raise SequenceFull(
+                f"sequence {seq_id!r} holds {len(slots)} tokens, more than cap {cap}"
+            )
         row = np.full(cap, filler, np.int32)
         row[: len(slots)] = slots
         return row
@@ -158,10 +160,9 @@ class PagedKVCache:
         reused = len(blocks) * BLOCK_SIZE
         for block in blocks:
             self.allocator.retain(block)
-        keys = [self.allocator.key_of(b) for b in blocks]
-        self._tables[seq_id] = SequenceTable(
-            identity, [int(t) for t in prompt[:reused]], list(blocks), keys, reused  # type: ignore[arg-type]
-        )
+        keys: list[bytes] = [self.allocator.key_of(b) for b in blocks]  # type: ignore[misc]
+        tokens = [int(t) for t in prompt[:reused]]
+        self._tables[seq_id] = SequenceTable(identity, tokens, list(blocks), keys, reused)
         if reused:
             self.prefix_hits += 1
             self.tokens_skipped += reused

@@ -161,7 +161,9 @@ class Engine:
         self.logits = logits
         # Checks a step's inputs without running it (the runtime's binder):
         # needed only to refuse a step before copy-on-write touches a pool.
-        self.bind = bind if bind is not None else getattr(getattr(runner, "artifact", None), "bind", None)
+        self.bind = (
+            bind if bind is not None else getattr(getattr(runner, "artifact", None), "bind", None)
+        )
         self.step_index = 0
         self._waiting: deque[Request] = deque()
         self._running: list[_Live] = []
@@ -190,7 +192,9 @@ class Engine:
         if self.adapters is not None:
             self.adapters.resolve(request.adapter)  # a typed error now, not mid-run
         elif request.adapter is not None:
-            raise KVCacheError(f"request {request.rid!r} names adapter {request.adapter!r}, but the engine has none")
+            raise KVCacheError(
+                f"request {request.rid!r} names adapter {request.adapter!r}, but the engine has none"
+            )
         self._rids.add(request.rid)
         waiting = list(self._waiting) + [request]
         waiting.sort(key=lambda r: r.arrival)  # stable: FIFO within an arrival step
@@ -203,7 +207,10 @@ class Engine:
     # --- one step ------------------------------------------------------------------
 
     def _reserved(self, lives: Sequence[_Live]) -> int:
-        return sum(max(0, live.final_blocks - len(self.cache.table(live.request.rid).blocks)) for live in lives)
+        return sum(
+            max(0, live.final_blocks - len(self.cache.table(live.request.rid).blocks))
+            for live in lives
+        )
 
     def _admit(self, rows: list[_Live]) -> list[_Live]:
         admitted: list[_Live] = []
@@ -212,7 +219,9 @@ class Engine:
             if request.arrival > self.step_index:
                 break
             slot, identity = (
-                self.adapters.resolve(request.adapter) if self.adapters is not None else (0, self.base)
+                self.adapters.resolve(request.adapter)
+                if self.adapters is not None
+                else (0, self.base)
             )
             matched = self.cache.match(request.prompt, identity)
             pinned_cached = sum(1 for b in matched if self.cache.allocator.is_cached(b))
@@ -241,13 +250,15 @@ class Engine:
                 return None
             inputs, layout = self._layout(rows)
         except BaseException:
-            self._undo(snapshot, waiting, rows[len(self._running):])
+            self._undo(snapshot, waiting, rows[len(self._running) :])
             raise
         return StepPlan(
             self.step_index, inputs, layout, admitted, self.cache.take_copies(), (snapshot, waiting)
         )
 
-    def _layout(self, rows: list[_Live]) -> tuple[dict[str, np.ndarray], list[tuple[_Live, RowPlan]]]:
+    def _layout(
+        self, rows: list[_Live]
+    ) -> tuple[dict[str, np.ndarray], list[tuple[_Live, RowPlan]]]:
         s = self.shape
         tokens = np.zeros((s.rows, s.tokens), np.int32)
         pos = np.zeros(s.rows, np.int32)
@@ -289,7 +300,11 @@ class Engine:
     def dispatch(self, plan: StepPlan) -> StepReport:
         """Run a planned step and take its results; a refused or failed step
         is undone (`abort`) and its error re-raised."""
-        inputs = {**self.weights, **(self.adapters.tables() if self.adapters else {}), **plan.inputs}
+        inputs = {
+            **self.weights,
+            **(self.adapters.tables() if self.adapters else {}),
+            **plan.inputs,
+        }
         try:
             if plan.copies:
                 if self.bind is not None:  # refuse before a copy touches a pool
@@ -348,8 +363,15 @@ class Engine:
             self.adapters.release(live.slot)
         self._running.remove(live)
         self.completions[r.rid] = Completion(
-            r.rid, list(r.prompt), r.adapter, live.identity, live.generated, live.logits,
-            live.reused, live.admitted, step,
+            r.rid,
+            list(r.prompt),
+            r.adapter,
+            live.identity,
+            live.generated,
+            live.logits,
+            live.reused,
+            live.admitted,
+            step,
         )
 
     def step(self) -> StepReport | None:
@@ -365,7 +387,9 @@ class Engine:
             return None
         return self.dispatch(plan)
 
-    def run(self, on_step: Callable[[StepReport], None] | None = None) -> dict[Hashable, Completion]:
+    def run(
+        self, on_step: Callable[[StepReport], None] | None = None
+    ) -> dict[Hashable, Completion]:
         """Step until every submitted request has completed."""
         while not self.idle:
             report = self.step()

@@ -57,8 +57,9 @@ class WeightsIdentity:
         return _hash(b"poot-prefix/1", self.base.encode(), (self.adapter or "-").encode())
 
 
-def block_keys(identity: WeightsIdentity, tokens: Sequence[int], start: int = 0,
-               parent: bytes | None = None) -> list[bytes]:
+def block_keys(
+    identity: WeightsIdentity, tokens: Sequence[int], start: int = 0, parent: bytes | None = None
+) -> list[bytes]:
     """Keys of the full blocks of `tokens` from block `start` on (`parent`:
     the key of block `start - 1`, needed when `start > 0`)."""
     if start == 0:

@@ -64,7 +64,9 @@ def lora_shapes(config: DecoderConfig, rank: int) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def init_adapter(config: DecoderConfig, rank: int, seed: int, scale: float = 0.5) -> dict[str, np.ndarray]:
+def init_adapter(
+    config: DecoderConfig, rank: int, seed: int, scale: float = 0.5
+) -> dict[str, np.ndarray]:
     """A seeded random adapter whose delta is a sizeable fraction of W."""
     rng = np.random.default_rng(seed)
     arrays = {}
@@ -93,7 +95,11 @@ def effective_weights(
 
 def init_pools(config: DecoderConfig, shape: ServeShape) -> dict[str, np.ndarray]:
     pool = (shape.pool_slots, config.kv_heads, config.head_dim)
-    return {f"{kind}{layer}": np.zeros(pool, np.float32) for layer in range(config.layers) for kind in "kv"}
+    return {
+        f"{kind}{layer}": np.zeros(pool, np.float32)
+        for layer in range(config.layers)
+        for kind in "kv"
+    }
 
 
 def _heads(x: Tensor, heads: int, head_dim: int) -> Tensor:
@@ -127,7 +133,8 @@ def build_paged_decoder(
     adapter = tr.input("adapter", (rows,), "i32", range=(0, s.adapter_slots - 1))
     w = {n: tr.input(n, sh, c.dtype) for n, sh in weight_shapes(c).items()}
     lora = {
-        n: tr.input(n, (s.adapter_slots, *sh), c.dtype) for n, sh in lora_shapes(c, s.lora_rank).items()
+        n: tr.input(n, (s.adapter_slots, *sh), c.dtype)
+        for n, sh in lora_shapes(c, s.lora_rank).items()
     }
 
     def project(h: Tensor, weight: str) -> Tensor:

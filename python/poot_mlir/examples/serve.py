@@ -97,7 +97,9 @@ def scenario(vocab: int, seed: int, max_tokens: int) -> Scenario:
 # --- runners -------------------------------------------------------------------
 
 
-def make_runner(target: str, module: Any, out: Path, state: dict[str, np.ndarray]) -> tuple[Any, str]:
+def make_runner(
+    target: str, module: Any, out: Path, state: dict[str, np.ndarray]
+) -> tuple[Any, str]:
     """A stateful session of the compiled step for `target`: the hook where a
     GPU target plugs in (it needs only `.step`, `.state` and a signature)."""
     if target == "cpu":
@@ -180,12 +182,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=4, help="sequences per step")
     parser.add_argument("--tokens", type=int, default=4, help="new tokens per row per step")
-    parser.add_argument("--cap", type=int, default=64, help="read-map width (max sequence + tokens - 1)")
+    parser.add_argument(
+        "--cap", type=int, default=64, help="read-map width (max sequence + tokens - 1)"
+    )
     parser.add_argument("--blocks", type=int, default=12, help="16-token blocks in the pool")
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0, help="weights and prompts seed")
     parser.add_argument("--target", default="cpu", choices=["cpu", "vulkan"])
-    parser.add_argument("--check", action="store_true", help="verify every request against the oracle")
+    parser.add_argument(
+        "--check", action="store_true", help="verify every request against the oracle"
+    )
     parser.add_argument("--rtol", type=float, default=1e-4, help="logits tolerance vs the oracle")
     parser.add_argument("--quiet", action="store_true", help="no per-step lines")
     args = parser.parse_args(argv)
@@ -203,7 +209,9 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     weights = init_weights(config, args.seed)
-    adapters = AdapterTable(weights_fingerprint(weights), shape.adapter_slots, lora_shapes(config, shape.lora_rank))
+    adapters = AdapterTable(
+        weights_fingerprint(weights), shape.adapter_slots, lora_shapes(config, shape.lora_rank)
+    )
     versions: dict[str, dict[str, np.ndarray]] = {}  # adapter identity -> its arrays
 
     def load(name: str, seed: int) -> None:
@@ -215,7 +223,9 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="poot-serve-") as out:
         t0 = time.perf_counter()
-        runner, where = make_runner(args.target, module, Path(out) / "step", init_pools(config, shape))
+        runner, where = make_runner(
+            args.target, module, Path(out) / "step", init_pools(config, shape)
+        )
         print(f"compiled for {where} in {time.perf_counter() - t0:.2f} s")
         cache = PagedKVCache(shape.pool_blocks, max_tokens=step_shape.max_tokens)
         engine = Engine(
@@ -236,9 +246,13 @@ def main(argv: list[str] | None = None) -> int:
             if engine.step_index == plan.reload_step:
                 old = adapters.resolve("A")[1]
                 load("A", args.seed + 303)
-                stale = max(len(cache.match(r.prompt, old)) for r in plan.requests if r.adapter == "A")
-                print(f"step {engine.step_index:3d} | hot reload of adapter A: a fresh weights identity "
-                      f"({stale} blocks cached under the old version will not be reused)")
+                stale = max(
+                    len(cache.match(r.prompt, old)) for r in plan.requests if r.adapter == "A"
+                )
+                print(
+                    f"step {engine.step_index:3d} | hot reload of adapter A: a fresh weights identity "
+                    f"({stale} blocks cached under the old version will not be reused)"
+                )
             step = engine.step()
             if step is None:
                 continue
@@ -254,8 +268,10 @@ def main(argv: list[str] | None = None) -> int:
             f"prefill tokens skipped {cache.tokens_skipped}, evictions {cache.allocator.evictions}"
         )
         for rid, c in done.items():
-            print(f"  {rid}: adapter {c.adapter or '-'}, prompt {len(c.prompt)}, reused {c.reused}, "
-                  f"steps {c.admitted}-{c.finished}, tokens {c.tokens}")
+            print(
+                f"  {rid}: adapter {c.adapter or '-'}, prompt {len(c.prompt)}, reused {c.reused}, "
+                f"steps {c.admitted}-{c.finished}, tokens {c.tokens}"
+            )
         if cache.check():
             print(f"cache invariants broken: {cache.check()}")
             return 1
@@ -264,7 +280,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     worst, failed = 0.0, []
     for rid, c in done.items():
-        merged = effective_weights(weights, versions[c.identity.adapter] if c.identity.adapter else None)
+        merged = effective_weights(
+            weights, versions[c.identity.adapter] if c.identity.adapter else None
+        )
         ok, err, message = check_completion(config, merged, c, args.rtol)
         worst = max(worst, err)
         if not ok:
@@ -272,7 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     if failed:
         print("mismatch against the float64 oracle:\n  " + "\n  ".join(failed))
         return 1
-    print(f"every request matched running it alone through the float64 oracle (worst rel err {worst:.1e})")
+    print(
+        f"every request matched running it alone through the float64 oracle (worst rel err {worst:.1e})"
+    )
     return 0
 
 

@@ -297,7 +297,9 @@ def attention_masked(
     cap, lq = k_cache.shape[2], q.shape[2]
     per_row = _check_pos(op, pos, lq, cap, "the cache capacity", rows=q.shape[0])
     if per_row and lq != 1:
-        raise fail(op, "pos", f"has one position per row, which takes a decode step (T = 1), not {lq} rows")
+        raise fail(
+            op, "pos", f"has one position per row, which takes a decode step (T = 1), not {lq} rows"
+        )
     scale_v = _scale_value(op, scale, q.shape[3])
     _check_softcap(op, softcap)
     _check_bias(op, bias, q, cap)
