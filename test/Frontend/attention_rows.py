@@ -1,5 +1,6 @@
 # RUN: %python %s | FileCheck %s
-# RUN: %python %s | poot-opt -poot-verify-driver-contract | FileCheck %s
+# RUN: %python %s | poot-opt -split-input-file -poot-verify-driver-contract | FileCheck %s
+# RUN: %python %s | poot-opt -split-input-file -poot-fuse-attention | FileCheck %s --check-prefix=FUSED
 
 # The per-row forms (continuous batching): one position per batch row,
 # pos [B] i32 marked #poot.slot<pos>.
@@ -9,6 +10,20 @@
 # - attention_masked / attention_live with pos [B] (decode): the new rows
 #   are selected into the cache at iota == pos[b] (one dynamic_update_slice
 #   cannot take a per-row offset); masks and lengths are per row.
+# All of them fuse into one poot.attention (FUSED): the paged key with a live
+# length (and the chunk's per-row mask), the dense key with a per-row mask or
+# a live length. Each function prints as its own module (split by `// -----`).
+
+# FUSED-LABEL: func.func @paged_rows(
+# FUSED-NOT: poot.gather
+# FUSED: poot.attention %{{.*}} mask(%{{.*}} : tensor<3x1x2x16xf32>) read(%{{.*}} : tensor<3x16xi32>) len(%{{.*}} : tensor<3xi32>)
+# FUSED-LABEL: func.func @paged_rows_decode(
+# FUSED-NOT: poot.gather
+# FUSED: poot.attention %{{[a-z0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} read(%{{.*}} : tensor<3x16xi32>) len(%{{.*}} : tensor<3xi32>)
+# FUSED-LABEL: func.func @masked_rows(
+# FUSED: poot.attention %{{[a-z0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} mask(%{{.*}} : tensor<3x1x1x16xf32>) {scale
+# FUSED-LABEL: func.func @live_rows(
+# FUSED: poot.attention %{{[a-z0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}} len(%clamped : tensor<3xi32>) {scale
 
 from poot_mlir.frontend import Tracer, ops
 
@@ -196,6 +211,9 @@ def dense_rows(kind: str) -> None:
 
 
 paged_rows()
+print("// -----")
 paged_rows_decode()
+print("// -----")
 dense_rows("masked")
+print("// -----")
 dense_rows("live")
