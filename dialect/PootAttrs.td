@@ -36,7 +36,8 @@ def Poot_SlotKind : I32EnumAttr<"SlotKind", "what a function argument or result 
     // A buffer carried across steps: an argument (state in) and the result of
     // the same name (state out). The input buffer is donated to the output.
     I32EnumAttrCase<"State", 0, "state">,
-    // The decode position (scalar i32); every binder checks it against its
+    // The decode position: one i32 for the step (tensor<i32>) or one per
+    // batch row (tensor<Bxi32>); every binder checks each word against its
     // declared range.
     I32EnumAttrCase<"Pos", 1, "pos">,
     // Paged read map: [rows, cap] i32 pool slots, declared in [0, pool_slots).

@@ -51,8 +51,12 @@ LogicalResult verifyArgSlot(Operation *op, SlotAttr slot, Type type,
   case SlotKind::State:
     return success();
   case SlotKind::Pos:
-    return isI32Tensor(type, 0) ? success()
-                                : fail("a pos slot must be tensor<i32>");
+    // One position for the whole step, or one per batch row (rows of a
+    // continuous batch sit at different positions).
+    return isI32Tensor(type, 0) || isI32Tensor(type, 1)
+               ? success()
+               : fail("a pos slot must be tensor<i32> or a per-row "
+                      "tensor<Bxi32>");
   case SlotKind::SlotMap:
     return isI32Tensor(type, 2)
                ? success()

@@ -51,6 +51,24 @@ class ValidationFailure(PootError, RuntimeError):
     published no state."""
 
 
+# --- the paged KV-cache driver (poot_mlir.driver) -----------------------------
+
+
+class KVCacheError(PootError):
+    """A paged-cache operation the driver cannot honour (an unknown or
+    duplicate sequence, a sequence past the step's capacity, ...); nothing
+    changed."""
+
+
+class PoolExhausted(KVCacheError):
+    """A block was needed, but no block is free and every cached block is
+    pinned by a running sequence: nothing can be evicted."""
+
+
+class SequenceFull(KVCacheError):
+    """A sequence would grow past the longest one the step can attend over."""
+
+
 # --- planning / lowering -----------------------------------------------------
 
 

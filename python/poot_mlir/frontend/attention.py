@@ -120,12 +120,18 @@ def _check_kv4(
     return hq // hkv
 
 
-def _check_pos(op: str, pos: Tensor, tokens: int, length: int, what: str) -> None:
-    """`pos` is a 0-d i32; a declared range must keep `pos + tokens - 1`
-    inside `length` (otherwise the clamped write lands elsewhere)."""
+def _check_pos(
+    op: str, pos: Tensor, tokens: int, length: int, what: str, rows: int | None = None
+) -> bool:
+    """`pos` is a 0-d i32 -- or, where the form takes one position per batch
+    row (`rows` given), a `[rows]` i32; returns True for the per-row form. A
+    declared range must keep `pos + tokens - 1` inside `length` (otherwise the
+    clamped write lands elsewhere); for a per-row pos it bounds every row."""
     checks.require_tensor(op, "pos", pos)
-    if pos.shape != () or pos.dtype != "i32":
-        raise fail(op, "pos", f"must be a 0-d i32 tensor, got {pos.shape} {pos.dtype}")
+    per_row = rows is not None and pos.shape == (rows,) and pos.dtype == "i32"
+    if not per_row and (pos.shape != () or pos.dtype != "i32"):
+        also = f" or a per-row [{rows}] i32 tensor" if rows is not None else ""
+        raise fail(op, "pos", f"must be a 0-d i32 tensor{also}, got {pos.shape} {pos.dtype}")
     if pos.declared_range is not None:
         lo, hi = pos.declared_range
         if lo < 0 or hi > length - tokens:
@@ -135,6 +141,7 @@ def _check_pos(op: str, pos: Tensor, tokens: int, length: int, what: str) -> Non
                 f"has declared range [{lo}, {hi}], but {tokens} token(s) at pos must fit in "
                 f"{what} of {length} (needs 0 <= pos <= {length - tokens})",
             )
+    return per_row
 
 
 # --- shared chains -------------------------------------------------------------
@@ -148,7 +155,9 @@ def _mask_from_hidden(hidden: Tensor, dtype: str) -> Tensor:
 
 
 def _decode_mask(pos: Tensor, lq: int, cap: int, dtype: str) -> Tensor:
-    """Key `t` is hidden from query row `i` iff `t > pos + i`:
+    """Key `t` is hidden from query row `i` iff `t > pos + i`. `pos` is the
+    0-d position, or one position per batch row reshaped to `[B, 1, 1, 1]`
+    (then row `b` hides `t > pos[b] + i` and the mask is `[B, 1, Lq, cap]`):
 
     Lq == 1:  t = iota [1, 1, 1, cap] dim 3;  hidden = compare gt t, pos
     Lq > 1:   t = iota [1, 1, 1, cap] dim 3;  i = iota [1, 1, Lq, 1] dim 2;
@@ -164,6 +173,25 @@ def _decode_mask(pos: Tensor, lq: int, cap: int, dtype: str) -> Tensor:
         rows = P.iota((1, 1, lq, 1), 2, "i32", tracer=tr)
         hidden = P.compare("gt", t, P.add(rows, pos))
     return _mask_from_hidden(hidden, dtype)
+
+
+def _row_writes(
+    k_cache: Tensor, v_cache: Tensor, k_new: Tensor, v_new: Tensor, pos: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The cache writes of a decode step (T = 1) with one position per batch
+    row; returns `(k_cache', v_cache', pos4)`. One dynamic_update_slice cannot
+    do it (its offset is one scalar), so the new row is selected in:
+
+        pos4 = reshape pos -> [B, 1, 1, 1]
+        t    = iota [1, 1, cap, 1] dim 2
+        at   = compare eq t, pos4                  [B, 1, cap, 1]
+        k_cache' = select at, k_new, k_cache       (k_new [B, Hkv, 1, D]
+        v_cache' = select at, v_new, v_cache        broadcasts along cap)
+    """
+    b, _, cap, _ = k_cache.shape
+    pos4 = P.reshape(pos, (b, 1, 1, 1))
+    at = P.compare("eq", P.iota((1, 1, cap, 1), 2, "i32", tracer=pos.tracer), pos4)
+    return P.select(at, k_new, k_cache), P.select(at, v_new, v_cache), pos4
 
 
 def _causal_mask(tr: Tracer, length: int, dtype: str) -> Tensor:
@@ -253,6 +281,12 @@ def attention_masked(
         score chain with mask (then bias)
 
     Query row `i` sees keys `t <= pos + i`.
+
+    Per-row positions (continuous batching): `pos [B]` i32, one position per
+    batch row, for a decode step (T = 1). The writes are `_row_writes` (two
+    selects instead of the dynamic_update_slices) and the mask is
+    `[B, 1, 1, cap]` (`t > pos[b]`, `_decode_mask` of `pos4`); the rest of the
+    chain is the same.
     """
     op = "attention_masked"
     n_rep = _check_cache_pair(op, q, k_new, v_new, k_cache, v_cache)
@@ -261,16 +295,24 @@ def attention_masked(
         dict(q=q, k_new=k_new, v_new=v_new, k_cache=k_cache, v_cache=v_cache, pos=pos, bias=bias),
     )
     cap, lq = k_cache.shape[2], q.shape[2]
-    _check_pos(op, pos, lq, cap, "the cache capacity")
+    per_row = _check_pos(op, pos, lq, cap, "the cache capacity", rows=q.shape[0])
+    if per_row and lq != 1:
+        raise fail(
+            op, "pos", f"has one position per row, which takes a decode step (T = 1), not {lq} rows"
+        )
     scale_v = _scale_value(op, scale, q.shape[3])
     _check_softcap(op, softcap)
     _check_bias(op, bias, q, cap)
 
-    k1 = P.dynamic_update_slice(k_cache, k_new, pos, 2)
-    v1 = P.dynamic_update_slice(v_cache, v_new, pos, 2)
+    if per_row:
+        k1, v1, mask_pos = _row_writes(k_cache, v_cache, k_new, v_new, pos)
+    else:
+        k1 = P.dynamic_update_slice(k_cache, k_new, pos, 2)
+        v1 = P.dynamic_update_slice(v_cache, v_new, pos, 2)
+        mask_pos = pos
     k_exp = repeat_kv(k1, n_rep)
     v_exp = repeat_kv(v1, n_rep)
-    mask = _decode_mask(pos, lq, cap, q.dtype)
+    mask = _decode_mask(mask_pos, lq, cap, q.dtype)
     out = _score_chain(q, k_exp, v_exp, scale=scale_v, softcap=softcap, mask=mask, bias=bias)
     return out, k1, v1
 
@@ -353,6 +395,10 @@ def attention_live(
         score chain with (bias, then) keep       (select keep, s, -inf)
 
     The state results are the written caches (not the zeroed views).
+
+    Per-row positions: `pos [B]` i32. The writes are `_row_writes` (selects,
+    see attention_masked) and the length is `lb = add pos, one` `[B]` itself
+    (no broadcast); the guard, the selects and the score chain are the same.
     """
     op = "attention_live"
     n_rep = _check_cache_pair(op, q, k_new, v_new, k_cache, v_cache)
@@ -364,7 +410,7 @@ def attention_live(
     cap = k_cache.shape[2]
     if lq != 1:
         raise fail(op, "q", f"has {lq} query rows; the live form is a decode (Lq = 1)")
-    _check_pos(op, pos, lq, cap, "the cache capacity")
+    per_row = _check_pos(op, pos, lq, cap, "the cache capacity", rows=b)
     scale_v = _scale_value(op, scale, q.shape[3])
     _check_softcap(op, softcap)
     _check_bias(op, bias, q, cap)
@@ -376,10 +422,15 @@ def attention_live(
         raise fail(op, "guard_name", f"{guard_name!r} is already a result name")
     tr.counters.live_guards += 1
 
-    k1 = P.dynamic_update_slice(k_cache, k_new, pos, 2)
-    v1 = P.dynamic_update_slice(v_cache, v_new, pos, 2)
+    if per_row:
+        k1, v1, _ = _row_writes(k_cache, v_cache, k_new, v_new, pos)
+    else:
+        k1 = P.dynamic_update_slice(k_cache, k_new, pos, 2)
+        v1 = P.dynamic_update_slice(v_cache, v_new, pos, 2)
     one = P.constant(1, "i32", tracer=tr)
-    length = P.broadcast_to(P.add(pos, one), (b,))
+    length = P.add(pos, one)
+    if not per_row:
+        length = P.broadcast_to(length, (b,))
     length, ok = P.index_guard(length, 1, cap)
     tr.validation(guard_name, ok)
     len4 = P.reshape(length, (b, 1, 1, 1))
@@ -474,6 +525,7 @@ def attention_paged(
     read_map: Tensor,
     pos: Tensor,
     *,
+    count: Tensor | None = None,
     scale: float | None = None,
     softcap: float | None = None,
     bias: Tensor | None = None,
@@ -497,6 +549,34 @@ def attention_paged(
         (the same two for v)
         repeat_kv k ; repeat_kv v
         decode mask [1, 1, T, cap]; score chain with mask (then bias)
+
+    Per-row positions and lengths (continuous batching: rows at different
+    positions, prefill chunks of different lengths in one step): `pos [B]`
+    i32, the position of row `b`'s first new token, and optionally
+    `count [B]` i32 in `[1, T]`, how many of its T tokens are real (the rest
+    are padding: their write-map words are -1 and their outputs meaningless;
+    default: all T). Row `b`'s live length is `len[b] = pos[b] + count[b]`;
+    with declared ranges `pos in [0, cap - T]` and `count in [1, T]` the
+    rewrite proves `1 <= len <= cap` and fuses a paged key with a live
+    length. The writes and the gathers are as above, then:
+
+        len  = add pos, count                    [B]  (count absent:
+                                                 constant T; len = add pos, T)
+        len4 = reshape len -> [B, 1, 1, 1]
+        tr   = iota [1, 1, cap, 1] dim 2
+        krow = compare lt tr, len4               [B, 1, cap, 1]
+        zero = constant 0 (q's dtype)
+        k_live = select krow, k_view, zero ; v_live = select krow, v_view, zero
+        repeat_kv k_live ; repeat_kv v_live
+        T > 1: pos4 = reshape pos -> [B, 1, 1, 1]; decode mask of pos4
+               [B, 1, T, cap]  (t > pos[b] + i hidden)
+        tc   = iota [1, 1, 1, cap] dim 3
+        keep = compare lt tc, len4               [B, 1, 1, cap]
+        score chain with (mask, then bias, then) keep
+
+    A decode (T = 1) needs no mask: `t > pos[b]` is `t >= len[b]`. The keys
+    past a row's length are selected to zero (a true select: a stale or NaN
+    slot cannot reach the output), as attention_live does.
     """
     op = "attention_paged"
     _check_q(op, q)
@@ -548,11 +628,26 @@ def attention_paged(
             write_map=write_map,
             read_map=read_map,
             pos=pos,
+            count=count,
             bias=bias,
         ),
     )
-    del tr
-    _check_pos(op, pos, lq, cap, "the read map's capacity")
+    per_row = _check_pos(op, pos, lq, cap, "the read map's capacity", rows=b)
+    if count is not None:
+        if not per_row:
+            raise fail(op, "count", "needs one position per row (pos [B]); a 0-d pos writes all T")
+        checks.require_tensor(op, "count", count)
+        checks.require_dtype(op, "count", count, ("i32",))
+        checks.require_shape(op, "count", count, (b,), "[B] (one token count per row)")
+        if count.declared_range is not None and (
+            count.declared_range[0] < 1 or count.declared_range[1] > lq
+        ):
+            raise fail(
+                op,
+                "count",
+                f"has declared range {list(count.declared_range)}, outside [1, {lq}] "
+                f"(each row has 1 to T = {lq} real tokens)",
+            )
     scale_v = _scale_value(op, scale, dk)
     _check_softcap(op, softcap)
     _check_bias(op, bias, q, cap)
@@ -568,8 +663,26 @@ def attention_paged(
     v_pool1 = write(v_pool, v_new)
     k_view = read(k_pool1)
     v_view = read(v_pool1)
-    k_exp = repeat_kv(k_view, hq // hkv)
-    v_exp = repeat_kv(v_view, hq // hkv)
-    mask = _decode_mask(pos, lq, cap, q.dtype)
-    out = _score_chain(q, k_exp, v_exp, scale=scale_v, softcap=softcap, mask=mask, bias=bias)
+    if not per_row:
+        k_exp = repeat_kv(k_view, hq // hkv)
+        v_exp = repeat_kv(v_view, hq // hkv)
+        mask = _decode_mask(pos, lq, cap, q.dtype)
+        out = _score_chain(q, k_exp, v_exp, scale=scale_v, softcap=softcap, mask=mask, bias=bias)
+        return out, k_pool1, v_pool1
+
+    live = count if count is not None else P.constant(lq, "i32", tracer=tr)
+    len4 = P.reshape(P.add(pos, live), (b, 1, 1, 1))
+    krow = P.compare("lt", P.iota((1, 1, cap, 1), 2, "i32", tracer=tr), len4)
+    zero = P.constant(0.0, q.dtype, tracer=tr)
+    k_live = P.select(krow, k_view, zero)
+    v_live = P.select(krow, v_view, zero)
+    k_exp = repeat_kv(k_live, hq // hkv)
+    v_exp = repeat_kv(v_live, hq // hkv)
+    mask = None
+    if lq > 1:
+        mask = _decode_mask(P.reshape(pos, (b, 1, 1, 1)), lq, cap, q.dtype)
+    keep = P.compare("lt", P.iota((1, 1, 1, cap), 3, "i32", tracer=tr), len4)
+    out = _score_chain(
+        q, k_exp, v_exp, scale=scale_v, softcap=softcap, mask=mask, bias=bias, keep=keep
+    )
     return out, k_pool1, v_pool1

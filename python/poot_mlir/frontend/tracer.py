@@ -11,6 +11,7 @@ The driver contract lives in argument/result attributes (see PootBase.td):
     argument                 attributes
     tr.state("k0", ...)      poot.name "k0", poot.slot<state "k0">
     tr.pos(max_pos=P)        poot.name "pos", poot.slot<pos>, poot.range<0, P>
+    tr.pos(P, rows=B)        the same on a tensor<Bxi32>: one position per row
     tr.input("x", ...)       poot.name "x" [, poot.slot<slot_map|write_map>]
                              [, poot.range<lo, hi>]
     result
@@ -154,15 +155,23 @@ class Tracer:
         check_dtype(dtype, f"state {name!r}")
         return self._add_arg(name, dims, dtype, "state", None)
 
-    def pos(self, max_pos: int, *, name: str = "pos", min_pos: int = 0) -> Tensor:
+    def pos(
+        self, max_pos: int, *, name: str = "pos", min_pos: int = 0, rows: int | None = None
+    ) -> Tensor:
         """The decode position, `tensor<i32>` declared in `[min_pos, max_pos]`
-        (every binder checks it)."""
+        (every binder checks it). With `rows`, one position per batch row,
+        `tensor<rows x i32>`, each word declared in the same range: the rows
+        of a continuous batch sit at different positions."""
         self._check_arg_name(name, "pos")
         if any(a.slot == "pos" for a in self._args):
             raise TraceError("pos: the function already has a pos argument (at most one)")
         if not isinstance(max_pos, int) or not isinstance(min_pos, int) or min_pos > max_pos:
             raise TraceError(f"pos: max_pos must be an int >= min_pos ({min_pos}), got {max_pos!r}")
-        return self._add_arg(name, (), "i32", "pos", (min_pos, max_pos))
+        if rows is None:
+            return self._add_arg(name, (), "i32", "pos", (min_pos, max_pos))
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+            raise TraceError(f"pos: rows must be a positive int, got {rows!r}")
+        return self._add_arg(name, (rows,), "i32", "pos", (min_pos, max_pos))
 
     def input(
         self,

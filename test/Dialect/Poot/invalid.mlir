@@ -4,8 +4,8 @@
 
 //===-- argument and result markers -------------------------------------===//
 
-// expected-error @+1 {{argument #0 marked pos: a pos slot must be tensor<i32>, got 'tensor<2xi32>'}}
-func.func @pos_not_scalar(%p: tensor<2xi32> {poot.slot = #poot.slot<pos>}) { return }
+// expected-error @+1 {{argument #0 marked pos: a pos slot must be tensor<i32> or a per-row tensor<Bxi32>, got 'tensor<2x2xi32>'}}
+func.func @pos_rank(%p: tensor<2x2xi32> {poot.slot = #poot.slot<pos>}) { return }
 
 // -----
 

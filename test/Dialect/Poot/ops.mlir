@@ -159,3 +159,10 @@ func.func @rope(%x: tensor<1x4x2x8xf32>, %cos: tensor<1x1x2x8xf32>, %sin: tensor
   %0 = poot.rope %x, %cos, %sin : tensor<1x4x2x8xf32>, tensor<1x1x2x8xf32>, tensor<2x8xf32> -> tensor<1x4x2x8xf32>
   return %0 : tensor<1x4x2x8xf32>
 }
+
+// A per-row position: one i32 per batch row (continuous batching).
+// CHECK-LABEL: func.func @pos_per_row
+// CHECK-SAME: tensor<4xi32> {poot.range = #poot.range<0, 15>, poot.slot = #poot.slot<pos>}
+func.func @pos_per_row(%pos: tensor<4xi32> {poot.slot = #poot.slot<pos>, poot.range = #poot.range<0, 15>}) -> tensor<4xi32> {
+  return %pos : tensor<4xi32>
+}

@@ -1,0 +1,286 @@
+"""The paged KV cache: block tables, prefix reuse and copy-on-write.
+
+`PagedKVCache` keeps one block table per sequence over a shared
+`BlockAllocator`. Logical position `p` of a sequence lives in pool slot
+
+    slot(p) = table[p // BLOCK_SIZE] * BLOCK_SIZE + p % BLOCK_SIZE
+
+in every layer's K and V pool. Blocks are allocated when a sequence's tokens
+reach them and released when the sequence is freed, so the pool holds the
+tokens of the running sequences (plus cached prefixes), not rows x capacity.
+
+Prefix caching: once a step that wrote a block completes (`commit`), a full
+block is published under its prefix key (`prefix.block_keys`). `admit`
+points a new sequence's table at the longest run of published blocks that
+matches its prompt and its weights identity, pins them, and reports the
+tokens whose prefill is skipped (at most `len(prompt) - 1`: the last prompt
+token is always computed, its logits are the first output).
+
+Copy-on-write: `fork` shares every block of a sequence, including a partial
+last block. The first append into a shared partial block gives the writer a
+fresh block; the copy of the filled slots is queued (`take_copies`) for the
+caller to apply to every pool before the next dispatch.
+
+Every operation either completes or raises a typed error
+(`poot_mlir.errors`: KVCacheError, PoolExhausted, SequenceFull) having
+changed nothing. `snapshot` / `restore` undo whole steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Hashable, Sequence
+
+import numpy as np
+
+from ..errors import KVCacheError, PoolExhausted, SequenceFull
+from .blocks import BLOCK_SIZE, BlockAllocator
+from .prefix import WeightsIdentity, block_keys
+
+
+@dataclass
+class SequenceTable:
+    """One sequence's block table and the tokens whose K/V it holds."""
+
+    identity: WeightsIdentity
+    tokens: list[int] = field(default_factory=list)
+    blocks: list[int] = field(default_factory=list)
+    keys: list[bytes] = field(default_factory=list)  # of the published-or-offered full blocks
+    reused: int = 0  # tokens taken from the prefix cache at admission
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def copy(self) -> "SequenceTable":
+        return SequenceTable(
+            self.identity, list(self.tokens), list(self.blocks), list(self.keys), self.reused
+        )
+
+
+@dataclass(frozen=True)
+class Copy:
+    """Copy slots `[src, src + count)` to `[dst, dst + count)` of every pool."""
+
+    src: int
+    dst: int
+    count: int
+
+
+@dataclass
+class _Snapshot:
+    allocator: object
+    tables: dict
+    copies: list
+    stats: tuple
+
+
+class PagedKVCache:
+    """Block tables of the sequences sharing one pool of `num_blocks` blocks.
+
+    `max_tokens` bounds a sequence's length (the step's read-map capacity
+    minus its tokens plus one); past it an append raises SequenceFull.
+    """
+
+    def __init__(self, num_blocks: int, *, max_tokens: int | None = None) -> None:
+        self.allocator = BlockAllocator(num_blocks)
+        self.pool_slots = num_blocks * BLOCK_SIZE
+        self.max_tokens = max_tokens
+        self._tables: dict[Hashable, SequenceTable] = {}
+        self._copies: list[Copy] = []
+        self.prefix_hits = 0  # admissions that reused at least one block
+        self.tokens_skipped = 0  # prefill tokens those admissions skipped
+
+    # --- queries ---------------------------------------------------------------
+
+    @property
+    def sequences(self) -> list[Hashable]:
+        return list(self._tables)
+
+    def table(self, seq_id: Hashable) -> SequenceTable:
+        if seq_id not in self._tables:
+            raise KVCacheError(f"no sequence {seq_id!r} in the cache")
+        return self._tables[seq_id]
+
+    def __contains__(self, seq_id: Hashable) -> bool:
+        return seq_id in self._tables
+
+    @property
+    def blocks_in_use(self) -> int:
+        return self.allocator.blocks_in_use
+
+    def match(self, prompt: Sequence[int], identity: WeightsIdentity) -> list[int]:
+        """The published blocks a new sequence with this prompt and weights
+        would reuse (no side effects)."""
+        reusable = (len(prompt) - 1) // BLOCK_SIZE if len(prompt) else 0
+        blocks = []
+        for key in block_keys(identity, prompt[: reusable * BLOCK_SIZE]):
+            block = self.allocator.lookup(key)
+            if block is None:
+                break
+            blocks.append(block)
+        return blocks
+
+    def slots(self, seq_id: Hashable) -> np.ndarray:
+        """The pool slot of each of the sequence's positions, in order."""
+        table = self.table(seq_id)
+        base = np.repeat(np.asarray(table.blocks, np.int64) * BLOCK_SIZE, BLOCK_SIZE)
+        offsets = np.tile(np.arange(BLOCK_SIZE, dtype=np.int64), len(table.blocks))
+        return (base + offsets)[: len(table)]
+
+    def read_row(self, seq_id: Hashable, cap: int, filler: int = 0) -> np.ndarray:
+        """The sequence's row of a read map `[cap]`: its slots, then `filler`
+        (some slot of the pool: the live length stops before it)."""
+        slots = self.slots(seq_id)
+        if len(slots) > cap:
+            raise SequenceFull(
+                f"sequence {seq_id!r} holds {len(slots)} tokens, more than cap {cap}"
+            )
+        row = np.full(cap, filler, np.int32)
+        row[: len(slots)] = slots
+        return row
+
+    # --- sequences ---------------------------------------------------------------
+
+    def admit(self, seq_id: Hashable, prompt: Sequence[int], identity: WeightsIdentity) -> int:
+        """A new sequence for `prompt` under `identity`; its table starts with
+        the matching published prefix blocks (pinned). Returns the number of
+        prompt tokens already in the cache (their prefill is skipped)."""
+        if seq_id in self._tables:
+            raise KVCacheError(f"sequence {seq_id!r} is already in the cache")
+        if not isinstance(identity, WeightsIdentity):
+            raise KVCacheError(f"identity must be a WeightsIdentity, got {type(identity).__name__}")
+        if len(prompt) == 0:
+            raise KVCacheError(f"sequence {seq_id!r}: an empty prompt has nothing to compute")
+        if self.max_tokens is not None and len(prompt) > self.max_tokens:
+            raise SequenceFull(
+                f"sequence {seq_id!r}: a {len(prompt)}-token prompt exceeds the {self.max_tokens} "
+                "tokens a sequence may hold"
+            )
+        blocks = self.match(prompt, identity)
+        reused = len(blocks) * BLOCK_SIZE
+        for block in blocks:
+            self.allocator.retain(block)
+        keys: list[bytes] = [self.allocator.key_of(b) for b in blocks]  # type: ignore[misc]
+        tokens = [int(t) for t in prompt[:reused]]
+        self._tables[seq_id] = SequenceTable(identity, tokens, list(blocks), keys, reused)
+        if reused:
+            self.prefix_hits += 1
+            self.tokens_skipped += reused
+        return reused
+
+    def blocks_needed(self, seq_id: Hashable, count: int) -> int:
+        """Blocks an append of `count` tokens would allocate (copy-on-write included)."""
+        table = self.table(seq_id)
+        length = len(table)
+        fresh = -(-(length + count) // BLOCK_SIZE) - -(-length // BLOCK_SIZE)
+        shared_tail = length % BLOCK_SIZE and count and self.allocator.ref(table.blocks[-1]) > 1
+        return fresh + (1 if shared_tail else 0)
+
+    def append(self, seq_id: Hashable, tokens: Sequence[int]) -> list[int]:
+        """Positions for `tokens` after the sequence's last one; returns the
+        pool slot each token's K/V is written to. Allocates blocks on demand;
+        a shared partial last block is copied on write first."""
+        table = self.table(seq_id)
+        if self.max_tokens is not None and len(table) + len(tokens) > self.max_tokens:
+            raise SequenceFull(
+                f"sequence {seq_id!r}: {len(table)} + {len(tokens)} tokens exceed the "
+                f"{self.max_tokens} a sequence may hold"
+            )
+        needed = self.blocks_needed(seq_id, len(tokens))
+        if needed > self.allocator.available:
+            raise PoolExhausted(
+                f"sequence {seq_id!r} needs {needed} more blocks, but only "
+                f"{self.allocator.available} are free or evictable (the rest are pinned)"
+            )
+        slots = []
+        for token in tokens:
+            offset = len(table) % BLOCK_SIZE
+            if offset == 0:
+                table.blocks.append(self.allocator.allocate())
+            elif self.allocator.ref(table.blocks[-1]) > 1:
+                shared = table.blocks[-1]
+                fresh = self.allocator.allocate()
+                self._copies.append(Copy(shared * BLOCK_SIZE, fresh * BLOCK_SIZE, offset))
+                self.allocator.release(shared)
+                table.blocks[-1] = fresh
+            slots.append(table.blocks[-1] * BLOCK_SIZE + offset)
+            table.tokens.append(int(token))
+        return slots
+
+    def fork(self, parent: Hashable, child: Hashable) -> None:
+        """`child` shares every block of `parent` (its partial last block
+        too, until one of them writes it)."""
+        source = self.table(parent)
+        if child in self._tables:
+            raise KVCacheError(f"sequence {child!r} is already in the cache")
+        for block in source.blocks:
+            self.allocator.retain(block)
+        self._tables[child] = source.copy()
+        self._tables[child].reused = 0
+
+    def free(self, seq_id: Hashable) -> None:
+        """Release the sequence's blocks (tail first, so the LRU evicts a
+        prefix's tail before its head: a head alone can still be reused)."""
+        table = self.table(seq_id)
+        del self._tables[seq_id]
+        for block in reversed(table.blocks):
+            self.allocator.release(block)
+
+    # --- steps -------------------------------------------------------------------
+
+    def take_copies(self) -> list[Copy]:
+        """The copy-on-write copies queued since the last call, in order;
+        apply them to every pool before the next dispatch."""
+        copies, self._copies = self._copies, []
+        return copies
+
+    def commit(self) -> int:
+        """After a step completed: publish every newly full block under its
+        prefix key (its K/V are now written). Returns how many were published."""
+        published = 0
+        for table in self._tables.values():
+            full = len(table) // BLOCK_SIZE
+            if full <= len(table.keys):
+                continue
+            start = len(table.keys)
+            parent = table.keys[-1] if table.keys else None
+            for i, key in enumerate(block_keys(table.identity, table.tokens, start, parent)):
+                table.keys.append(key)
+                published += self.allocator.publish(table.blocks[start + i], key)
+        return published
+
+    def snapshot(self) -> _Snapshot:
+        return _Snapshot(
+            self.allocator.snapshot(),
+            {seq_id: table.copy() for seq_id, table in self._tables.items()},
+            list(self._copies),
+            (self.prefix_hits, self.tokens_skipped),
+        )
+
+    def restore(self, snapshot: _Snapshot) -> None:
+        self.allocator.restore(snapshot.allocator)  # type: ignore[arg-type]
+        self._tables = {seq_id: table.copy() for seq_id, table in snapshot.tables.items()}
+        self._copies = list(snapshot.copies)
+        self.prefix_hits, self.tokens_skipped = snapshot.stats
+
+    def check(self) -> list[str]:
+        """Every broken invariant (empty when consistent): the allocator's,
+        plus each block's ref equal to the tables holding it, no table
+        holding a block twice, and each table covering exactly its tokens."""
+        problems = self.allocator.check()
+        holders = [0] * self.allocator.num_blocks
+        for seq_id, table in self._tables.items():
+            if len(set(table.blocks)) != len(table.blocks):
+                problems.append(f"sequence {seq_id!r} holds a block twice")
+            if len(table.blocks) != -(-len(table) // BLOCK_SIZE):
+                problems.append(
+                    f"sequence {seq_id!r} has {len(table.blocks)} blocks for {len(table)} tokens"
+                )
+            for block in table.blocks:
+                holders[block] += 1
+        for block, count in enumerate(holders):
+            if self.allocator.ref(block) != count:
+                problems.append(
+                    f"block {block} has ref {self.allocator.ref(block)} but {count} tables hold it"
+                )
+        return problems

@@ -1,0 +1,398 @@
+"""The serving loop: continuous batching over one paged KV cache.
+
+`Engine` admits requests as they arrive (and as rows and blocks allow),
+packs every running request into one fixed-shape step -- a prefilling
+request contributes a chunk of up to `tokens` prompt tokens, a decoding one
+its last generated token -- runs the step, and samples greedily. Requests
+finish at different steps; their blocks go back to the pool (full blocks
+stay cached for later prefixes until evicted).
+
+The step function it drives (any runner with `.step(inputs)` returning a
+result whose `.named[logits]` is `[rows, tokens, vocab]`, and `.state`
+holding the pools by state name) takes, besides its weights:
+
+    tokens  [rows, tokens] i32     the row's new token ids (padding: 0)
+    pos     [rows] i32             position of the row's first new token
+    count   [rows] i32 in [1, T]   how many of the row's tokens are real
+    read    [rows, cap] i32        logical position -> pool slot (past the
+                                   row's length: slot 0, never attended)
+    write   [rows * tokens] i32    pool slot of each new token, -1: padding
+    adapter [rows] i32             the row's adapter slot (with adapters)
+
+An unused row is a dummy: pos 0, count 1, every write -1. The runtime's
+binder checks every word of these maps and positions against their declared
+ranges and the write map as a forward slot map before anything runs; a
+refused step restores the cache's tables (`PagedKVCache.snapshot`) and
+leaves the pools as they were.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import KVCacheError, PoolExhausted, SequenceFull
+from .adapters import AdapterTable
+from .blocks import BLOCK_SIZE
+from .cache import Copy, PagedKVCache
+from .prefix import WeightsIdentity
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """The compiled step's static shape: `rows` sequences of `tokens` new
+    tokens each, attending over a read map of `cap` positions. A row's `pos`
+    is declared in `[0, cap - tokens]`, so a sequence holds at most
+    `cap - tokens + 1` tokens."""
+
+    rows: int
+    tokens: int
+    cap: int
+
+    @property
+    def max_tokens(self) -> int:
+        return self.cap - self.tokens + 1
+
+
+@dataclass
+class Request:
+    rid: Hashable
+    prompt: Sequence[int]
+    max_new_tokens: int
+    adapter: str | None = None
+    arrival: int = 0  # the step at which it arrives
+
+
+@dataclass
+class Completion:
+    rid: Hashable
+    prompt: list[int]
+    adapter: str | None
+    identity: WeightsIdentity
+    tokens: list[int]  # generated, greedy
+    logits: list[np.ndarray]  # one [vocab] row per generated token
+    reused: int  # prompt tokens taken from the prefix cache
+    admitted: int
+    finished: int
+
+
+@dataclass
+class RowPlan:
+    rid: Hashable
+    kind: str  # "prefill" | "decode"
+    pos: int
+    count: int
+
+
+@dataclass
+class StepReport:
+    step: int
+    rows: list[RowPlan]
+    admitted: list[tuple[Hashable, int]]  # (rid, prompt tokens reused)
+    finished: list[Hashable]
+    blocks_in_use: int
+    cached_blocks: int
+    seconds: float  # wall time of the dispatch
+    cpu_seconds: float  # CPU time of the dispatching thread (robust on a shared machine)
+
+
+@dataclass
+class _Live:
+    request: Request
+    slot: int
+    identity: WeightsIdentity
+    reused: int
+    admitted: int
+    fed: int  # prompt tokens whose K/V are in the cache
+    generated: list[int] = field(default_factory=list)
+    logits: list[np.ndarray] = field(default_factory=list)
+
+    @property
+    def final_blocks(self) -> int:
+        """Blocks the request holds when done (its last token is never written)."""
+        r = self.request
+        return -(-(len(r.prompt) + r.max_new_tokens - 1) // BLOCK_SIZE)
+
+
+@dataclass
+class StepPlan:
+    """One planned step: its inputs, rows and copies, and how to undo it."""
+
+    step: int
+    inputs: dict[str, np.ndarray]
+    rows: list[tuple[_Live, RowPlan]]
+    admitted: list[_Live]
+    copies: list[Copy]
+    snapshot: Any
+
+
+class Engine:
+    """Continuous batching of `Request`s through `runner` over `cache`."""
+
+    def __init__(
+        self,
+        runner: Any,
+        cache: PagedKVCache,
+        shape: StepShape,
+        *,
+        weights: Mapping[str, np.ndarray],
+        pools: Sequence[str],
+        base: WeightsIdentity | None = None,
+        adapters: AdapterTable | None = None,
+        logits: str = "logits",
+        bind: Callable[[Mapping[str, Any]], Any] | None = None,
+    ) -> None:
+        if adapters is None and base is None:
+            raise KVCacheError("Engine: give the base weights identity (base=) or an AdapterTable")
+        if cache.max_tokens is None or cache.max_tokens > shape.max_tokens:
+            raise KVCacheError(
+                f"Engine: the cache must bound sequences to the step's {shape.max_tokens} tokens "
+                f"(PagedKVCache(max_tokens=...)), got {cache.max_tokens}"
+            )
+        self.runner, self.cache, self.shape = runner, cache, shape
+        self.weights = dict(weights)
+        self.pools = list(pools)
+        self.base = adapters.base if adapters is not None else base
+        self.adapters = adapters
+        self.logits = logits
+        # Checks a step's inputs without running it (the runtime's binder):
+        # needed only to refuse a step before copy-on-write touches a pool.
+        self.bind = (
+            bind if bind is not None else getattr(getattr(runner, "artifact", None), "bind", None)
+        )
+        self.step_index = 0
+        self._waiting: deque[Request] = deque()
+        self._running: list[_Live] = []
+        self.completions: dict[Hashable, Completion] = {}
+        self._rids: set[Hashable] = set()
+
+    # --- requests ----------------------------------------------------------------
+
+    def submit(self, request: Request) -> None:
+        """Queue a request (admitted at or after `request.arrival`)."""
+        if request.rid in self._rids:
+            raise KVCacheError(f"request {request.rid!r} was already submitted")
+        if request.max_new_tokens < 1 or not len(request.prompt):
+            raise KVCacheError(f"request {request.rid!r}: needs a prompt and max_new_tokens >= 1")
+        total = len(request.prompt) + request.max_new_tokens - 1
+        if total > self.shape.max_tokens:
+            raise SequenceFull(
+                f"request {request.rid!r} would hold {total} tokens; the step attends over at "
+                f"most {self.shape.max_tokens}"
+            )
+        if -(-total // BLOCK_SIZE) > self.cache.allocator.num_blocks:
+            raise PoolExhausted(
+                f"request {request.rid!r} needs {-(-total // BLOCK_SIZE)} blocks; the pool has "
+                f"{self.cache.allocator.num_blocks}"
+            )
+        if self.adapters is not None:
+            self.adapters.resolve(request.adapter)  # a typed error now, not mid-run
+        elif request.adapter is not None:
+            raise KVCacheError(
+                f"request {request.rid!r} names adapter {request.adapter!r}, but the engine has none"
+            )
+        self._rids.add(request.rid)
+        waiting = list(self._waiting) + [request]
+        waiting.sort(key=lambda r: r.arrival)  # stable: FIFO within an arrival step
+        self._waiting = deque(waiting)
+
+    @property
+    def idle(self) -> bool:
+        return not self._waiting and not self._running
+
+    # --- one step ------------------------------------------------------------------
+
+    def _reserved(self, lives: Sequence[_Live]) -> int:
+        return sum(
+            max(0, live.final_blocks - len(self.cache.table(live.request.rid).blocks))
+            for live in lives
+        )
+
+    def _admit(self, rows: list[_Live]) -> list[_Live]:
+        admitted: list[_Live] = []
+        while self._waiting and len(rows) < self.shape.rows:
+            request = self._waiting[0]
+            if request.arrival > self.step_index:
+                break
+            slot, identity = (
+                self.adapters.resolve(request.adapter)
+                if self.adapters is not None
+                else (0, self.base)
+            )
+            matched = self.cache.match(request.prompt, identity)
+            pinned_cached = sum(1 for b in matched if self.cache.allocator.is_cached(b))
+            final = -(-(len(request.prompt) + request.max_new_tokens - 1) // BLOCK_SIZE)
+            free = self.cache.allocator.available - pinned_cached - self._reserved(rows)
+            if final - len(matched) > free:
+                break  # waits for blocks (FIFO: nobody overtakes it)
+            reused = self.cache.admit(request.rid, request.prompt, identity)
+            if self.adapters is not None:
+                self.adapters.hold(slot)
+            live = _Live(request, slot, identity, reused, self.step_index, fed=reused)
+            self._waiting.popleft()
+            admitted.append(live)
+            rows.append(live)
+        return admitted
+
+    def plan(self) -> StepPlan | None:
+        """Admit what fits and lay out the next step (cache tables updated,
+        undone by `abort`); None when nothing is ready to run."""
+        snapshot = self.cache.snapshot()
+        waiting = deque(self._waiting)
+        rows = list(self._running)
+        try:
+            admitted = self._admit(rows)
+            if not rows:
+                return None
+            inputs, layout = self._layout(rows)
+        except BaseException:
+            self._undo(snapshot, waiting, rows[len(self._running) :])
+            raise
+        return StepPlan(
+            self.step_index, inputs, layout, admitted, self.cache.take_copies(), (snapshot, waiting)
+        )
+
+    def _layout(
+        self, rows: list[_Live]
+    ) -> tuple[dict[str, np.ndarray], list[tuple[_Live, RowPlan]]]:
+        s = self.shape
+        tokens = np.zeros((s.rows, s.tokens), np.int32)
+        pos = np.zeros(s.rows, np.int32)
+        count = np.ones(s.rows, np.int32)
+        read = np.zeros((s.rows, s.cap), np.int32)
+        write = np.full(s.rows * s.tokens, -1, np.int32)
+        adapter = np.zeros(s.rows, np.int32)
+        layout = []
+        for r, live in enumerate(rows):
+            rid, prompt = live.request.rid, live.request.prompt
+            if live.fed < len(prompt):
+                chunk, kind = list(prompt[live.fed : live.fed + s.tokens]), "prefill"
+            else:
+                chunk, kind = [live.generated[-1]], "decode"
+            start = len(self.cache.table(rid))
+            slots = self.cache.append(rid, chunk)
+            tokens[r, : len(chunk)] = chunk
+            pos[r], count[r], adapter[r] = start, len(chunk), live.slot
+            write[r * s.tokens : r * s.tokens + len(chunk)] = slots
+            read[r] = self.cache.read_row(rid, s.cap)
+            layout.append((live, RowPlan(rid, kind, start, len(chunk))))
+        inputs = {"tokens": tokens, "pos": pos, "count": count, "read": read, "write": write}
+        if self.adapters is not None:
+            inputs["adapter"] = adapter
+        return inputs, layout
+
+    def abort(self, plan: StepPlan) -> None:
+        """Undo a planned step that did not run."""
+        snapshot, waiting = plan.snapshot
+        self._undo(snapshot, waiting, plan.admitted)
+
+    def _undo(self, snapshot: Any, waiting: deque[Request], admitted: Sequence[_Live]) -> None:
+        self.cache.restore(snapshot)
+        self._waiting = waiting
+        if self.adapters is not None:
+            for live in admitted:
+                self.adapters.release(live.slot)
+
+    def dispatch(self, plan: StepPlan) -> StepReport:
+        """Run a planned step and take its results; a refused or failed step
+        is undone (`abort`) and its error re-raised."""
+        inputs = {
+            **self.weights,
+            **(self.adapters.tables() if self.adapters else {}),
+            **plan.inputs,
+        }
+        try:
+            if plan.copies:
+                if self.bind is not None:  # refuse before a copy touches a pool
+                    self.bind({**inputs, **self.runner.state})
+                self._apply_copies(plan.copies)
+            start, cpu = time.perf_counter(), time.thread_time()
+            result = self.runner.step(inputs)
+            seconds, cpu = time.perf_counter() - start, time.thread_time() - cpu
+        except BaseException:
+            self.abort(plan)
+            raise
+        return self._finish_step(plan, result.named[self.logits], seconds, cpu)
+
+    def _apply_copies(self, copies: Sequence[Copy]) -> None:
+        state = self.runner.state
+        for name in self.pools:
+            pool = state[name]
+            for c in copies:
+                pool[c.dst : c.dst + c.count] = pool[c.src : c.src + c.count]
+
+    def _finish_step(
+        self, plan: StepPlan, logits: np.ndarray, seconds: float, cpu_seconds: float
+    ) -> StepReport:
+        self.cache.commit()
+        self._running.extend(plan.admitted)
+        finished = []
+        for r, (live, row) in enumerate(plan.rows):
+            if row.kind == "prefill":
+                live.fed += row.count
+                if live.fed < len(live.request.prompt):
+                    continue
+            out = np.array(logits[r, row.count - 1], copy=True)
+            live.logits.append(out)
+            live.generated.append(int(np.argmax(out)))
+            if len(live.generated) == live.request.max_new_tokens:
+                finished.append(live)
+        for live in finished:
+            self._complete(live, plan.step)
+        report = StepReport(
+            plan.step,
+            [row for _, row in plan.rows],
+            [(live.request.rid, live.reused) for live in plan.admitted],
+            [live.request.rid for live in finished],
+            self.cache.blocks_in_use,
+            self.cache.allocator.cached_blocks,
+            seconds,
+            cpu_seconds,
+        )
+        self.step_index += 1
+        return report
+
+    def _complete(self, live: _Live, step: int) -> None:
+        r = live.request
+        self.cache.free(r.rid)
+        if self.adapters is not None:
+            self.adapters.release(live.slot)
+        self._running.remove(live)
+        self.completions[r.rid] = Completion(
+            r.rid,
+            list(r.prompt),
+            r.adapter,
+            live.identity,
+            live.generated,
+            live.logits,
+            live.reused,
+            live.admitted,
+            step,
+        )
+
+    def step(self) -> StepReport | None:
+        """Plan and run one step; None (and the clock advances) when no
+        request is ready yet."""
+        plan = self.plan()
+        if plan is None:
+            if self._waiting and self._waiting[0].arrival <= self.step_index and not self._running:
+                raise PoolExhausted(
+                    f"request {self._waiting[0].rid!r} cannot be admitted into an idle pool"
+                )
+            self.step_index += 1
+            return None
+        return self.dispatch(plan)
+
+    def run(
+        self, on_step: Callable[[StepReport], None] | None = None
+    ) -> dict[Hashable, Completion]:
+        """Step until every submitted request has completed."""
+        while not self.idle:
+            report = self.step()
+            if report is not None and on_step is not None:
+                on_step(report)
+        return self.completions
