@@ -55,13 +55,17 @@ class ValidationFailure(PootError, RuntimeError):
 
 
 class PlanRefusal(PootError):
-    """The planner refused an op for a device; `reason` is the typed name."""
+    """The planner refused an op for a device; `reason` is the typed name.
+
+    `location` is where the refused op came from (the user's source line for
+    a traced module, `file:line:col`), or None when the IR carries none."""
 
     reason = "Plan"
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, location: str | None = None) -> None:
+        super().__init__(f"{location}: {message}" if location else message)
         self.message = message
+        self.location = location
 
 
 class AttentionLds(PlanRefusal):
@@ -89,7 +93,18 @@ class GridLimit(PlanRefusal):
 
 
 class CompileError(PootError):
-    """A pass pipeline failed; the message carries MLIR's diagnostics."""
+    """A pass pipeline failed; the message carries MLIR's diagnostics, each
+    with the location of the op it is about."""
+
+
+class ParseError(CompileError, ValueError):
+    """MLIR text given to the compiler does not parse or verify; the message
+    names the line and column (`<string>:3:7` for text from a Python string)."""
+
+
+class NotAModule(CompileError, TypeError):
+    """The compiler was given an object that is neither a `poot_mlir.ir.Module`,
+    MLIR text, nor the path of a .mlir file."""
 
 
 def refusal_for(reason: str) -> type[PlanRefusal]:
