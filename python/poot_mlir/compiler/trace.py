@@ -84,13 +84,14 @@ class PassTrace:
         return "\n".join(self.timing_reports)
 
     def pass_times(self) -> list[tuple[str, float]]:
-        """(name, wall seconds) of every row of every timing report; nested
-        passes appear after their pipeline, as in the report."""
+        """(name, wall seconds) of every pass and nested pipeline of every
+        timing report, in report order (a nested pass after its pipeline);
+        the reports' `Rest` and `Total` rows are left out."""
         rows = []
         for report in self.timing_reports:
             for line in report.splitlines():
                 match = _TIMING_ROW.match(line)
-                if match:
+                if match and match.group(2).strip() not in ("Rest", "Total"):
                     rows.append((match.group(2).strip(), float(match.group(1))))
         return rows
 
