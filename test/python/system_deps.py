@@ -55,8 +55,9 @@ def _tools(*names: str) -> Callable[[], str | None]:
 
 
 def ptxas_path() -> str | None:
-    """ptxas on PATH, else the CUDA toolkit's default place."""
-    path = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    """$POOT_PTXAS, else ptxas on PATH, else the CUDA toolkit's default place
+    (POOT_PTXAS=/nonexistent plays a machine without one)."""
+    path = os.environ.get("POOT_PTXAS") or shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
     return path if os.path.exists(path) else None
 
 

@@ -138,6 +138,8 @@ def test_unparseable_text_is_a_parse_error_naming_the_line(tmp_path):
         with pytest.raises(errors.ParseError, match=r"<string>:2:\d+: .*poot.nope") as info:
             compile_()
         assert isinstance(info.value, ValueError) and '"-"' not in str(info.value)
+    with pytest.raises(errors.ParseError, match=r"<string>:2:\d+"):
+        oracle.run(text, {})  # the oracle reads text the same way
 
 
 def test_a_file_parses_with_its_own_name(tmp_path):

@@ -18,44 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import errors
-from ..ir import Context, DiagnosticSeverity, Location, MLIRError, Module
+from ..errors import diagnostic_lines, where  # noqa: F401  (re-exported)
+from ..ir import Context, DiagnosticSeverity, MLIRError, Module
 from ..passmanager import PassManager
 from .trace import PassTrace, captured_stderr, configure
 
 _REFUSAL = re.compile(r"^(AttentionLds|ScratchBytes|DtypeLowering|GridLimit):")
-_FILE_LOC = re.compile(r'^loc\("((?:[^"\\]|\\.)*)":(\d+):(\d+)(?: to [^)]*)?\)$')
-#: The buffer name MLIR gives text parsed from a string.
-_STRING_BUFFER = "-"
-
-
-def where(location: "Location | str") -> str | None:
-    """`file:line:col` of a location (None when unknown). Text parsed from a
-    Python string is called `<string>`, as Python names its own."""
-    text = str(location)
-    if text == "loc(unknown)":
-        return None
-    match = _FILE_LOC.match(text)
-    if match:
-        file = match.group(1)
-        file = "<string>" if file == _STRING_BUFFER else file
-        return f"{file}:{match.group(2)}:{match.group(3)}"
-    return text[4:-1] if text.startswith("loc(") and text.endswith(")") else text
-
-
-def diagnostic_lines(diag: Any) -> list[str]:
-    """`<where>: <message>` for a diagnostic, then its notes (without the pass
-    manager's 'see current operation' note, which prints the op again)."""
-    place = where(diag.location)
-    lines = [f"{place}: {diag.message}" if place else str(diag.message)]
-    for note in diag.notes:
-        if str(note.message).startswith("see current operation"):
-            continue
-        note_place = where(note.location)
-        text = f"{note_place}: {note.message}" if note_place else str(note.message)
-        lines.append(f"  note: {text}")
-    return lines
-
-
 def parse_module(module: "Module | str | Path", context: Context | None = None) -> Module:
     """A fresh, independent copy of `module` in `context` (a new one by
     default): a Module (printed with its locations and parsed again, so
@@ -80,11 +48,8 @@ def parse_module(module: "Module | str | Path", context: Context | None = None) 
         try:
             return Module.parse(text) if source is None else Module.parseFile(str(source))
         except MLIRError as error:
-            detail = "\n".join(
-                line for diag in error.error_diagnostics for line in diagnostic_lines(diag)
-            )
             what = f"{source}" if source is not None else "the module text"
-            raise errors.ParseError(f"cannot parse {what}:\n{detail or error}") from None
+            raise errors.parse_error(error, what) from None
 
 
 def _typed_error(error: MLIRError, pipeline: str) -> errors.PootError:
