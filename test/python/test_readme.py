@@ -107,13 +107,19 @@ def test_readme_blocks_run(tmp_path: Path) -> None:
     work = tmp_path / "work"
     work.mkdir()
     env = dict(os.environ)
+    # The blocks run in a temp dir: a dev tree's relative PYTHONPATH /
+    # POOT_OPT (build/python_packages, build/bin/poot-opt) must still hold.
+    if env.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.pathsep.join(
+            os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep) if p
+        )
     # `python` and `poot-opt` as a reader has them: this interpreter's bin
     # folder (a venv's), and the tool the other tests use (POOT_OPT in a dev
     # tree, else the installed console script).
     tools = tmp_path / "bin"
     tools.mkdir()
     if os.environ.get("POOT_OPT"):
-        (tools / "poot-opt").symlink_to(os.environ["POOT_OPT"])
+        (tools / "poot-opt").symlink_to(os.path.abspath(os.environ["POOT_OPT"]))
     env["PATH"] = os.pathsep.join([str(tools), str(Path(sys.executable).parent), env.get("PATH", "")])
     proc = subprocess.run(
         [sys.executable, "-c", _DRIVER, str(spec)],
