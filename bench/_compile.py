@@ -29,7 +29,8 @@ def _tool() -> str:
     return found
 
 
-def _run_via_tool(module, pipeline: str) -> None:
+def _run_via_tool(module, pipeline: str, *, trace=None, remarks=None) -> None:
+    # (compile_gpu's trace/remarks are not supported through the tool.)
     from poot_mlir import errors
     from poot_mlir.ir import Module
 

@@ -6,6 +6,9 @@ exactly the failure they care about, and the message names the rule.
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 
 class PootError(Exception):
     """Base class of every poot_mlir error."""
@@ -73,13 +76,17 @@ class SequenceFull(KVCacheError):
 
 
 class PlanRefusal(PootError):
-    """The planner refused an op for a device; `reason` is the typed name."""
+    """The planner refused an op for a device; `reason` is the typed name.
+
+    `location` is where the refused op came from (the user's source line for
+    a traced module, `file:line:col`), or None when the IR carries none."""
 
     reason = "Plan"
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, location: str | None = None) -> None:
+        super().__init__(f"{location}: {message}" if location else message)
         self.message = message
+        self.location = location
 
 
 class AttentionLds(PlanRefusal):
@@ -107,7 +114,18 @@ class GridLimit(PlanRefusal):
 
 
 class CompileError(PootError):
-    """A pass pipeline failed; the message carries MLIR's diagnostics."""
+    """A pass pipeline failed; the message carries MLIR's diagnostics, each
+    with the location of the op it is about."""
+
+
+class ParseError(CompileError, ValueError):
+    """MLIR text given to the compiler does not parse or verify; the message
+    names the line and column (`<string>:3:7` for text from a Python string)."""
+
+
+class NotAModule(CompileError, TypeError):
+    """The compiler was given an object that is neither a `poot_mlir.ir.Module`,
+    MLIR text, nor the path of a .mlir file."""
 
 
 def refusal_for(reason: str) -> type[PlanRefusal]:
@@ -116,3 +134,45 @@ def refusal_for(reason: str) -> type[PlanRefusal]:
         if cls.reason == reason:
             return cls
     return PlanRefusal
+
+
+# --- MLIR diagnostics as text (duck-typed: this module imports no MLIR) -------
+
+_FILE_LOC = re.compile(r'^loc\("((?:[^"\\]|\\.)*)":(\d+):(\d+)(?: to [^)]*)?\)$')
+#: The buffer name MLIR gives text parsed from a string.
+_STRING_BUFFER = "-"
+
+
+def where(location: Any) -> str | None:
+    """`file:line:col` of an MLIR location (None when unknown). Text parsed
+    from a Python string is called `<string>`, as Python names its own."""
+    text = str(location)
+    if text == "loc(unknown)":
+        return None
+    match = _FILE_LOC.match(text)
+    if match:
+        file = match.group(1)
+        file = "<string>" if file == _STRING_BUFFER else file
+        return f"{file}:{match.group(2)}:{match.group(3)}"
+    return text[4:-1] if text.startswith("loc(") and text.endswith(")") else text
+
+
+def diagnostic_lines(diag: Any) -> list[str]:
+    """`<where>: <message>` for an MLIR diagnostic, then its notes (without the
+    pass manager's 'see current operation' note, which prints the op again)."""
+    place = where(diag.location)
+    lines = [f"{place}: {diag.message}" if place else str(diag.message)]
+    for note in diag.notes:
+        if str(note.message).startswith("see current operation"):
+            continue
+        note_place = where(note.location)
+        text = f"{note_place}: {note.message}" if note_place else str(note.message)
+        lines.append(f"  note: {text}")
+    return lines
+
+
+def parse_error(error: Any, what: str) -> ParseError:
+    """The ParseError for an MLIRError raised while parsing `what`."""
+    detail = "\n".join(line for diag in error.error_diagnostics for line in diagnostic_lines(diag))
+    return ParseError(f"cannot parse {what}:\n{detail or error}")
+

@@ -1,4 +1,4 @@
-"""Shared pytest fixtures for the Python tests."""
+"""Shared pytest fixtures and hooks for the Python tests."""
 
 from __future__ import annotations
 
@@ -6,6 +6,38 @@ import os
 
 import numpy as np
 import pytest
+
+import system_deps
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "requires(*names): needs these system dependencies (system_deps.py): skipped "
+        "without them, failed under CI=true",
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Before fixtures: a fixture that opens a Vulkan device must not error.
+    for marker in item.iter_markers("requires"):
+        for name in marker.args:
+            system_deps.require(name)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and isinstance(report.longrepr, tuple):
+        system_deps.count_skip(str(report.longrepr[2]))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    lines = system_deps.summary_lines()
+    if not lines:
+        return
+    terminalreporter.write_sep("-", "poot_mlir: system packages not installed")
+    for line in lines:
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture

@@ -24,12 +24,8 @@ import pytest
 
 from poot_mlir.runtime import cuda
 
-_OK, _WHY = cuda.available()
-pytestmark = pytest.mark.skipif(
-    not _OK,
-    reason=f"no CUDA device ({_WHY}); CI has no GPU, so this module only runs on a CUDA machine "
-    "(the one allowed skip)",
-)
+# CI has no GPU: without one this module skips, in CI too (system_deps.py).
+pytestmark = pytest.mark.requires("cuda")
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))

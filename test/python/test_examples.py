@@ -1,6 +1,8 @@
 """The README's main job runs end to end: trace, fuse, compile for the CPU,
 decode, and every step matches the float64 oracle."""
 
+import pytest
+
 from poot_mlir.examples import decode
 
 
@@ -11,6 +13,7 @@ def test_decode_example_runs_and_matches_oracle(capsys):
     assert "every step matched the float64 oracle" in out
 
 
+@pytest.mark.requires("vulkan")
 def test_decode_example_on_vulkan_matches_oracle(capsys):
     """The same decoder with its attention as SPIR-V kernels on the Vulkan
     device (lavapipe in CI) and the host program on the CPU."""

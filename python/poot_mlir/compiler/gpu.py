@@ -23,8 +23,10 @@ from typing import Any
 from .. import errors
 from ..ir import ArrayAttr, BlockArgument, Module, OpResult, StringAttr
 from . import devices
-from .pipeline import parse_module, run_pipeline
+from .fuse import fuse_for_compile, nothing_to_plan
+from .pipeline import parse_module, run_pipeline, where
 from .signature import function_signature
+from .trace import PassTrace
 
 ARTIFACT_FORMAT = "poot-artifact/1"
 _REQUEST = re.compile(r"(\w+) = (\w+)")
@@ -106,6 +108,28 @@ def _attention_operands(op) -> dict[str, Any]:
     return out
 
 
+def attention_ops(module: Module) -> list[Any]:
+    """Every poot.attention in the functions of `module`, in order."""
+    found = []
+    for func_op in module.body.operations:
+        if func_op.operation.name != "func.func" or not func_op.regions[0].blocks:
+            continue
+        for op in func_op.regions[0].blocks[0].operations:
+            if op.operation.name == "poot.attention":
+                found.append(op)
+    return found
+
+
+def attention_entry(op) -> dict[str, Any]:
+    """What every manifest says about a planned poot.attention: its request,
+    scale, and where it came from (the user's source line when traced)."""
+    return {
+        "request": parse_request(str(op.attributes["poot.request"])),
+        "scale": float(str(op.attributes["scale"]).split(" ")[0]),
+        "location": where(op.location),
+    }
+
+
 def _find_func(module: Module, name: str | None):
     for op in module.body.operations:
         if op.operation.name == "func.func":
@@ -151,17 +175,33 @@ def compile_gpu(
     *,
     func: str | None = None,
     nvvm_format: str = "isa",
+    fuse: bool = True,
+    trace: PassTrace | None = None,
 ) -> Path:
-    """Compiles every poot.attention of `func` for `device` into `out_dir`."""
+    """Compiles every poot.attention of `func` for `device` into `out_dir`.
+
+    Like `compile_cpu`, it starts with the attention rewrite (`fuse=False`
+    turns it off) and records it in the manifest's `fusion`; a step left
+    with no poot.attention is refused (there is nothing to plan). `trace`
+    (a `PassTrace`) keeps IR dumps and pass timings."""
     if device.target not in _SUFFIX:
         raise errors.CompileError(f"{device.name} is not a GPU target ({device.target})")
     mod = parse_module(module)
+    fusion = fuse_for_compile(mod, fuse, "compile_gpu", trace)
     options = device.pipeline_options()
     if device.target == "nvvm":
         options += f" format={nvvm_format}"
-    run_pipeline(mod, f"builtin.module(poot-to-{device.target}{{{options}}})")
-
+    run_pipeline(mod, f"builtin.module(poot-to-{device.target}{{{options}}})", trace=trace)
+    # (After the pipeline: the planner's refusals name their cause first.)
     func_op = _find_func(mod, func)
+    if not fusion.attention:
+        name = StringAttr(func_op.attributes["sym_name"]).value
+        declined = "".join(f"\n  {remark}" for remark in fusion.declined)
+        raise errors.CompileError(
+            f"{nothing_to_plan(name, fusion)}: GPU artifacts hold the fused attention kernels "
+            "only; compile this step for the CPU target (compile_cpu) or the CPU and a GPU "
+            f"(compile_hybrid){declined}"
+        )
     signature = function_signature(func_op)
     arg_names = [entry["name"] for entry in signature["inputs"]]
     result_names = [entry["name"] for entry in signature["outputs"]]
@@ -207,8 +247,7 @@ def compile_gpu(
             kernels.append((file, entry))
         attentions.append(
             {
-                "request": request,
-                "scale": float(str(op.attributes["scale"]).split(" ")[0]),
+                **attention_entry(op),
                 "operands": operands,
                 "outputs": outputs,
                 "launches": launch_plan(request, list(operands), kernels),
@@ -225,6 +264,7 @@ def compile_gpu(
         "target": device.target,
         "device": device.to_json(),
         "function": signature,
+        "fusion": fusion.to_json(),
         "attention": attentions,
         "buffer_plan": buffer_plan(signature, attentions),
     }

@@ -26,8 +26,10 @@ from .. import errors
 from ..ir import Module, StringAttr
 from . import devices
 from .cpu import compile_cpu
-from .gpu import ARTIFACT_FORMAT, _attention_operands, compile_gpu
+from .fuse import fuse_for_compile
+from .gpu import ARTIFACT_FORMAT, _attention_operands, attention_ops, compile_gpu
 from .pipeline import parse_module
+from .trace import PassTrace
 
 #: Operand names in the kernels' argument order (KernelSignature in C++).
 KERNEL_ORDER = ("query", "key", "value", "key_shared", "mask", "read", "len")
@@ -55,38 +57,41 @@ def standalone_attention(op, name: str) -> str:
     )
 
 
-def _attention_ops(module: Module) -> list[Any]:
-    found = []
-    for func_op in module.body.operations:
-        if func_op.operation.name != "func.func" or not func_op.regions[0].blocks:
-            continue
-        for op in func_op.regions[0].blocks[0].operations:
-            if op.operation.name == "poot.attention":
-                found.append(op)
-    return found
-
-
 def compile_hybrid(
-    module: "Module | str", device: devices.Device, out_dir: "str | Path", *, func: str | None = None
+    module: "Module | str | Path",
+    device: devices.Device,
+    out_dir: "str | Path",
+    *,
+    func: str | None = None,
+    fuse: bool = True,
+    trace: PassTrace | None = None,
 ) -> Path:
-    """Compiles `module`'s step: host program for the CPU, attention for `device`."""
+    """Compiles `module`'s step: host program for the CPU, attention for
+    `device`. It fuses first, once for the whole step (`fuse=False` turns it
+    off); `trace` (a `PassTrace`) keeps IR dumps and pass timings of every
+    part."""
     if device.target == "cpu":
         raise errors.CompileError("compile_hybrid offloads attention to a GPU device; use compile_cpu")
     mod = parse_module(module)
+    fusion = fuse_for_compile(mod, fuse, "compile_hybrid", trace)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     kernels, arity = [], []
-    for index, op in enumerate(_attention_ops(mod)):
+    for index, op in enumerate(attention_ops(mod)):
         directory = f"attention_{index}"
-        compile_gpu(standalone_attention(op, f"attention_{index}"), device, out / directory)
+        compile_gpu(
+            standalone_attention(op, f"attention_{index}"), device, out / directory,
+            fuse=False, trace=trace,
+        )
         kernels.append(directory)
         arity.append(len(_attention_operands(op)) + 1)
-    compile_cpu(mod, out / "host", func=func, offload_arity=arity)
+    compile_cpu(mod, out / "host", func=func, offload_arity=arity, fuse=False, trace=trace)
     manifest = {
         "format": ARTIFACT_FORMAT,
         "target": "hybrid",
         "device": device.to_json(),
         "host": "host",
+        "fusion": fusion.to_json(),
         "attention": kernels,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2))

@@ -30,9 +30,11 @@ from .. import errors
 from ..ir import DictAttr, StringAttr
 from . import devices
 from .cpu import _record_in_place, _select_function, _write_map_pools
+from .fuse import fuse_for_compile
 from .gpu import _SUFFIX, _kernel_objects
 from .pipeline import parse_module, run_pipeline
 from .signature import function_signature
+from .trace import PassTrace
 
 
 def compile_step_gpu(
@@ -42,19 +44,24 @@ def compile_step_gpu(
     *,
     func: str | None = None,
     nvvm_format: str = "isa",
+    fuse: bool = True,
+    trace: "PassTrace | None" = None,
 ) -> Path:
     """Compile the step `func` (default: the only public function) of
-    `module` for `device` (a GPU description) into `out_dir`."""
+    `module` for `device` (a GPU description) into `out_dir`. The compile
+    starts with the attention rewrite (off with `fuse=False`); `module`
+    itself is never changed."""
     if device.target not in _SUFFIX:
         raise errors.CompileError(f"{device.name} is not a GPU target ({device.target})")
     mod = parse_module(module)
+    fusion = fuse_for_compile(mod, fuse, "compile_step_gpu", trace)
     func_op = _select_function(mod, func)
     signature = function_signature(func_op)
     _write_map_pools(func_op, signature)
     options = device.pipeline_options()
     if device.target == "nvvm":
         options += f" format={nvvm_format}"
-    run_pipeline(mod, f"builtin.module(poot-step-to-{device.target}{{{options}}})")
+    run_pipeline(mod, f"builtin.module(poot-step-to-{device.target}{{{options}}})", trace=trace)
     _record_in_place(mod, signature)
 
     table = DictAttr(mod.operation.attributes["poot.programs"])
@@ -83,6 +90,7 @@ def compile_step_gpu(
         "target": device.target,
         "device": device.to_json(),
         "function": signature,
+        "fusion": fusion.to_json(),
         "programs": programs,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))

@@ -4,14 +4,14 @@
 
 1. traces a decoder stack (RMSNorm, RoPE, GQA attention over a fixed-capacity
    KV cache, SiLU MLP) with `poot_mlir.frontend` (examples/decoder.py);
-2. fuses every layer's attention chain into one `poot.attention`
-   (`compiler.fuse_attention`) and counts them;
-3. compiles the whole step for the CPU (`compiler.compile_cpu`: the attention
+2. compiles the whole step for the CPU (`compiler.compile_cpu`, which first
+   fuses every layer's attention chain into one `poot.attention` and
+   records how many in the artifact's manifest; the attention
    runs the generated kernel's schedule as loops, the primitives as linalg,
    one shared object run in-process) — or, with `--target vulkan`, the host
    program for the CPU and every attention as SPIR-V kernels launched on the
    Vulkan device (Mesa lavapipe when no GPU; `compiler.compile_hybrid`);
-4. decodes greedily: the KV cache is the compiled step's state, carried by a
+3. decodes greedily: the KV cache is the compiled step's state, carried by a
    `runtime.cpu.Session`; every step's logits are checked against the numpy
    oracle running the unfused module in float64 from the same state, and the
    time per step is printed.
@@ -20,13 +20,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 
 import numpy as np
 
 from .. import oracle
-from ..compiler import compile_cpu, devices, fuse_attention
+from ..compiler import compile_cpu, devices
 from ..compiler.hybrid import compile_hybrid
 from ..runtime.cpu import CpuArtifact
 from .decoder import DecoderConfig, build_decoder, init_state, init_weights
@@ -49,10 +50,7 @@ def main(argv: list[str] | None = None) -> int:
 
     config = DecoderConfig(layers=args.layers, cap=args.cap)
     tracer = build_decoder(config)
-    reference_module = tracer.mlir()
     module = tracer.finish()
-    report = fuse_attention(module)
-    print(f"traced {config.layers} layers; fused {report.attention} attention ops")
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="poot-decode-") as out:
@@ -62,21 +60,27 @@ def main(argv: list[str] | None = None) -> int:
 
             with Device() as probe:  # plan for the device we will run on
                 device = devices.from_vulkan_properties(probe.properties)
-            artifact = HybridArtifact(compile_hybrid(module, device, out), backend="vulkan")
+            path = compile_hybrid(module, device, out)
+            artifact = HybridArtifact(path, backend="vulkan")
             where = f"the CPU + {device.name} (attention kernels as SPIR-V)"
         else:
-            artifact = CpuArtifact(compile_cpu(module, out))
+            path = compile_cpu(module, out)
+            artifact = CpuArtifact(path)
             where = "the CPU"
-        print(f"compiled for {where} in {time.perf_counter() - t0:.2f} s")
+        seconds = time.perf_counter() - t0
+        fused = json.loads((path / "manifest.json").read_text())["fusion"]["attention"]
+        print(f"traced {config.layers} layers; fused {fused} attention ops")
+        print(f"compiled for {where} in {seconds:.2f} s")
 
         weights = init_weights(config, args.seed)
         session = artifact.session(init_state(config))
         token, tokens, worst = 1, [], 0.0
         for step in range(args.steps):
             inputs = {"pos": np.int32(step), "token": np.array([[token]], np.int32), **weights}
-            # The float64 oracle runs the unfused step from the same state.
+            # The float64 oracle runs the traced (unfused) step from the same
+            # state: compiling never changes `module`.
             want = oracle.run(
-                reference_module, {**inputs, **session.state}, reference=True
+                module, {**inputs, **session.state}, reference=True
             ).named["logits"]
             start = time.perf_counter()
             logits = session.step(inputs).named["logits"]

@@ -15,7 +15,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .. import ir
+from .. import errors, ir
 from . import constants, dtypes
 
 _ENUM = re.compile(r"^#poot<\s*(\w+)\s+(\w+)\s*>$")
@@ -299,7 +299,10 @@ def load(module_or_func: Any, func: str | None = None) -> Program:
         return module_or_func
     if isinstance(module_or_func, str):
         with ir.Context():
-            module = ir.Module.parse(module_or_func)
+            try:
+                module = ir.Module.parse(module_or_func)
+            except ir.MLIRError as error:
+                raise errors.parse_error(error, "the module text") from None
             return read_function(select_function(module, func))
     operation = getattr(module_or_func, "operation", None)
     context = module_or_func.context

@@ -6,9 +6,10 @@ never MLIR, and enforces the driver contract the oracle's binder enforces:
 
 - every argument gets exactly one value (by its `poot.name`, else `arg{i}`; a
   state argument also answers to its state name), else `MissingInputError`;
-- numpy arrays and scalars carry exactly the argument's shape and dtype (an
-  f64 array for an f32 argument is refused, not rounded), else
-  `ShapeBindError`; untyped Python scalars and lists convert (ints exactly,
+- numpy arrays and scalars, and DLPack tensors in host memory (torch CPU
+  tensors, JAX arrays, ...; read in place), carry exactly the argument's
+  shape and dtype (an f64 array for an f32 argument is refused, not
+  rounded), else `ShapeBindError`; untyped Python scalars and lists convert (ints exactly,
   floats rounding to nearest even);
 - every element of an argument with a declared `#poot.range` lies in it, else
   `RangeBindError`;
@@ -25,6 +26,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from . import dlpack
 from ..errors import (
     BindError,
     MissingInputError,
@@ -176,8 +178,26 @@ def _python_value(port: Port, value: Any) -> np.ndarray:
     return converted
 
 
+def host_value(value: Any) -> Any:
+    """A DLPack tensor in host memory (torch CPU, JAX, ...) as a numpy array
+    over the same memory; any other value as it is. Raises BindError for a
+    tensor in device memory."""
+    if isinstance(value, (np.ndarray, np.generic)) or not dlpack.is_dlpack(value):
+        return value
+    try:
+        return dlpack.host_array(value)
+    except dlpack.NotHostMemory as error:
+        raise BindError(str(error)) from None
+
+
 def normalize(port: Port, value: Any) -> np.ndarray:
-    """The value for `port` as a C-contiguous array of exactly its shape and dtype."""
+    """The value for `port` as a C-contiguous array of exactly its shape and
+    dtype. A DLPack tensor (torch, JAX, ...) is read in place; it is copied
+    only when it is not C-contiguous, like a numpy array."""
+    try:
+        value = host_value(value)
+    except BindError as error:
+        raise BindError(f"{port.describe()}: {error}") from None
     if isinstance(value, (np.ndarray, np.generic)):
         array = np.asarray(value)
         if array.dtype != port.dtype:

@@ -214,7 +214,9 @@ class Session:
         # Any loaded artifact with a signature and run() (CPU, hybrid) steps.
         self.artifact = artifact if hasattr(artifact, "run") else load(artifact)
         signature = self.artifact.signature
-        self._state = {name: np.array(value, copy=True) for name, value in (state or {}).items()}
+        self._state = {
+            name: np.array(binding.host_value(value), copy=True) for name, value in (state or {}).items()
+        }
         unknown = sorted(set(self._state) - set(signature.state_names))
         if unknown:
             raise BindError(f"unknown state {unknown} (the function's state: {list(signature.state_names)})")

@@ -76,6 +76,8 @@ class GpuArtifact:
 
     def __init__(self, path: "str | Path", backend: "str | Backend" = "vulkan") -> None:
         self.path = Path(path)
+        if not (self.path / "manifest.json").is_file():
+            raise PootError(f"{self.path}: no manifest.json (not an artifact directory)")
         self.manifest = json.loads((self.path / "manifest.json").read_text())
         if self.manifest.get("format") != "poot-artifact/1":
             raise PootError(f"{self.path} is not a poot artifact")

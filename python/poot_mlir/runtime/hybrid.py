@@ -42,6 +42,8 @@ class HybridArtifact:
 
     def __init__(self, path: "str | Path", backend: "str | Backend" = "vulkan") -> None:
         self.path = Path(path)
+        if not (self.path / "manifest.json").is_file():
+            raise PootError(f"{self.path}: no manifest.json (not an artifact directory)")
         self.manifest = json.loads((self.path / "manifest.json").read_text())
         if self.manifest.get("target") != "hybrid":
             raise PootError(f"{self.path} is not a hybrid artifact")

@@ -1,0 +1,135 @@
+"""Every code block of README.md runs as written.
+
+The ```python and ```bash blocks are run in README order, in one fresh
+temporary directory, the way a reader pastes them: the Python blocks in one
+Python session (names carry over from block to block, and the source file of
+their code is `README.md` at its real line numbers), each bash block in
+`bash -euo pipefail` between them. A block may be skipped only with a marker
+on the line above its fence, giving the reason:
+
+    <!-- readme-test: skip (installs the package) -->
+
+(for the install, the test suite itself, and the developer build). Other
+fences must say what they are (```text for sample output and diagrams).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+_FENCE = re.compile(r"^```(\S*)\s*$")
+_SKIP = re.compile(r"^<!-- readme-test: skip \((.+)\) -->$")
+
+
+@dataclass
+class Block:
+    lang: str
+    line: int  # 1-based line of the first code line
+    code: str
+    skip: str | None
+
+
+def blocks(text: str) -> list[Block]:
+    found, lines, i = [], text.splitlines(), 0
+    while i < len(lines):
+        match = _FENCE.match(lines[i])
+        if not match:
+            i += 1
+            continue
+        lang = match.group(1)
+        marker = _SKIP.match(lines[i - 1]) if i else None
+        start, i = i + 1, i + 1
+        while i < len(lines) and lines[i] != "```":
+            i += 1
+        found.append(Block(lang, start + 1, "\n".join(lines[start:i]) + "\n", marker and marker.group(1)))
+        i += 1
+    return found
+
+
+# Runs the blocks in one process: Python blocks share one namespace, bash
+# blocks run in between; prints one JSON line per block.
+_DRIVER = r"""
+import json, subprocess, sys, traceback
+blocks = json.load(open(sys.argv[1]))
+ns = {"__name__": "__main__"}
+for b in blocks:
+    print(f"--- README.md:{b['line']} ({b['lang']})", flush=True)
+    if b["lang"] == "python":
+        code = "\n" * (b["line"] - 1) + b["code"]  # README line numbers
+        try:
+            exec(compile(code, "README.md", "exec"), ns)
+        except BaseException:
+            traceback.print_exc()
+            print(json.dumps({"failed": b["line"]}), flush=True)
+            raise SystemExit(1)
+    else:
+        sys.stdout.flush()
+        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", b["code"]])
+        if proc.returncode:
+            print(json.dumps({"failed": b["line"], "rc": proc.returncode}), flush=True)
+            raise SystemExit(1)
+print(json.dumps({"ran": len(blocks)}), flush=True)
+"""
+
+
+def test_every_block_is_runnable_or_marked() -> None:
+    found = blocks(README.read_text())
+    assert found, "README.md has no code blocks"
+    for block in found:
+        assert block.lang in ("python", "bash", "text"), (
+            f"README.md:{block.line}: fence ```{block.lang} -- use python, bash or text"
+        )
+        if block.skip:
+            assert block.lang == "bash", f"README.md:{block.line}: only bash blocks may be skipped"
+    runnable = [b for b in found if b.lang in ("python", "bash") and not b.skip]
+    assert any("poot_mlir.examples.decode" in b.code for b in runnable), "the main job must run"
+    assert any(b.code.lstrip().startswith("poot-opt") or "\npoot-opt" in b.code for b in runnable)
+    assert any(b.lang == "python" for b in runnable)
+
+
+def test_readme_blocks_run(tmp_path: Path) -> None:
+    runnable = [
+        {"lang": b.lang, "line": b.line, "code": b.code}
+        for b in blocks(README.read_text())
+        if b.lang in ("python", "bash") and not b.skip
+    ]
+    spec = tmp_path / "blocks.json"
+    spec.write_text(json.dumps(runnable))
+    work = tmp_path / "work"
+    work.mkdir()
+    env = dict(os.environ)
+    # The blocks run in a temp dir: a dev tree's relative PYTHONPATH /
+    # POOT_OPT (build/python_packages, build/bin/poot-opt) must still hold.
+    if env.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.pathsep.join(
+            os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep) if p
+        )
+    # `python` and `poot-opt` as a reader has them: this interpreter's bin
+    # folder (a venv's), and the tool the other tests use (POOT_OPT in a dev
+    # tree, else the installed console script).
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    if os.environ.get("POOT_OPT"):
+        (tools / "poot-opt").symlink_to(os.path.abspath(os.environ["POOT_OPT"]))
+    env["PATH"] = os.pathsep.join([str(tools), str(Path(sys.executable).parent), env.get("PATH", "")])
+    proc = subprocess.run(
+        [sys.executable, "-c", _DRIVER, str(spec)],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    output = proc.stdout + proc.stderr
+    print(output[-20000:])
+    assert proc.returncode == 0, f"a README block failed:\n{output[-8000:]}"
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"ran": len(runnable)}
