@@ -35,11 +35,22 @@ void addText(OpPassManager &pm, StringRef text) {
 } // namespace
 
 void mlir::poot::addKernelLowering(OpPassManager &pm, StringRef target,
-                                   const PootGPUPipelineOptions &o) {
+                                   const PootGPUPipelineOptions &o,
+                                   bool everyType) {
   if (target == "spirv") {
     // Vulkan 1.0 + storage buffers; math.exp/tanh become GLSL.std.450 ops.
-    addText(pm, "spirv-attach-target{ver=v1.0 caps=Shader "
-                "exts=SPV_KHR_storage_buffer_storage_class},"
+    // A whole step also stores bytes (bools), two-byte and f64 values: the
+    // 8/16-bit storage extensions and the Int8/Int16/Float16/Float64
+    // capabilities (Vulkan 1.2 devices, lavapipe included, have them).
+    std::string caps = everyType
+                           ? "Shader,Int8,Int16,Int64,Float16,Float64,"
+                             "StorageBuffer8BitAccess,StorageBuffer16BitAccess"
+                           : "Shader";
+    std::string exts = everyType ? "SPV_KHR_storage_buffer_storage_class,"
+                                   "SPV_KHR_8bit_storage,SPV_KHR_16bit_storage"
+                                 : "SPV_KHR_storage_buffer_storage_class";
+    addText(pm, "spirv-attach-target{ver=v1.0 caps=" + caps + " exts=" +
+                    exts + "},"
                 "gpu.module(canonicalize,cse,convert-math-to-spirv),"
                 "convert-gpu-to-spirv,"
                 "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)");

@@ -71,7 +71,8 @@ void addPlanAndGenerate(OpPassManager &pm, StringRef target,
 /// The gpu.modules' lowering for `target`: SPIR-V modules, PTX/cubin in a
 /// gpu.binary, or the LLVM dialect with ROCDL intrinsics.
 void addKernelLowering(OpPassManager &pm, StringRef target,
-                       const PootGPUPipelineOptions &options);
+                       const PootGPUPipelineOptions &options,
+                       bool everyType = false);
 
 /// A whole step for `target`: every primitive in generated kernels (linalg,
 /// fused, bufferized with the state in place, parallel loops mapped to

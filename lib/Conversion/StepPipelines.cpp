@@ -78,5 +78,5 @@ void mlir::poot::buildPootStepToGPUPipeline(OpPassManager &pm,
   pm.addPass(createLowerAffinePass());
   if (target == "spirv")
     pm.addPass(createPootGPUSPIRVEntryABI());
-  addKernelLowering(pm, target, o);
+  addKernelLowering(pm, target, o, /*everyType=*/true);
 }

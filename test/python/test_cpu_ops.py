@@ -143,9 +143,10 @@ _EXTRA = {
 _TYPES = {"gather1": "tensor<6x2x2x5xf32>"}
 
 
-def _program() -> tuple[str, list[str]]:
+def _program(ops: list[tuple[str, str, str]] = _OPS) -> tuple[str, list[str]]:
+    """One step computing every op of `ops` (each result a named output)."""
     lines, results = [], []
-    for name, type_, text in _OPS:
+    for name, type_, text in ops:
         type_ = _TYPES.get(name, type_)
         if name in _EXTRA:
             lines.append(f"  %{name}:2 = {text}")

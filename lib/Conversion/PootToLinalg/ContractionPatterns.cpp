@@ -277,24 +277,33 @@ struct IndexGuardLowering : OpConversionPattern<IndexGuardOp> {
     Value operand = adaptor.getOperand();
     auto type = cast<RankedTensorType>(operand.getType());
     int64_t rank = type.getRank();
-    // The bounds are i64 attributes: compare in i64 so no bound wraps.
+    // The bounds are i64 attributes: compare in i64 so no bound wraps,
+    // unless both fit the operand's own type (the usual case; GPUs then
+    // need no 64-bit arithmetic).
     int64_t lo = op.getMinAttr().getInt(), hi = op.getMaxAttr().getInt();
-    auto inRange = [lo, hi](OpBuilder &b, Location l, Value x) {
-      Type i64 = b.getI64Type();
-      Value wide = arith::ExtSIOp::create(b, l, i64, x);
+    unsigned width = type.getElementType().getIntOrFloatBitWidth();
+    bool narrow = llvm::isIntN(width, lo) && llvm::isIntN(width, hi);
+    auto widen = [narrow](OpBuilder &b, Location l, Value x) -> Value {
+      return narrow ? x : arith::ExtSIOp::create(b, l, b.getI64Type(), x);
+    };
+    auto inRange = [lo, hi, widen](OpBuilder &b, Location l, Value x) {
+      Value wide = widen(b, l, x);
+      Type t = wide.getType();
       Value geLo = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sge, wide,
-                                         scalarConstant(b, l, i64, lo));
+                                         scalarConstant(b, l, t, lo));
       Value leHi = arith::CmpIOp::create(b, l, arith::CmpIPredicate::sle, wide,
-                                         scalarConstant(b, l, i64, hi));
+                                         scalarConstant(b, l, t, hi));
       return arith::AndIOp::create(b, l, geLo, leHi).getResult();
     };
     Value clamped = buildElementwise(
         rewriter, loc, type, ValueRange{operand},
         [&](OpBuilder &b, Location l, ValueRange args) {
-          Type i64 = b.getI64Type();
-          Value wide = arith::ExtSIOp::create(b, l, i64, args[0]);
-          wide = arith::MaxSIOp::create(b, l, wide, scalarConstant(b, l, i64, lo));
-          wide = arith::MinSIOp::create(b, l, wide, scalarConstant(b, l, i64, hi));
+          Value wide = widen(b, l, args[0]);
+          Type t = wide.getType();
+          wide = arith::MaxSIOp::create(b, l, wide, scalarConstant(b, l, t, lo));
+          wide = arith::MinSIOp::create(b, l, wide, scalarConstant(b, l, t, hi));
+          if (narrow)
+            return wide;
           return arith::TruncIOp::create(b, l, args[0].getType(), wide)
               .getResult();
         });
