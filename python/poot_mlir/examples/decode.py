@@ -8,11 +8,13 @@
    fuses every layer's attention chain into one `poot.attention` and
    records how many in the artifact's manifest; the attention
    runs the generated kernel's schedule as loops, the primitives as linalg,
-   one shared object run in-process) — or, with `--target vulkan`, the host
-   program for the CPU and every attention as SPIR-V kernels launched on the
-   Vulkan device (Mesa lavapipe when no GPU; `compiler.compile_hybrid`);
+   one shared object run in-process) — or, with `--target vulkan` / `cuda`,
+   the whole step as GPU kernels (`compiler.compile_step_gpu`: every
+   primitive and the attention; Mesa lavapipe when there is no GPU), run by
+   `runtime.program` with the KV caches resident on the device, written in
+   place, and the weights uploaded once;
 3. decodes greedily: the KV cache is the compiled step's state, carried by a
-   `runtime.cpu.Session`; every step's logits are checked against the numpy
+   session; every step's logits are checked against the numpy
    oracle running the unfused module in float64 from the same state, and the
    time per step is printed.
 """
@@ -28,7 +30,6 @@ import numpy as np
 
 from .. import oracle
 from ..compiler import compile_cpu, devices
-from ..compiler.hybrid import compile_hybrid
 from ..runtime.cpu import CpuArtifact
 from .decoder import DecoderConfig, build_decoder, init_state, init_weights
 
@@ -40,8 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cap", type=int, default=64, help="KV cache capacity")
     parser.add_argument("--seed", type=int, default=0, help="weight seed")
     parser.add_argument(
-        "--target", default="cpu", choices=["cpu", "vulkan"],
-        help="cpu: everything in-process; vulkan: attention kernels on the Vulkan device",
+        "--target", default="cpu", choices=["cpu", "vulkan", "cuda"],
+        help="cpu: everything in-process; vulkan/cuda: the whole step on the device",
     )
     parser.add_argument("--rtol", type=float, default=1e-4, help="logits tolerance vs the oracle")
     args = parser.parse_args(argv)
@@ -54,15 +55,25 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="poot-decode-") as out:
-        if args.target == "vulkan":
-            from ..runtime.hybrid import HybridArtifact
-            from ..runtime.vulkan import Device
+        if args.target in ("vulkan", "cuda"):
+            # The whole step on the device: every primitive and the attention
+            # as kernels, the KV caches resident there and written in place.
+            from ..compiler.step_gpu import compile_step_gpu
+            from ..runtime.program import ProgramArtifact
 
-            with Device() as probe:  # plan for the device we will run on
-                device = devices.from_vulkan_properties(probe.properties)
-            path = compile_hybrid(module, device, out)
-            artifact = HybridArtifact(path, backend="vulkan")
-            where = f"the CPU + {device.name} (attention kernels as SPIR-V)"
+            if args.target == "vulkan":
+                from ..runtime.vulkan import Device
+
+                with Device() as probe:  # plan for the device we will run on
+                    device = devices.from_vulkan_properties(probe.properties)
+            else:
+                from ..runtime.cuda import CudaBackend
+
+                with CudaBackend() as probe:
+                    device = probe.device_description()
+            path = compile_step_gpu(module, device, out)
+            artifact = ProgramArtifact(path, backend=args.target)
+            where = f"{device.name} (the whole step as kernels, state on the device)"
         else:
             path = compile_cpu(module, out)
             artifact = CpuArtifact(path)
@@ -73,14 +84,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"compiled for {where} in {seconds:.2f} s")
 
         weights = init_weights(config, args.seed)
-        session = artifact.session(init_state(config))
+        on_device = args.target != "cpu"
+        # On a device the weights are uploaded once, with the session.
+        session = (
+            artifact.session(init_state(config), constants=weights)
+            if on_device
+            else artifact.session(init_state(config))
+        )
         token, tokens, worst = 1, [], 0.0
         for step in range(args.steps):
-            inputs = {"pos": np.int32(step), "token": np.array([[token]], np.int32), **weights}
+            inputs = {"pos": np.int32(step), "token": np.array([[token]], np.int32)}
+            if not on_device:
+                inputs.update(weights)
             # The float64 oracle runs the traced (unfused) step from the same
             # state: compiling never changes `module`.
             want = oracle.run(
-                module, {**inputs, **session.state}, reference=True
+                module, {**inputs, **weights, **session.state}, reference=True
             ).named["logits"]
             start = time.perf_counter()
             logits = session.step(inputs).named["logits"]

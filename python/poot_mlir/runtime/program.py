@@ -164,8 +164,15 @@ class ProgramArtifact:
             )
         return self._kernels[key]
 
-    def session(self, state: Mapping[str, np.ndarray] | None = None) -> "Session":
-        return Session(self, state)
+    def session(
+        self,
+        state: Mapping[str, np.ndarray] | None = None,
+        constants: Mapping[str, Any] | None = None,
+    ) -> "Session":
+        """A device-resident session from `state`; `constants` (inputs that do
+        not change between steps, such as weights) are bound and uploaded once
+        and are not given to `step`."""
+        return Session(self, state, constants)
 
     def run(self, inputs: Mapping[str, Any]) -> binding.Result:
         """One step from the given state (inputs by name, state included);
@@ -187,11 +194,17 @@ class Session:
     then the step. A refused bind or a failed validation leaves the device
     state exactly as it was (nothing of the step has run)."""
 
-    def __init__(self, artifact: ProgramArtifact, state: Mapping[str, np.ndarray] | None) -> None:
+    def __init__(
+        self,
+        artifact: ProgramArtifact,
+        state: Mapping[str, np.ndarray] | None,
+        constants: Mapping[str, Any] | None = None,
+    ) -> None:
         self.artifact = artifact
         signature = artifact.signature
         dev = artifact.device
         state = dict(state or {})
+        self._constant = set(constants or {})
         unknown = sorted(set(state) - set(signature.state_names))
         if unknown:
             raise BindError(f"unknown state {unknown} (the function's state: {list(signature.state_names)})")
@@ -204,6 +217,11 @@ class Session:
                 raise BindError(f"no initial value for state {port.describe()}")
             dev.write(buf, binding.normalize(port, state[port.state]))
         self._buffers = {name: self._program_buffers(p) for name, p in artifact.programs.items()}
+        if constants:
+            self._constant = set()
+            for i, array in self._bind(constants, only=set(constants)):
+                dev.write(self._args[i], array)
+            self._constant = set(constants)
 
     def _program_buffers(self, program: dict[str, Any]) -> list[Any]:
         dev = self.artifact.device
@@ -235,16 +253,25 @@ class Session:
                 commands.append(("copy", bufs[copy["from"]], bufs[copy["to"]], copy["bytes"]))
         return commands
 
-    def _bind(self, inputs: Mapping[str, Any]) -> list[tuple[int, np.ndarray]]:
-        """Check every non-state input before anything runs (the shared
-        binder's rules; state comes from the device)."""
+    def _bind(
+        self, inputs: Mapping[str, Any], only: "set[str] | None" = None
+    ) -> list[tuple[int, np.ndarray]]:
+        """Check every non-state, non-constant input (or the ports named in
+        `only`) before anything runs (the shared binder's rules; state and
+        constants are on the device already)."""
         if not isinstance(inputs, Mapping):
             raise BindError(f"step inputs must be a mapping of names to values, got {type(inputs).__name__}")
         signature = self.artifact.signature
-        ports = [p for p in signature.args if p.state is None]
+        ports = [
+            p
+            for p in signature.args
+            if p.state is None and (p.key in only if only is not None else p.key not in self._constant)
+        ]
         for port in signature.args:
             if port.state is not None and (port.key in inputs or port.state in inputs):
                 raise BindError(f"state argument {port.describe()} comes from the session, not the inputs")
+            if only is None and port.key in self._constant and port.key in inputs:
+                raise BindError(f"input {port.describe()} is a constant of this session")
         sub = binding.Signature(signature.name, tuple(ports), signature.results)
         arrays = binding.bind(sub, inputs)
         index = {id(p): i for i, p in enumerate(signature.args)}
