@@ -319,7 +319,9 @@ class Engine:
         return self._finish_step(plan, result.named[self.logits], seconds, cpu)
 
     def _apply_copies(self, copies: Sequence[Copy]) -> None:
-        state = self.runner.state
+        # The runner's own arrays (its `state` is read-only views).
+        writable = getattr(self.runner, "writable_state", None)
+        state = writable() if writable is not None else self.runner.state
         for name in self.pools:
             pool = state[name]
             for c in copies:

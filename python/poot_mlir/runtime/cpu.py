@@ -228,6 +228,12 @@ class Session:
         copy one to keep a snapshot)."""
         return {name: _read_only(array) for name, array in self._state.items()}
 
+    def writable_state(self) -> dict[str, np.ndarray]:
+        """The arrays the session carries, writable: for a driver that edits
+        the state between steps in place (the KV-cache driver's
+        copy-on-write of a shared block). Everyone else reads `state`."""
+        return self._state
+
     def step(self, inputs: Mapping[str, Any]) -> Result:
         """Run one step; `inputs` holds the non-state arguments."""
         bound: dict[str, Any] = dict(inputs)
