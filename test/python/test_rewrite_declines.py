@@ -29,7 +29,8 @@ def tracer_stack():
 
 def source_line(remark: str) -> str:
     """The Python source line a remark's location points to."""
-    found = re.match(r'loc\("([^"]+)":(\d+):\d+\)', remark)
+    # `path:line:col: message` (the compiler's diagnostics format).
+    found = re.match(r'loc\("([^"]+)":(\d+):\d+\)', remark) or re.match(r"([^:]+\.py):(\d+):\d+:", remark)
     assert found, remark
     path, line = found[1], int(found[2])
     with open(path) as source:

@@ -238,20 +238,33 @@ func.func @top_k(%x: tensor<2x8xf32>) -> (tensor<2x3xf32>, tensor<2x3xi32>) {
 
 // -----
 
-// index_guard: the clamp (in i64, so no bound wraps) and the all-reduction
-// witness.
+// index_guard: the clamp and the all-reduction witness, in the operand's
+// own width when both bounds fit it (no 64-bit arithmetic for a GPU)...
 
 // CHECK-LABEL: func.func @guard
-// CHECK: arith.extsi
-// CHECK: arith.maxsi
-// CHECK: arith.minsi
-// CHECK: arith.trunci
+// CHECK-NOT: arith.extsi
+// CHECK: arith.maxsi %{{.*}} : i32
+// CHECK: arith.minsi %{{.*}} : i32
 // CHECK: %[[TRUE:.*]] = arith.constant 1 : i8
 // CHECK: linalg.fill ins(%[[TRUE]] : i8) outs(%{{.*}} : tensor<i8>)
 // CHECK: linalg.generic {{.*}} iterator_types = ["reduction"]
 // CHECK: arith.andi
 func.func @guard(%raw: tensor<2xi32>) -> (tensor<2xi32>, tensor<i1>) {
   %len, %ok = poot.index_guard %raw min = 1 max = 64 : tensor<2xi32>
+  return %len, %ok : tensor<2xi32>, tensor<i1>
+}
+
+// -----
+
+// ...and in i64 when a bound does not fit i32, so no bound wraps.
+
+// CHECK-LABEL: func.func @guard_wide
+// CHECK: arith.extsi
+// CHECK: arith.maxsi %{{.*}} : i64
+// CHECK: arith.minsi %{{.*}} : i64
+// CHECK: arith.trunci
+func.func @guard_wide(%raw: tensor<2xi32>) -> (tensor<2xi32>, tensor<i1>) {
+  %len, %ok = poot.index_guard %raw min = -1 max = 4294967296 : tensor<2xi32>
   return %len, %ok : tensor<2xi32>, tensor<i1>
 }
 
