@@ -370,6 +370,11 @@ static LogicalResult inferTopKOp(MLIRContext *ctx,
   auto type = tensorOf(adaptor.getOperand());
   if (type.getRank() < 1)
     return emitOptionalError(loc, "top_k needs rank >= 1");
+  // k becomes a dimension: check it before building a type with it.
+  int64_t n = type.getShape().back();
+  if (adaptor.getK() < 1 || adaptor.getK() > n)
+    return emitOptionalError(loc, "k must satisfy 1 <= k <= ",
+                             n, ", got ", adaptor.getK());
   SmallVector<int64_t> shape(type.getShape());
   shape.back() = adaptor.getK();
   inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
@@ -378,14 +383,7 @@ static LogicalResult inferTopKOp(MLIRContext *ctx,
 }
 POOT_INFER_VIA(TopKOp, inferTopKOp)
 
-LogicalResult TopKOp::verify() {
-  if (failed(verifyInferredTopKOp(*this)))
-    return failure();
-  int64_t n = tensorOf(getOperand()).getShape().back();
-  if (getK() < 1 || getK() > n)
-    return emitOpError("k must satisfy 1 <= k <= ") << n << ", got " << getK();
-  return success();
-}
+LogicalResult TopKOp::verify() { return verifyInferredTopKOp(*this); }
 
 //===----------------------------------------------------------------------===//
 // Compare, select, guard

@@ -1,78 +1,144 @@
 //===- GPUPipelines.cpp - poot -> SPIR-V / NVVM / ROCDL pipelines ---------===//
 #include "lib/Conversion/GPUPipelines.h"
 
+#include "lib/Conversion/Passes.h"
+#include "lib/Transforms/Passes.h"
+
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Dialect/SPIRV/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Regex.h"
 
 using namespace mlir;
 using namespace mlir::poot;
 
 namespace {
 
+using ErrorHandler = function_ref<LogicalResult(const Twine &)>;
+
 /// The planner and the generator, for `target`, from the device description.
-std::string planAndGenerate(StringRef target,
-                            const PootGPUPipelineOptions &o) {
-  return llvm::formatv(
-      "poot-plan-attention{{target={0} workgroup-memory={1} max-grid-x={2} "
-      "max-grid-y={3} compute-units={4} max-buffer-bytes={5} "
-      "max-alloc-bytes={6}},poot-generate-attention-kernels{{target={0}}",
-      target, o.workgroupMemory.getValue(), o.maxGridX.getValue(),
-      o.maxGridY.getValue(), o.computeUnits.getValue(),
-      o.maxBufferBytes.getValue(), o.maxAllocBytes.getValue());
+template <typename Options>
+void addPlanAndGenerate(OpPassManager &pm, DeviceTarget target,
+                        const Options &o) {
+  PootPlanAttentionOptions plan;
+  plan.target = target;
+  plan.workgroupMemory = o.workgroupMemory;
+  plan.maxGridX = o.maxGridX;
+  plan.maxGridY = o.maxGridY;
+  plan.computeUnits = o.computeUnits;
+  plan.maxBufferBytes = o.maxBufferBytes;
+  plan.maxAllocBytes = o.maxAllocBytes;
+  pm.addPass(createPootPlanAttention(plan));
+  PootGenerateAttentionKernelsOptions generate;
+  generate.target = target;
+  pm.addPass(createPootGenerateAttentionKernels(generate));
 }
 
-void addText(OpPassManager &pm, StringRef text) {
-  if (failed(parsePassPipeline(text, pm)))
-    llvm::report_fatal_error(llvm::Twine("poot: malformed built-in pipeline: ") +
-                             text);
+/// Kernel-module cleanup and the GPU dialect's own lowering, `convert`.
+void addKernelLowering(OpPassManager &pm, std::unique_ptr<Pass> convert) {
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(std::move(convert));
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+/// A chip name the attach-target pass passes on to LLVM verbatim: anything
+/// else would reach the backend as a processor name it does not know.
+LogicalResult checkChip(StringRef pipeline, StringRef chip, StringRef pattern,
+                        StringRef example, ErrorHandler onError) {
+  if (llvm::Regex(pattern).match(chip))
+    return success();
+  return onError(pipeline + ": chip '" + chip + "' is not a valid name (" +
+                 example + ")");
+}
+
+/// Like upstream PassPipelineRegistration, except that `check` sees the
+/// parsed options first and may refuse a value the option parser accepted
+/// through the error handler: a diagnostic where the pipeline is parsed.
+template <typename Options>
+void registerChecked(
+    StringRef arg, StringRef description,
+    std::function<LogicalResult(const Options &, ErrorHandler)> check,
+    void (*build)(OpPassManager &, const Options &)) {
+  registerPassPipeline(
+      arg, description,
+      [check, build](OpPassManager &pm, StringRef text, ErrorHandler onError) {
+        Options options;
+        if (failed(options.parseFromString(text)) ||
+            failed(check(options, onError)))
+          return failure();
+        build(pm, options);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> optHandler) {
+        optHandler(Options());
+      });
 }
 
 } // namespace
 
 void mlir::poot::buildPootToSPIRVPipeline(OpPassManager &pm,
-                                          const PootGPUPipelineOptions &o) {
+                                          const PootSPIRVPipelineOptions &o) {
   // Vulkan 1.0 + storage buffers; math.exp/tanh become GLSL.std.450 ops.
-  addText(pm, planAndGenerate("spirv", o) +
-                  ",spirv-attach-target{ver=v1.0 caps=Shader "
-                  "exts=SPV_KHR_storage_buffer_storage_class},"
-                  "gpu.module(canonicalize,cse,convert-math-to-spirv),"
-                  "convert-gpu-to-spirv,"
-                  "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)");
+  addPlanAndGenerate(pm, DeviceTarget::SPIRV, o);
+  GpuSPIRVAttachTargetOptions attach;
+  attach.spirvVersion = "v1.0";
+  attach.spirvCapabilities = {"Shader"};
+  attach.spirvExtensions = {"SPV_KHR_storage_buffer_storage_class"};
+  attach.deviceId = spirv::TargetEnvAttr::kUnknownDeviceID;
+  pm.addPass(createGpuSPIRVAttachTarget(attach));
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createConvertMathToSPIRVPass());
+  pm.addPass(createConvertGPUToSPIRVPass());
+  OpPassManager &spirvModule = pm.nest<spirv::ModuleOp>();
+  spirvModule.addPass(spirv::createSPIRVLowerABIAttributesPass());
+  spirvModule.addPass(spirv::createSPIRVUpdateVCEPass());
 }
 
 void mlir::poot::buildPootToNVVMPipeline(OpPassManager &pm,
-                                         const PootGPUPipelineOptions &o) {
-  std::string chip = o.chip.empty() ? "sm_90" : o.chip.getValue();
-  std::string attach = "nvvm-attach-target{chip=" + chip + " O=3";
+                                         const PootNVVMPipelineOptions &o) {
+  addPlanAndGenerate(pm, DeviceTarget::NVVM, o);
+  GpuNVVMAttachTargetOptions attach;
+  attach.chip = o.chip;
+  attach.optLevel = 3;
   if (!o.libdevice.empty())
-    attach += " l=" + o.libdevice.getValue();
-  attach += "}";
-  addText(pm, planAndGenerate("nvvm", o) + "," + attach +
-                  ",gpu.module(canonicalize,cse,convert-scf-to-cf,"
-                  "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
-                  "canonicalize,cse),reconcile-unrealized-casts,"
-                  "gpu-module-to-binary{format=" +
-                  o.format.getValue() + "}");
+    attach.linkLibs.push_back(o.libdevice);
+  pm.addPass(createGpuNVVMAttachTarget(attach));
+  ConvertGpuOpsToNVVMOpsOptions convert;
+  convert.useBarePtrCallConv = true;
+  addKernelLowering(pm, createConvertGpuOpsToNVVMOps(convert));
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = o.format == NVVMFormat::Bin ? "bin" : "isa";
+  pm.addPass(createGpuModuleToBinaryPass(binary));
 }
 
 void mlir::poot::buildPootToROCDLPipeline(OpPassManager &pm,
-                                          const PootGPUPipelineOptions &o) {
-  std::string chip = o.chip.empty() ? "gfx942" : o.chip.getValue();
-  addText(pm, planAndGenerate("rocdl", o) + ",rocdl-attach-target{chip=" +
-                  chip +
-                  " O=3},gpu.module(canonicalize,cse,convert-scf-to-cf,"
-                  "convert-gpu-to-rocdl{runtime=HIP "
-                  "use-bare-ptr-memref-call-conv=1},canonicalize,cse),"
-                  "reconcile-unrealized-casts");
+                                          const PootROCDLPipelineOptions &o) {
+  addPlanAndGenerate(pm, DeviceTarget::ROCDL, o);
+  GpuROCDLAttachTargetOptions attach;
+  attach.chip = o.chip;
+  attach.optLevel = 3;
+  pm.addPass(createGpuROCDLAttachTarget(attach));
+  ConvertGpuOpsToROCDLOpsOptions convert;
+  convert.runtime = gpu::amd::Runtime::HIP;
+  convert.useBarePtrCallConv = true;
+  addKernelLowering(pm, createConvertGpuOpsToROCDLOps(convert));
 }
 
 void mlir::poot::registerPootGPUPipelines() {
-  // The upstream passes the pipelines are written in.
+  // The upstream passes the pipelines are built from, so a pipeline printed
+  // as text (--mlir-print-ir-*, reproducers) parses back.
   registerGPUPasses();
   spirv::registerSPIRVPasses();
   registerConvertGPUToSPIRVPass();
@@ -82,16 +148,25 @@ void mlir::poot::registerPootGPUPipelines() {
   registerSCFToControlFlowPass();
   registerReconcileUnrealizedCastsPass();
 
-  PassPipelineRegistration<PootGPUPipelineOptions>(
+  registerChecked<PootSPIRVPipelineOptions>(
       "poot-to-spirv",
       "Plan, generate and lower attention kernels to SPIR-V (Vulkan)",
+      [](const PootSPIRVPipelineOptions &, ErrorHandler) { return success(); },
       buildPootToSPIRVPipeline);
-  PassPipelineRegistration<PootGPUPipelineOptions>(
+  registerChecked<PootNVVMPipelineOptions>(
       "poot-to-nvvm",
       "Plan, generate and lower attention kernels to PTX/cubin (NVIDIA)",
+      [](const PootNVVMPipelineOptions &o, ErrorHandler onError) {
+        return checkChip("poot-to-nvvm", o.chip, "^sm_[0-9]+[af]?$",
+                         "sm_90, sm_90a, sm_100f", onError);
+      },
       buildPootToNVVMPipeline);
-  PassPipelineRegistration<PootGPUPipelineOptions>(
+  registerChecked<PootROCDLPipelineOptions>(
       "poot-to-rocdl",
       "Plan, generate and lower attention kernels to ROCDL (AMD)",
+      [](const PootROCDLPipelineOptions &o, ErrorHandler onError) {
+        return checkChip("poot-to-rocdl", o.chip, "^gfx[0-9a-f]+$",
+                         "gfx90a, gfx942, gfx1100", onError);
+      },
       buildPootToROCDLPipeline);
 }

@@ -9,6 +9,7 @@
 
 #include "lib/Transforms/Passes.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace mlir::poot {
@@ -30,8 +31,16 @@ struct Grid {
   int64_t x = 0, y = 0;
 };
 
+/// `a * b`, or nullopt when the product overflows int64 (shapes are
+/// arbitrary static sizes; a count that does not fit is refused, not wrapped).
+std::optional<int64_t> mul(std::optional<int64_t> a, int64_t b) {
+  return a ? llvm::checkedMul(*a, b) : std::nullopt;
+}
+
 /// Folds `count` workgroups onto (x, y); nullopt when even that does not fit.
+/// The options are checked (>= 1) before any op is planned.
 std::optional<Grid> foldGrid(int64_t count, int64_t maxX, int64_t maxY) {
+  assert(count >= 1 && maxX >= 1 && "checked by the caller");
   Grid grid;
   grid.x = std::min(count, maxX);
   grid.y = llvm::divideCeil(count, grid.x);
@@ -86,9 +95,16 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
       return *warp;
 
     // Lanes: the widest power of two <= 64 whose running state fits.
-    int64_t laneBytes = (valueWidth + 2) * kFloatBytes;
+    std::optional<int64_t> laneBytesOr =
+        mul(llvm::checkedAdd(valueWidth, int64_t(2)), kFloatBytes);
+    if (!laneBytesOr)
+      return op.emitError()
+             << "AttentionLds: one lane's running state for value width "
+             << valueWidth << " overflows a 64-bit byte count";
+    int64_t laneBytes = *laneBytesOr;
     int64_t lanes = kMaxLanes;
-    while (lanes >= 1 && lanes * laneBytes > workgroupMemory)
+    while (lanes >= 1 && mul(lanes, laneBytes).value_or(INT64_MAX) >
+                             workgroupMemory)
       lanes /= 2;
     if (lanes < 1)
       return op.emitError()
@@ -98,7 +114,12 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
              << workgroupMemory.getValue() << " bytes";
 
     // Split-KV: decode rows that do not fill the device.
-    int64_t rows = batch * qHeads * qLen;
+    std::optional<int64_t> rowsOr = mul(mul(batch, qHeads), qLen);
+    if (!rowsOr)
+      return op.emitError() << "GridLimit: " << batch << " x " << qHeads
+                            << " x " << qLen
+                            << " query rows overflow a 64-bit workgroup count";
+    int64_t rows = *rowsOr;
     int64_t splits = 1;
     if (qLen == 1 && rows < computeUnits) {
       int64_t want = llvm::divideCeil(computeUnits, rows);
@@ -107,10 +128,13 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
         splits = 1;
     }
     if (splits > 1) {
-      int64_t scratchBytes = rows * splits * laneBytes;
+      // A scratch whose size overflows fits no buffer.
+      int64_t scratchBytes =
+          mul(mul(rows, splits), laneBytes).value_or(INT64_MAX);
       bool fitsBuffer = scratchBytes <= maxBufferBytes;
+      std::optional<int64_t> workgroups = mul(rows, splits);
       bool fitsGrid =
-          foldGrid(rows * splits, maxGridX, maxGridY).has_value();
+          workgroups && foldGrid(*workgroups, maxGridX, maxGridY).has_value();
       if (!fitsBuffer || !fitsGrid) {
         splits = 1;
       } else if (scratchBytes > maxAllocBytes) {
@@ -123,6 +147,7 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
     }
     int64_t chunk = llvm::divideCeil(keyLen, splits);
 
+    // splits > 1 only when rows * splits fit the grid (checked above).
     std::optional<Grid> grid = foldGrid(rows * splits, maxGridX, maxGridY);
     if (!grid)
       return op.emitError() << "GridLimit: " << rows * splits
@@ -152,34 +177,45 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
                  int64_t sharedWidth, int64_t valueWidth) {
     constexpr int64_t warp = 32, warps = 4, maxRegisters = 128;
     int64_t nRep = qHeads / kvHeads;
-    if (target != "nvvm" || qLen != 1 || keyWidth % warp || sharedWidth % warp ||
+    if (target != DeviceTarget::NVVM || qLen != 1 || keyWidth % warp || sharedWidth % warp ||
         valueWidth % warp)
       return std::nullopt;
-    int64_t registers =
-        nRep * ((keyWidth + sharedWidth) / warp + valueWidth / warp + 2);
-    int64_t ldsBytes = warps * nRep * (valueWidth + 2) * kFloatBytes;
-    if (registers > maxRegisters || ldsBytes > workgroupMemory)
+    // Overflowing sizes are far past every limit: keep the seed's schedules
+    // (which refuse them with a typed reason).
+    std::optional<int64_t> registers =
+        mul(nRep, keyWidth / warp + sharedWidth / warp + valueWidth / warp + 2);
+    std::optional<int64_t> ldsBytes =
+        mul(mul(mul(warps, nRep), valueWidth + 2), kFloatBytes);
+    std::optional<int64_t> groups = mul(batch, kvHeads);
+    std::optional<int64_t> rows = mul(batch, qHeads);
+    if (!registers || !ldsBytes || !groups || !rows ||
+        *registers > maxRegisters || *ldsBytes > workgroupMemory)
       return std::nullopt;
     // Splits: enough workgroups to keep loads in flight (about 32 per SM,
     // measured on the H200: bench/NOTES.md), chunks of at least 128 keys, and
     // at most 128 partials per row so the combine launch stays light.
     constexpr int64_t workgroupsPerUnit = 32, maxWarpSplits = 128;
-    int64_t groups = batch * kvHeads;
     int64_t splits = std::max<int64_t>(
-        1, std::min<int64_t>({(int64_t)llvm::divideCeil(
-                                  workgroupsPerUnit * computeUnits, groups),
-                              keyLen / kMinChunk, maxWarpSplits}));
-    int64_t rows = batch * qHeads;
-    int64_t scratchBytes = rows * splits * (valueWidth + 2) * kFloatBytes;
-    if (splits > 1 && (scratchBytes > maxBufferBytes ||
-                       !foldGrid(groups * splits, maxGridX, maxGridY)))
+        1, std::min<int64_t>(
+               {(int64_t)llvm::divideCeil(
+                    mul(workgroupsPerUnit, computeUnits).value_or(INT64_MAX),
+                    *groups),
+                keyLen / kMinChunk, maxWarpSplits}));
+    // splits <= 128 and the lane state fits workgroup memory: an overflow
+    // here means a scratch no device holds.
+    int64_t scratchBytes =
+        mul(mul(mul(*rows, splits), valueWidth + 2), kFloatBytes)
+            .value_or(INT64_MAX);
+    std::optional<int64_t> workgroups = mul(*groups, splits);
+    if (splits > 1 && (scratchBytes > maxBufferBytes || !workgroups ||
+                       !foldGrid(*workgroups, maxGridX, maxGridY)))
       splits = 1;
     if (splits > 1 && scratchBytes > maxAllocBytes)
       return op.emitError()
              << "ScratchBytes: the split-KV scratch needs " << scratchBytes
              << " bytes; the device can allocate " << maxAllocBytes.getValue()
              << " bytes";
-    std::optional<Grid> grid = foldGrid(groups * splits, maxGridX, maxGridY);
+    std::optional<Grid> grid = foldGrid(*groups * splits, maxGridX, maxGridY);
     if (!grid)
       return std::nullopt;
     MaskKind mask = maskKindOf(op);
@@ -198,7 +234,7 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
   /// SPIR-V has no two-byte select: a bf16/f16 chain that stays primitive
   /// cannot be lowered there.
   LogicalResult checkDtypeLowering(Operation *op) {
-    if (target != "spirv" || !isa<SelectOp>(op))
+    if (target != DeviceTarget::SPIRV || !isa<SelectOp>(op))
       return success();
     Type elem = getElementTypeOrSelf(op->getResult(0).getType());
     if (elem.isF16() || elem.isBF16())
@@ -208,13 +244,20 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
     return success();
   }
 
+  /// The device description, checked once before anything is planned: the
+  /// grid limits divide workgroup counts, so a device with no workgroup in a
+  /// dimension cannot run anything.
+  LogicalResult initialize(MLIRContext *context) override {
+    for (auto [name, value] : {std::pair{"max-grid-x", maxGridX.getValue()},
+                               std::pair{"max-grid-y", maxGridY.getValue()}})
+      if (value < 1)
+        return emitError(UnknownLoc::get(context))
+               << "poot-plan-attention: " << name << " must be >= 1, got "
+               << value;
+    return success();
+  }
+
   void runOnOperation() override {
-    if (target != "cpu" && target != "spirv" && target != "nvvm" &&
-        target != "rocdl") {
-      getOperation().emitError()
-          << "unknown target '" << target << "' (cpu, spirv, nvvm, rocdl)";
-      return signalPassFailure();
-    }
     bool failed = false;
     getOperation().walk([&](Operation *op) {
       if (mlir::failed(checkDtypeLowering(op)))

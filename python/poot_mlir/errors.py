@@ -43,6 +43,20 @@ class WriteMapError(BindError):
     """A write map names a slot outside the pool, or one slot twice."""
 
 
+# --- the step's contract as a whole (checked when it is compiled or loaded) --
+
+
+class ContractError(PootError, ValueError):
+    """The step function's driver contract cannot be enforced as written;
+    refused when the function is compiled or loaded, before any input is
+    bound."""
+
+
+class WriteMapPoolError(ContractError):
+    """A write map has no pool size S to be checked against: it declares no
+    range and no scatter_update uses its words as indices."""
+
+
 # --- running a step ----------------------------------------------------------
 
 

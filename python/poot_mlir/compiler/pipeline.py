@@ -36,7 +36,12 @@ def _messages(error: MLIRError) -> list[str]:
 def run_pipeline(module: Module, pipeline: str) -> None:
     """Runs `pipeline` (textual, anchored on builtin.module) in place."""
     with module.context:
-        pm = PassManager.parse(pipeline)
+        try:
+            pm = PassManager.parse(pipeline)
+        except (MLIRError, ValueError) as error:
+            # A pipeline or option the registry refuses (an unknown enum
+            # value, a malformed chip): the parser's message says which.
+            raise errors.CompileError(f"pipeline {pipeline!r} does not parse: {error}") from None
         try:
             pm.run(module.operation)
         except MLIRError as error:

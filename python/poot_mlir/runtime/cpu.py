@@ -152,7 +152,10 @@ class Session:
     The session owns its state arrays (private copies, keyed by state name).
     A step binds the caller's other inputs beside them, runs, and replaces the
     state only when the whole step succeeded: a refused bind or a failed
-    validation leaves it exactly as it was.
+    validation leaves it exactly as it was. The arrays it carries are
+    read-only (`state`, and the state results of a step, which become the
+    carried state): writing one would change what the next step reads.
+    `.copy()` one to edit it.
     """
 
     def __init__(
@@ -161,19 +164,21 @@ class Session:
         # Any loaded artifact with a signature and run() (CPU, hybrid) steps.
         self.artifact = artifact if hasattr(artifact, "run") else load(artifact)
         signature = self.artifact.signature
-        self._state = {name: np.array(value, copy=True) for name, value in (state or {}).items()}
+        self._state = {
+            name: binding.frozen(np.array(value, copy=True)) for name, value in (state or {}).items()
+        }
         unknown = sorted(set(self._state) - set(signature.state_names))
         if unknown:
             raise BindError(f"unknown state {unknown} (the function's state: {list(signature.state_names)})")
 
     @property
     def state(self) -> dict[str, np.ndarray]:
-        """The current state arrays, by state name."""
-        return self._state
+        """The current state arrays (read-only), by state name."""
+        return dict(self._state)
 
     def step(self, inputs: Mapping[str, Any]) -> Result:
-        """Run one step; `inputs` holds the non-state arguments."""
-        bound: dict[str, Any] = dict(inputs)
+        """Run one step; `inputs` maps the non-state arguments' names to values."""
+        bound = binding.step_inputs(inputs)
         for port in self.artifact.signature.args:
             if port.state is None:
                 continue
@@ -183,6 +188,11 @@ class Session:
                 bound[port.key] = self._state[port.state]
         result = self.artifact.run(bound)
         published = dict(self._state)
-        published.update(result.state)  # fresh arrays the runtime allocated
+        for name, value in result.state.items():
+            # The runtime allocates fresh outputs; a state result that is
+            # one of the caller's inputs would be frozen under them: copy it.
+            if any(np.may_share_memory(value, v) for v in bound.values() if isinstance(v, np.ndarray)):
+                value = result.state[name] = np.array(value, copy=True)
+            published[name] = binding.frozen(value)
         self._state = published
         return result
