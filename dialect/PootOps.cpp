@@ -8,6 +8,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallBitVector.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace mlir::poot;
@@ -217,9 +218,11 @@ static LogicalResult inferSliceOp(MLIRContext *,
                         adaptor.getStrides())))
     return failure();
   SmallVector<int64_t> shape;
+  // ceil((l - s) / st) without forming l - s + st - 1, which overflows for a
+  // stride near 2^63 (checkSlice made 0 <= l - s and st >= 1).
   for (auto [s, l, st] : llvm::zip(adaptor.getStart(), adaptor.getLimit(),
                                    adaptor.getStrides()))
-    shape.push_back((l - s + st - 1) / st);
+    shape.push_back((l - s) / st + ((l - s) % st != 0));
   inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
   return success();
 }
@@ -253,7 +256,12 @@ static LogicalResult inferConcatOp(MLIRContext *,
       if (d != axis && type.getDimSize(d) != first.getDimSize(d))
         return emitOptionalError(loc, "inputs differ in dim ", d,
                                  ", which is not the concat axis");
-    shape[axis] += type.getDimSize(axis);
+    std::optional<int64_t> sum =
+        llvm::checkedAdd(shape[axis], type.getDimSize(axis));
+    if (!sum)
+      return emitOptionalError(loc, "concatenated size along axis ", axis,
+                               " overflows int64");
+    shape[axis] = *sum;
   }
   inferred.push_back(RankedTensorType::get(shape, first.getElementType()));
   return success();

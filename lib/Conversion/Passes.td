@@ -94,13 +94,15 @@ def PootCPUEntryABI : Pass<"poot-cpu-entry-abi", "::mlir::ModuleOp"> {
     - sets `llvm.emit_c_interface`, so `convert-func-to-llvm` emits
       `_mlir_ciface_<name>` taking one pointer per memref descriptor;
     - drops the `poot.*` argument/result markers: the compiler has copied
-      them into the artifact manifest, and LLVM IR has no place for them;
-    - returns a `bufferization.alloc_tensor copy(...)` of every value the
-      function returns more than once (after the first), so each result is
-      a distinct buffer: upstream `buffer-results-to-out-params` of LLVM
-      22.1.8 erases a returned allocation once per return operand and
-      crashes on a value returned twice (CSE makes such returns, e.g. the
-      witnesses of two identical `index_guard`s).
+      them into the artifact manifest, and LLVM IR has no place for them.
+
+    In every function with a body (entry or not: the out-parameter pass
+    rewrites them all) it returns a `bufferization.alloc_tensor copy(...)`
+    of every value returned more than once (after the first), so each
+    result is a distinct buffer: upstream `buffer-results-to-out-params` of
+    LLVM 22.1.8 erases a returned allocation once per return operand and
+    crashes on a value returned twice (CSE makes such returns, e.g. the
+    witnesses of two identical `index_guard`s).
 
     Before:
     ```mlir

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from poot_mlir import errors, oracle
+from poot_mlir.oracle import program as oracle_program
 from poot_mlir.compiler.cpu import compile_cpu
 from poot_mlir.frontend import Tracer, ops
 from poot_mlir.runtime import cpu as runtime
@@ -58,7 +59,7 @@ def test_sliced_write_map_gets_its_pool(sliced) -> None:
     module, art = sliced
     (port,) = [p for p in art.signature.args if p.slot == "write_map"]
     assert port.pool == SLOTS
-    assert oracle.program.load(str(module)).write_map_pools == {1: SLOTS}
+    assert oracle_program.load(str(module)).write_map_pools == {1: SLOTS}
 
 
 @pytest.mark.parametrize("index", [0, 1, 3], ids=["unscattered word", "scattered", "last"])

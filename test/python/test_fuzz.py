@@ -26,7 +26,7 @@ import poot_fuzz  # noqa: E402
 
 # The CI campaign: fixed seed (reproducible), a few thousand mutants on two
 # processes. POOT_FUZZ_MUTANTS / POOT_FUZZ_SEED widen it locally.
-MUTANTS = int(os.environ.get("POOT_FUZZ_MUTANTS", "3000"))
+MUTANTS = int(os.environ.get("POOT_FUZZ_MUTANTS", "5000"))
 SEED = int(os.environ.get("POOT_FUZZ_SEED", "11"))
 
 

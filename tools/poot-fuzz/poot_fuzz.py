@@ -50,10 +50,19 @@ TEST_DIR = Path(__file__).resolve().parents[2] / "test"
 # --- the corpus -----------------------------------------------------------------
 
 
-def load_corpus(roots: Iterable[Path]) -> list[str]:
+@dataclasses.dataclass(frozen=True)
+class Seed:
+    """One seed input; `negative` when its test expects a diagnostic (most
+    mutants start from seeds that verify, so they reach the passes)."""
+
+    text: str
+    negative: bool = False
+
+
+def load_corpus(roots: Iterable[Path]) -> list[Seed]:
     """Every `.mlir` file under `roots`, split into its `// -----` chunks,
     with whole-line comments dropped (RUN/CHECK lines only cost bytes)."""
-    seeds: list[str] = []
+    seeds: list[Seed] = []
     for root in roots:
         files = [root] if root.is_file() else sorted(root.rglob("*.mlir"))
         for path in files:
@@ -61,11 +70,11 @@ def load_corpus(roots: Iterable[Path]) -> list[str]:
                 lines = [ln for ln in chunk.splitlines() if not ln.lstrip().startswith("//")]
                 text = "\n".join(lines).strip()
                 if text:
-                    seeds.append(text + "\n")
+                    seeds.append(Seed(text + "\n", "expected-error" in chunk))
     return seeds
 
 
-def frontend_seeds(folder: Path) -> list[str]:
+def frontend_seeds(folder: Path) -> list[Seed]:
     """The modules the frontend tests print (`test/Frontend/*.py`): the IR
     real traced models produce (multi-layer live decodes, paged maps), which
     hand-written tests do not always cover. Runs each script in-process, so
@@ -74,14 +83,14 @@ def frontend_seeds(folder: Path) -> list[str]:
     import io
     import runpy
 
-    seeds: list[str] = []
+    seeds: list[Seed] = []
     for script in sorted(folder.glob("*.py")):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             runpy.run_path(str(script), run_name="__main__")
         for chunk in re.split(r"(?m)^(?=module \{|func\.func )", out.getvalue()):
             if chunk.strip():
-                seeds.append(chunk.strip() + "\n")
+                seeds.append(Seed(chunk.strip() + "\n"))
     return seeds
 
 
@@ -152,22 +161,30 @@ def _anchor(poot_opt: str, name: str) -> str:
     return match.group(1) if match else "builtin.module"
 
 
+# Option values. Most parse (a pipeline that does not parse runs nothing, so
+# it would waste its whole batch); the edge values among them must end in
+# diagnostics from the passes. A few do not parse, which must be a
+# diagnostic from the pipeline parser.
 _INTS = ("0", "1", "-1", "2", "3", "7", "64", "128", "1024", "65535", "2147483647",
-         "2147483648", "-2147483648", "9223372036854775807", "99999999999999999999")
-_STRINGS = ("", "step", "other", "cpu", "gpu", "spirv", "nvvm", "rocdl", "sm_90",
-            "gfx942", "isa", "bin", "loops", "offload", "sm_90}", "{", "}", "a b",
-            "x=y", "/nonexistent/libdevice.10.bc")
+         "2147483648", "-2147483648", "4611686018427387904", "9223372036854775807")
+_BAD_INTS = ("99999999999999999999", "cpu", "", "1.5")
+_STRINGS = {
+    "chip": ("sm_90", "sm_80", "sm_100a", "gfx942", "gfx90a", "sm_90}", "", "gfx"),
+    "entry": ("", "step", "missing", "a b"),
+    "libdevice": ("", "/nonexistent/libdevice.10.bc"),
+}
+_JUNK = ("", "gpu", "{", "}", "a b", "x=y", "sm_90}")
 
 
-def _option_value(rng: random.Random, kind: str, enum: Sequence[str]) -> str:
-    roll = rng.random()
-    if kind == "enum" and roll < 0.7:
-        return rng.choice(list(enum))
-    if kind in ("long", "int", "uint", "ulong") and roll < 0.85:
-        return rng.choice(_INTS)
-    if kind == "flag" or kind == "boolean":
-        return rng.choice(("true", "false", "1", "0", "maybe"))
-    return rng.choice(_STRINGS + _INTS)
+def _option_value(rng: random.Random, name: str, kind: str, enum: Sequence[str]) -> str:
+    valid = rng.random() < 0.93
+    if kind == "enum":
+        return rng.choice(list(enum)) if valid else rng.choice(_JUNK)
+    if kind in ("long", "int", "uint", "ulong"):
+        return rng.choice(_INTS) if valid else rng.choice(_BAD_INTS)
+    if kind in ("flag", "boolean"):
+        return rng.choice(("true", "false", "1", "0")) if valid else "maybe"
+    return rng.choice(_STRINGS.get(name, _JUNK)) if valid else rng.choice(_JUNK)
 
 
 def random_pipeline(rng: random.Random, passes: Sequence[PassInfo]) -> str:
@@ -180,8 +197,8 @@ def random_pipeline(rng: random.Random, passes: Sequence[PassInfo]) -> str:
         opts = []
         for name, kind in info.options.items():
             if rng.random() < 0.3:
-                opts.append(f"{name}={_option_value(rng, kind, info.enums.get(name, ()))}")
-        if rng.random() < 0.03:
+                opts.append(f"{name}={_option_value(rng, name, kind, info.enums.get(name, ()))}")
+        if rng.random() < 0.01:
             opts.append(rng.choice(("bogus=1", "}", "{", "=", "target")))
         text = info.name + ("{" + " ".join(opts) + "}" if opts else "")
         # Mostly nested where the pass runs; now and then not (a diagnostic).
@@ -189,7 +206,7 @@ def random_pipeline(rng: random.Random, passes: Sequence[PassInfo]) -> str:
             text = f"{info.anchor}({text})"
         parts.append(text)
     text = ",".join(parts)
-    if rng.random() < 0.02:
+    if rng.random() < 0.01:
         cut = rng.randrange(len(text) + 1)
         text = text[:cut] + rng.choice("{}(),= ") + text[cut:]
     return f"builtin.module({text})"
@@ -259,6 +276,39 @@ def rescale_dim(rng: random.Random, text: str, corpus: Sequence[str]) -> str:
         return "tensor<" + "x".join(dims) + "x"
 
     return _DIMS.sub(retype, text)
+
+
+_FLOAT = re.compile(r"(?<![\w.])-?\d+\.\d*(?:[eE][-+]?\d+)?")
+_FLOATS = ("0.0", "-0.0", "1.0", "-1.0", "1.0e-45", "3.4e+38", "1.0e+300", "-1.0e+300",
+           "0x7F800000", "0xFF800000", "0x7FC00000", "1.0e-300")
+
+
+def mutate_float(rng: random.Random, text: str, corpus: Sequence[str]) -> str:
+    """A float literal (a scale, a softcap, a constant) becomes an edge value:
+    zero, tiny, huge, inf, nan. The types stay valid."""
+    spots = list(_FLOAT.finditer(text))
+    if not spots:
+        return text
+    m = rng.choice(spots)
+    return text[: m.start()] + rng.choice(_FLOATS) + text[m.end() :]
+
+
+_RANGE_ATTR = re.compile(r"#poot\.range<\s*(-?\d+)\s*,\s*(-?\d+)\s*>")
+
+
+def mutate_range(rng: random.Random, text: str, corpus: Sequence[str]) -> str:
+    """A declared `#poot.range` gets other bounds (empty, negative, past i32,
+    off by one)."""
+    spots = list(_RANGE_ATTR.finditer(text))
+    if not spots:
+        return text
+    m = rng.choice(spots)
+    lo, hi = int(m.group(1)), int(m.group(2))
+    lo, hi = rng.choice([
+        (lo, hi + 1), (lo - 1, hi), (lo + 1, hi - 1), (hi, lo), (-1, hi), (0, 0),
+        (lo, 2**31 - 1), (-(2**31), hi), (lo, 2**31), (0, 2**40),
+    ])
+    return text[: m.start()] + f"#poot.range<{lo}, {hi}>" + text[m.end() :]
 
 
 def mutate_element(rng: random.Random, text: str, corpus: Sequence[str]) -> str:
@@ -350,27 +400,29 @@ def flip_byte(rng: random.Random, text: str, corpus: Sequence[str]) -> str:
 
 
 MUTATIONS = (
-    (mutate_number, 6),
-    (mutate_dim, 4),
-    (rescale_dim, 5),
+    (rescale_dim, 6),
+    (mutate_number, 4),
+    (mutate_float, 3),
     (mutate_element, 3),
-    (delete_line, 2),
+    (mutate_range, 2),
+    (mutate_dim, 2),
+    (redirect_use, 2),
+    (swap_word, 2),
+    (drop_attribute, 1),
+    (delete_line, 1),
     (duplicate_line, 1),
     (swap_lines, 1),
     (borrow_line, 1),
-    (redirect_use, 3),
-    (drop_attribute, 2),
-    (swap_word, 2),
     (flip_byte, 1),
 )
 
 
 def mutate(rng: random.Random, seed: str, corpus: Sequence[str]) -> str:
-    """`seed` with one to four mutations applied."""
+    """`seed` with one to three mutations applied."""
     functions = [f for f, _ in MUTATIONS]
     weights = [w for _, w in MUTATIONS]
     text = seed
-    for _ in range(rng.choice((1, 1, 1, 1, 2, 2, 3))):
+    for _ in range(rng.choice((1, 1, 1, 1, 1, 2, 2, 3))):
         text = rng.choices(functions, weights)[0](rng, text, corpus)
     return text.replace(SPLIT, "//")
 
@@ -539,14 +591,20 @@ class Report:
 
 
 def make_batches(
-    rng: random.Random, corpus: Sequence[str], passes: Sequence[PassInfo], mutants: int,
+    rng: random.Random, corpus: Sequence[Seed], passes: Sequence[PassInfo], mutants: int,
     batch_size: int,
 ) -> Iterable[Batch]:
+    """Batches of mutants, each with one random pipeline; a mutant starts
+    from a seed that verifies 85% of the time (else from a negative test)."""
+    texts = [seed.text for seed in corpus]
+    positive = [seed.text for seed in corpus if not seed.negative] or texts
+    negative = [seed.text for seed in corpus if seed.negative] or texts
     made = 0
     while made < mutants:
         n = min(batch_size, mutants - made)
         pipeline = random_pipeline(rng, passes)
-        yield Batch(pipeline, [mutate(rng, rng.choice(corpus), corpus) for _ in range(n)])
+        seeds = [rng.choice(positive if rng.random() < 0.85 else negative) for _ in range(n)]
+        yield Batch(pipeline, [mutate(rng, seed, texts) for seed in seeds])
         made += n
 
 

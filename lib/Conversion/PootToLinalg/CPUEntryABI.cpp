@@ -62,6 +62,11 @@ struct PootCPUEntryABI : poot::impl::PootCPUEntryABIBase<PootCPUEntryABI> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // Every function with a body, entry or not: the out-parameter pass
+    // rewrites them all.
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal())
+        copyRepeatedResults(func);
     bool found = false;
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())
@@ -81,7 +86,6 @@ struct PootCPUEntryABI : poot::impl::PootCPUEntryABIBase<PootCPUEntryABI> {
       }
       for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
         func.setResultAttrs(i, withoutPootMarkers(func.getResultAttrDict(i)));
-      copyRepeatedResults(func);
     }
     if (!found && !entry.empty()) {
       module.emitError() << "poot-cpu-entry-abi: no function named '" << entry

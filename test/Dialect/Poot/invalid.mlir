@@ -479,3 +479,23 @@ func.func @count_overflow(%a: tensor<4294967296x4294967296xf32>) {
   %0 = poot.reshape %a : tensor<4294967296x4294967296xf32> -> tensor<4294967296x2x2147483648xf32>
   return
 }
+
+// -----
+
+// A stride near 2^63 used to overflow ceil((limit - start) / stride) into a
+// negative result dimension (an abort building the type); the extent is 1.
+func.func @slice_huge_stride(%k: tensor<1x2x8x4xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<1x2x8x1xf32>' are incompatible with return type(s) of operation 'tensor<1x2x8x2xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = poot.slice %k [0, 0, 0, 2] to [1, 2, 8, 4] step [1, 1, 1, 9223372036854775807] : tensor<1x2x8x4xf32> -> tensor<1x2x8x2xf32>
+  return
+}
+
+// -----
+
+// Concatenated sizes that overflow int64 are refused, not wrapped.
+func.func @concat_overflow(%a: tensor<4611686018427387904xf32>) {
+  // expected-error @+1 {{concatenated size along axis 0 overflows int64}}
+  %0 = poot.concat %a, %a, %a axis = 0 : (tensor<4611686018427387904xf32>, tensor<4611686018427387904xf32>, tensor<4611686018427387904xf32>) -> tensor<4xf32>
+  return
+}
