@@ -103,9 +103,10 @@ LogicalResult PootDialect::verifyRegionArgAttribute(Operation *op,
     auto range = cast<RangeAttr>(attr.getValue());
     if (!llvm::isInt<32>(range.getMin()) || !llvm::isInt<32>(range.getMax()))
       return op->emitError()
-             << "argument #" << argIndex << ": declared range [" << range.getMin()
-             << ", " << range.getMax() << "] does not fit the argument's i32 "
-             << "elements [" << std::numeric_limits<int32_t>::min() << ", "
+             << "argument #" << argIndex << ": declared range ["
+             << range.getMin() << ", " << range.getMax()
+             << "] does not fit the argument's i32 elements ["
+             << std::numeric_limits<int32_t>::min() << ", "
              << std::numeric_limits<int32_t>::max() << "]";
     return success();
   }

@@ -1,4 +1,4 @@
-//===- DeviceTarget.h - the targets attention is planned for -----*- C++ -*-===//
+//===- DeviceTarget.h - targets attention is planned for --------*- C++ -*-===//
 //
 // The `target` option of poot-plan-attention and
 // poot-generate-attention-kernels, as an enum the option parser checks (an

@@ -44,9 +44,11 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
       that does not fit `max-grid-x * max-grid-y` is refused with `GridLimit`.
 
     It also refuses what the target cannot lower: an attention that is not
-    f32 (`DtypeLowering`: the generated kernel is f32 only), and on SPIR-V a
-    two-byte (f16/bf16) `poot.select` (`DtypeLowering`). Every refusal is an
-    error whose message starts with its reason tag.
+    f32 (`DtypeLowering`: the generated kernel is f32 only), on SPIR-V a
+    two-byte (f16/bf16) `poot.select` (`DtypeLowering`), and on a GPU target
+    an operand or result larger than `max-buffer-bytes` or, on SPIR-V, with
+    more than 2^32 - 1 elements (`BufferBytes`: no device buffer binds it).
+    Every refusal is an error whose message starts with its reason tag.
 
     Before:
     ```mlir

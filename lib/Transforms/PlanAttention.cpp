@@ -2,8 +2,8 @@
 //
 // Chooses, per poot.attention and device, the schedule the one generator will
 // emit, and records it as a #poot.attention_request. Refusals are errors whose
-// message starts with a reason tag (AttentionLds, ScratchBytes, DtypeLowering,
-// GridLimit) that the Python driver maps to an exception type.
+// message starts with a reason tag (AttentionLds, ScratchBytes, BufferBytes,
+// DtypeLowering, GridLimit) that the Python driver maps to an exception type.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,6 +69,34 @@ KeyBound keyBoundOf(AttentionOp op) {
 struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
   using PootPlanAttentionBase::PootPlanAttentionBase;
 
+  /// Every buffer a GPU kernel binds must fit one device buffer, and SPIR-V
+  /// counts a buffer's elements in 32 bits (its runtime arrays: upstream
+  /// truncates a larger count to a zero-length array and aborts). The CPU
+  /// runs on host memory and has no such limit.
+  LogicalResult checkBufferSizes(AttentionOp op) {
+    if (target == DeviceTarget::CPU)
+      return success();
+    for (Value value :
+         llvm::concat<Value>(op->getOperands(), op->getResults())) {
+      auto type = cast<RankedTensorType>(value.getType());
+      int64_t count = type.getNumElements();
+      int64_t bytes = mul(count, (type.getElementTypeBitWidth() + 7) / 8)
+                          .value_or(INT64_MAX);
+      if (bytes > maxBufferBytes)
+        return op.emitError() << "BufferBytes: a " << type << " buffer needs "
+                              << bytes << " bytes; the device's largest "
+                              << "buffer is " << maxBufferBytes.getValue()
+                              << " bytes";
+      if (target == DeviceTarget::SPIRV &&
+          count > std::numeric_limits<uint32_t>::max())
+        return op.emitError() << "BufferBytes: a " << type << " buffer has "
+                              << count << " elements; a SPIR-V array holds "
+                              << "at most "
+                              << std::numeric_limits<uint32_t>::max();
+    }
+    return success();
+  }
+
   LogicalResult planOne(AttentionOp op) {
     auto q = cast<RankedTensorType>(op.getQuery().getType());
     auto k = cast<RankedTensorType>(op.getKey().getType());
@@ -77,6 +105,8 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
       return op.emitError() << "DtypeLowering: the generated attention kernel "
                                "is f32 only, this op is "
                             << q.getElementType();
+    if (failed(checkBufferSizes(op)))
+      return failure();
 
     int64_t batch = q.getDimSize(0), qHeads = q.getDimSize(1),
             qLen = q.getDimSize(2);
@@ -113,13 +143,9 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
              << " bytes of workgroup memory; the device has "
              << workgroupMemory.getValue() << " bytes";
 
-    // Split-KV: decode rows that do not fill the device.
-    std::optional<int64_t> rowsOr = mul(mul(batch, qHeads), qLen);
-    if (!rowsOr)
-      return op.emitError() << "GridLimit: " << batch << " x " << qHeads
-                            << " x " << qLen
-                            << " query rows overflow a 64-bit workgroup count";
-    int64_t rows = *rowsOr;
+    // Split-KV: decode rows that do not fill the device. (B * Hq * Lq is at
+    // most q's element count, which the tensor type keeps below 2^63.)
+    int64_t rows = batch * qHeads * qLen;
     int64_t splits = 1;
     if (qLen == 1 && rows < computeUnits) {
       int64_t want = llvm::divideCeil(computeUnits, rows);
@@ -177,8 +203,8 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
                  int64_t sharedWidth, int64_t valueWidth) {
     constexpr int64_t warp = 32, warps = 4, maxRegisters = 128;
     int64_t nRep = qHeads / kvHeads;
-    if (target != DeviceTarget::NVVM || qLen != 1 || keyWidth % warp || sharedWidth % warp ||
-        valueWidth % warp)
+    if (target != DeviceTarget::NVVM || qLen != 1 || keyWidth % warp ||
+        sharedWidth % warp || valueWidth % warp)
       return std::nullopt;
     // Overflowing sizes are far past every limit: keep the seed's schedules
     // (which refuse them with a typed reason).
@@ -186,11 +212,11 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
         mul(nRep, keyWidth / warp + sharedWidth / warp + valueWidth / warp + 2);
     std::optional<int64_t> ldsBytes =
         mul(mul(mul(warps, nRep), valueWidth + 2), kFloatBytes);
-    std::optional<int64_t> groups = mul(batch, kvHeads);
-    std::optional<int64_t> rows = mul(batch, qHeads);
-    if (!registers || !ldsBytes || !groups || !rows ||
-        *registers > maxRegisters || *ldsBytes > workgroupMemory)
+    if (!registers || !ldsBytes || *registers > maxRegisters ||
+        *ldsBytes > workgroupMemory)
       return std::nullopt;
+    // At most k's and q's element counts (below 2^63).
+    int64_t groups = batch * kvHeads, rows = batch * qHeads;
     // Splits: enough workgroups to keep loads in flight (about 32 per SM,
     // measured on the H200: bench/NOTES.md), chunks of at least 128 keys, and
     // at most 128 partials per row so the combine launch stays light.
@@ -199,14 +225,13 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
         1, std::min<int64_t>(
                {(int64_t)llvm::divideCeil(
                     mul(workgroupsPerUnit, computeUnits).value_or(INT64_MAX),
-                    *groups),
+                    groups),
                 keyLen / kMinChunk, maxWarpSplits}));
-    // splits <= 128 and the lane state fits workgroup memory: an overflow
-    // here means a scratch no device holds.
+    // A scratch whose size overflows fits no buffer.
     int64_t scratchBytes =
-        mul(mul(mul(*rows, splits), valueWidth + 2), kFloatBytes)
+        mul(mul(mul(rows, splits), valueWidth + 2), kFloatBytes)
             .value_or(INT64_MAX);
-    std::optional<int64_t> workgroups = mul(*groups, splits);
+    std::optional<int64_t> workgroups = mul(groups, splits);
     if (splits > 1 && (scratchBytes > maxBufferBytes || !workgroups ||
                        !foldGrid(*workgroups, maxGridX, maxGridY)))
       splits = 1;
@@ -215,7 +240,7 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
              << "ScratchBytes: the split-KV scratch needs " << scratchBytes
              << " bytes; the device can allocate " << maxAllocBytes.getValue()
              << " bytes";
-    std::optional<Grid> grid = foldGrid(*groups * splits, maxGridX, maxGridY);
+    std::optional<Grid> grid = foldGrid(groups * splits, maxGridX, maxGridY);
     if (!grid)
       return std::nullopt;
     MaskKind mask = maskKindOf(op);

@@ -90,6 +90,13 @@ class ScratchBytes(PlanRefusal):
     reason = "ScratchBytes"
 
 
+class BufferBytes(PlanRefusal):
+    """An operand or result of an attention is larger than one device buffer
+    (or, on SPIR-V, has more elements than an array can count)."""
+
+    reason = "BufferBytes"
+
+
 class DtypeLowering(PlanRefusal):
     """The target cannot lower an element type the program needs."""
 
@@ -108,7 +115,7 @@ class CompileError(PootError):
 
 def refusal_for(reason: str) -> type[PlanRefusal]:
     """The PlanRefusal subclass for a diagnostic's reason tag."""
-    for cls in (AttentionLds, ScratchBytes, DtypeLowering, GridLimit):
+    for cls in (AttentionLds, ScratchBytes, BufferBytes, DtypeLowering, GridLimit):
         if cls.reason == reason:
             return cls
     return PlanRefusal

@@ -34,10 +34,11 @@ func.func @select(%c: tensor<4xi1>, %a: tensor<4xbf16>, %b: tensor<4xbf16>) -> t
 
 // -----
 
-// The lane state of a 2^62-wide value overflows a byte count: refused, not
-// wrapped into a small one.
-func.func @lane_overflow(%q: tensor<1x1x1x16xf32>, %k: tensor<1x1x1x16xf32>, %v: tensor<1x1x1x4611686018427387904xf32>) -> tensor<1x1x1x4611686018427387904xf32> {
-  // expected-error @+1 {{AttentionLds: one lane's running state for value width 4611686018427387904 overflows a 64-bit byte count}}
-  %o = poot.attention %q, %k, %v {scale = 0.25 : f64} : tensor<1x1x1x16xf32>, tensor<1x1x1x16xf32>, tensor<1x1x1x4611686018427387904xf32> -> tensor<1x1x1x4611686018427387904xf32>
-  return %o : tensor<1x1x1x4611686018427387904xf32>
+// A buffer no device binds: q alone is 64 GiB (the device's largest buffer
+// is 1 GiB here). It used to reach SPIR-V type conversion, which truncates a
+// 2^36-element array to length 0 and aborts.
+func.func @buffer_bytes(%q: tensor<4096x32x4096x32xf32>, %k: tensor<4096x8x4096x32xf32>, %v: tensor<4096x8x4096x32xf32>) -> tensor<4096x32x4096x32xf32> {
+  // expected-error @+1 {{BufferBytes: a 'tensor<4096x32x4096x32xf32>' buffer needs 68719476736 bytes; the device's largest buffer is 1073741824 bytes}}
+  %o = poot.attention %q, %k, %v {scale = 0.25 : f64} : tensor<4096x32x4096x32xf32>, tensor<4096x8x4096x32xf32>, tensor<4096x8x4096x32xf32> -> tensor<4096x32x4096x32xf32>
+  return %o : tensor<4096x32x4096x32xf32>
 }

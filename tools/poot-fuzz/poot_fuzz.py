@@ -550,7 +550,7 @@ def _bisect(poot_opt: str, batch: Batch, timeout: float, allowance: float,
         if kind is None:
             return []
         return [Finding(kind, signature_of(kind, err, batch.pipeline), batch.pipeline, text,
-                        err[-4000:])]
+                        err[:8000])]
     found: list[Finding] = []
     half = len(batch.mutants) // 2
     for part in (batch.mutants[:half], batch.mutants[half:]):

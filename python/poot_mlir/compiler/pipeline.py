@@ -2,8 +2,8 @@
 
 Every pipeline the compiler runs goes through `run_pipeline`, so a planner
 refusal surfaces as its PlanRefusal subclass (AttentionLds, ScratchBytes,
-DtypeLowering, GridLimit) and any other failure as CompileError, both with
-MLIR's diagnostics in the message.
+BufferBytes, DtypeLowering, GridLimit) and any other failure as
+CompileError, both with MLIR's diagnostics in the message.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from .. import errors
 from ..ir import Context, MLIRError, Module
 from ..passmanager import PassManager
 
-_REFUSAL = re.compile(r"^(AttentionLds|ScratchBytes|DtypeLowering|GridLimit):")
+_REFUSAL = re.compile(r"^(AttentionLds|ScratchBytes|BufferBytes|DtypeLowering|GridLimit):")
 
 
 def parse_module(module: "Module | str", context: Context | None = None) -> Module:

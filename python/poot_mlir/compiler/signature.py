@@ -61,15 +61,13 @@ def _attr_list(func_op, name: str, count: int) -> list[DictAttr | None]:
 
 def _body(func_op) -> list[BodyOp]:
     """The entry block's ops as plain data for the contract rules (values
-    keyed by their printed SSA names)."""
+    are keyed by the `ir.Value`s themselves, which hash by identity)."""
     ops = []
     for op in func_op.regions[0].blocks[0].operations:
-        operands = tuple(v.get_name() for v in op.operands)
         rows = None
         if op.operation.name == "poot.scatter_update":
             rows = int(RankedTensorType(op.operands[0].type).shape[0])
-        ops.append(BodyOp(op.operation.name, operands,
-                          tuple(r.get_name() for r in op.results), rows))
+        ops.append(BodyOp(op.operation.name, tuple(op.operands), tuple(op.results), rows))
     return ops
 
 
@@ -84,7 +82,7 @@ def _write_map_pools(func_op, inputs: list[dict[str, Any]]) -> None:
         entry = inputs[index]
         declared = tuple(entry["range"]) if entry["range"] is not None else None
         entry["pool"] = write_map_pool(
-            f"{entry['name']!r} (arg{index})", block.arguments[index].get_name(), declared, body
+            f"{entry['name']!r} (arg{index})", block.arguments[index], declared, body
         )
 
 
