@@ -1,6 +1,7 @@
 """A bounded, seeded mutation-fuzz campaign (tools/poot-fuzz): no mutant of
-the project's own IR tests, run through a random pipeline of poot's passes,
-crashes or hangs poot-opt. A long campaign is the same tool with more
+the project's own IR tests (the .mlir files and the modules test/Frontend
+prints), run through a random pipeline of poot's passes, crashes or hangs
+poot-opt. A long campaign is the same tool with more
 mutants (docs/fuzzing.md).
 
 The harness itself is checked on a stand-in poot-opt that crashes on a
@@ -38,7 +39,8 @@ def _poot_opt() -> str:
 
 def test_campaign_finds_no_crash_or_hang(tmp_path: Path) -> None:
     report = poot_fuzz.campaign(
-        _poot_opt(), seed=SEED, mutants=MUTANTS, jobs=2, out=tmp_path / "findings"
+        _poot_opt(), seed=SEED, mutants=MUTANTS, jobs=2, out=tmp_path / "findings",
+        frontend=poot_fuzz.TEST_DIR / "Frontend",
     )
     print(report.summary())
     assert report.mutants == MUTANTS
