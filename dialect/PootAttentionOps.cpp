@@ -152,6 +152,10 @@ static LogicalResult inferBlockTopKOp(MLIRContext *ctx,
   auto scores = tensorOf(adaptor.getScores());
   if (scores.getRank() != 3)
     return emitOptionalError(loc, "scores must be [B, Lq, NB], got ", scores);
+  // k becomes a dimension: check it before building a type with it.
+  if (adaptor.getK() < 1)
+    return emitOptionalError(loc, "k must be >= 1, got ",
+                             adaptor.getK());
   inferred.push_back(RankedTensorType::get(
       {scores.getDimSize(0), scores.getDimSize(1), adaptor.getK()},
       IntegerType::get(ctx, 32)));
@@ -164,8 +168,6 @@ LogicalResult BlockTopKOp::verify() {
     return failure();
   auto scores = tensorOf(getScores());
   auto qpos = tensorOf(getQPos());
-  if (getK() < 1)
-    return emitOpError("k must be >= 1");
   if (getBlockSize() < 1)
     return emitOpError("block_size must be >= 1");
   if (qpos.getShape() != scores.getShape().drop_back())

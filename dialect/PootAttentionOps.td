@@ -111,7 +111,7 @@ def Poot_BlockTopKOp : Poot_Op<"block_topk", [Pure,
     ```
   }];
   let arguments = (ins Poot_FloatTensor:$scores, Poot_IntTensor:$q_pos,
-                   I64Attr:$k, I64Attr:$block_size);
+                   Poot_SignedI64Attr:$k, Poot_SignedI64Attr:$block_size);
   let results = (outs Poot_IntTensor:$ids);
   let assemblyFormat = [{
     $scores `,` $q_pos `k` `=` $k `block_size` `=` $block_size attr-dict `:`
@@ -148,7 +148,7 @@ def Poot_SelectedAttentionOp : Poot_Op<"selected_attention", [Pure,
   }];
   let arguments = (ins Poot_FloatTensor:$query, Poot_FloatTensor:$key,
                    Poot_FloatTensor:$value, Poot_IntTensor:$block_ids,
-                   Poot_IntTensor:$q_pos, I64Attr:$block_size, F64Attr:$scale,
+                   Poot_IntTensor:$q_pos, Poot_SignedI64Attr:$block_size, F64Attr:$scale,
                    OptionalAttr<F64Attr>:$softcap);
   let results = (outs Poot_FloatTensor:$result);
   let assemblyFormat = [{

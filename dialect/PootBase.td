@@ -60,11 +60,22 @@ class Poot_Op<string mnemonic, list<Trait> traits = []>
 def Poot_FloatElement : AnyTypeOf<[F64, F32, F16, BF16]>;
 def Poot_Element : AnyTypeOf<[F64, F32, F16, BF16, I32, I1]>;
 
-def Poot_Tensor : StaticShapeTensorOf<[F64, F32, F16, BF16, I32, I1]>;
-def Poot_FloatTensor : StaticShapeTensorOf<[F64, F32, F16, BF16]>;
-def Poot_IntTensor : StaticShapeTensorOf<[I32]>;
-def Poot_BoolTensor : StaticShapeTensorOf<[I1]>;
-def Poot_IntOrBoolTensor : StaticShapeTensorOf<[I32, I1]>;
+// Every dimension is at least 1: a zero-sized tensor has nothing to compute
+// (a max over no keys, a launch of no workgroups), so the dialect refuses it
+// at the type instead of each lowering meeting it (the frontend refuses such
+// shapes with a TraceError, the same rule). The element count must also fit
+// int64, or every getNumElements() on the type overflows.
+class Poot_TensorOf<list<Type> allowed>
+    : ConfinedType<StaticShapeTensorOf<allowed>,
+                   [CPred<"::mlir::poot::isNonEmptyCountableShape($_self)">],
+                   StaticShapeTensorOf<allowed>.summary #
+                       " with every dimension >= 1 and < 2^63 elements">;
+
+def Poot_Tensor : Poot_TensorOf<[F64, F32, F16, BF16, I32, I1]>;
+def Poot_FloatTensor : Poot_TensorOf<[F64, F32, F16, BF16]>;
+def Poot_IntTensor : Poot_TensorOf<[I32]>;
+def Poot_BoolTensor : Poot_TensorOf<[I1]>;
+def Poot_IntOrBoolTensor : Poot_TensorOf<[I32, I1]>;
 def Poot_ScalarI32 : 0DTensorOf<[I32]>;
 
 // A signless 64-bit integer attribute read back as a signed value (I64Attr's

@@ -103,6 +103,15 @@ LogicalResult PootDialect::verifyRegionArgAttribute(Operation *op,
       return op->emitError() << "argument #" << argIndex
                              << ": a declared range needs an i32 tensor, got "
                              << type;
+    // The range analysis and the binders read the bounds as i32 values.
+    auto range = cast<RangeAttr>(attr.getValue());
+    if (!llvm::isInt<32>(range.getMin()) || !llvm::isInt<32>(range.getMax()))
+      return op->emitError()
+             << "argument #" << argIndex << ": declared range ["
+             << range.getMin() << ", " << range.getMax()
+             << "] does not fit the argument's i32 elements ["
+             << std::numeric_limits<int32_t>::min() << ", "
+             << std::numeric_limits<int32_t>::max() << "]";
     return success();
   }
   return op->emitError() << "unknown poot argument attribute " << attr.getName();

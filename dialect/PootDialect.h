@@ -19,6 +19,24 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include <limits>
+
+namespace mlir::poot {
+/// True when every dimension of the shaped, static `type` is at least 1 and
+/// its element count fits int64 (the rule of the dialect's tensor
+/// constraints, PootBase.td): no empty tensors, and no shape whose
+/// getNumElements() overflows.
+inline bool isNonEmptyCountableShape(Type type) {
+  int64_t count = 1;
+  for (int64_t d : cast<ShapedType>(type).getShape()) {
+    if (d < 1 || count > std::numeric_limits<int64_t>::max() / d)
+      return false;
+    count *= d;
+  }
+  return true;
+}
+} // namespace mlir::poot
+
 #include "dialect/PootDialect.h.inc"
 #include "dialect/PootEnums.h.inc"
 

@@ -8,6 +8,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallBitVector.h"
+#include "llvm/Support/CheckedArithmetic.h"
 
 using namespace mlir;
 using namespace mlir::poot;
@@ -217,9 +218,11 @@ static LogicalResult inferSliceOp(MLIRContext *,
                         adaptor.getStrides())))
     return failure();
   SmallVector<int64_t> shape;
+  // ceil((l - s) / st) without forming l - s + st - 1, which overflows for a
+  // stride near 2^63 (checkSlice made 0 <= l - s and st >= 1).
   for (auto [s, l, st] : llvm::zip(adaptor.getStart(), adaptor.getLimit(),
                                    adaptor.getStrides()))
-    shape.push_back((l - s + st - 1) / st);
+    shape.push_back((l - s) / st + ((l - s) % st != 0));
   inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
   return success();
 }
@@ -253,7 +256,12 @@ static LogicalResult inferConcatOp(MLIRContext *,
       if (d != axis && type.getDimSize(d) != first.getDimSize(d))
         return emitOptionalError(loc, "inputs differ in dim ", d,
                                  ", which is not the concat axis");
-    shape[axis] += type.getDimSize(axis);
+    std::optional<int64_t> sum =
+        llvm::checkedAdd(shape[axis], type.getDimSize(axis));
+    if (!sum)
+      return emitOptionalError(loc, "concatenated size along axis ", axis,
+                               " overflows int64");
+    shape[axis] = *sum;
   }
   inferred.push_back(RankedTensorType::get(shape, first.getElementType()));
   return success();
@@ -370,6 +378,11 @@ static LogicalResult inferTopKOp(MLIRContext *ctx,
   auto type = tensorOf(adaptor.getOperand());
   if (type.getRank() < 1)
     return emitOptionalError(loc, "top_k needs rank >= 1");
+  // k becomes a dimension: check it before building a type with it.
+  int64_t n = type.getShape().back();
+  if (adaptor.getK() < 1 || adaptor.getK() > n)
+    return emitOptionalError(loc, "k must satisfy 1 <= k <= ",
+                             n, ", got ", adaptor.getK());
   SmallVector<int64_t> shape(type.getShape());
   shape.back() = adaptor.getK();
   inferred.push_back(RankedTensorType::get(shape, type.getElementType()));
@@ -378,14 +391,7 @@ static LogicalResult inferTopKOp(MLIRContext *ctx,
 }
 POOT_INFER_VIA(TopKOp, inferTopKOp)
 
-LogicalResult TopKOp::verify() {
-  if (failed(verifyInferredTopKOp(*this)))
-    return failure();
-  int64_t n = tensorOf(getOperand()).getShape().back();
-  if (getK() < 1 || getK() > n)
-    return emitOpError("k must satisfy 1 <= k <= ") << n << ", got " << getK();
-  return success();
-}
+LogicalResult TopKOp::verify() { return verifyInferredTopKOp(*this); }
 
 //===----------------------------------------------------------------------===//
 // Compare, select, guard

@@ -322,7 +322,7 @@ def Poot_TopKOp : Poot_Op<"top_k", [Pure,
         -> tensor<1x1x4xf32>, tensor<1x1x4xi32>
     ```
   }];
-  let arguments = (ins Poot_FloatTensor:$operand, I64Attr:$k);
+  let arguments = (ins Poot_FloatTensor:$operand, Poot_SignedI64Attr:$k);
   let results = (outs Poot_FloatTensor:$values, Poot_IntTensor:$indices);
   let assemblyFormat = [{
     $operand `k` `=` $k attr-dict `:` type($operand) `->` type($values) `,` type($indices)
@@ -384,10 +384,10 @@ def Poot_SqrtOp : Poot_UnaryOp<"sqrt", "sqrt(x)">;
 def Poot_RsqrtOp : Poot_UnaryOp<"rsqrt", "1 / sqrt(x)">;
 def Poot_SinOp : Poot_UnaryOp<"sin", "sin(x)">;
 def Poot_CosOp : Poot_UnaryOp<"cos", "cos(x)">;
-def Poot_NegOp : Poot_UnaryOp<"neg", "-x", StaticShapeTensorOf<[F64, F32, F16, BF16, I32]>> {
+def Poot_NegOp : Poot_UnaryOp<"neg", "-x", Poot_TensorOf<[F64, F32, F16, BF16, I32]>> {
   let hasCanonicalizer = 1;
 }
-def Poot_AbsOp : Poot_UnaryOp<"abs", "|x|", StaticShapeTensorOf<[F64, F32, F16, BF16, I32]>>;
+def Poot_AbsOp : Poot_UnaryOp<"abs", "|x|", Poot_TensorOf<[F64, F32, F16, BF16, I32]>>;
 
 def Poot_CompareOp : Poot_Op<"compare", [Pure,
     InferTypeOpAdaptor]> {

@@ -1,106 +1,197 @@
 //===- GPUPipelines.cpp - poot -> SPIR-V / NVVM / ROCDL pipelines ---------===//
 #include "lib/Conversion/GPUPipelines.h"
 
+#include "lib/Conversion/Passes.h"
+#include "lib/Transforms/Passes.h"
+
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Dialect/SPIRV/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Regex.h"
 
 using namespace mlir;
 using namespace mlir::poot;
 
 namespace {
 
+using ErrorHandler = function_ref<LogicalResult(const Twine &)>;
+
 /// The planner and the generator, for `target`, from the device description.
-std::string planAndGenerate(StringRef target,
-                            const PootGPUPipelineOptions &o) {
-  return llvm::formatv(
-      "poot-plan-attention{{target={0} workgroup-memory={1} max-grid-x={2} "
-      "max-grid-y={3} compute-units={4} max-buffer-bytes={5} "
-      "max-alloc-bytes={6}},poot-generate-attention-kernels{{target={0}}",
-      target, o.workgroupMemory.getValue(), o.maxGridX.getValue(),
-      o.maxGridY.getValue(), o.computeUnits.getValue(),
-      o.maxBufferBytes.getValue(), o.maxAllocBytes.getValue());
+template <typename Options>
+void addPlanAndGenerate(OpPassManager &pm, DeviceTarget target,
+                        const Options &o) {
+  PootPlanAttentionOptions plan;
+  plan.target = target;
+  plan.workgroupMemory = o.workgroupMemory;
+  plan.maxGridX = o.maxGridX;
+  plan.maxGridY = o.maxGridY;
+  plan.computeUnits = o.computeUnits;
+  plan.maxBufferBytes = o.maxBufferBytes;
+  plan.maxAllocBytes = o.maxAllocBytes;
+  pm.addPass(createPootPlanAttention(plan));
+  PootGenerateAttentionKernelsOptions generate;
+  generate.target = target;
+  pm.addPass(createPootGenerateAttentionKernels(generate));
 }
 
-void addText(OpPassManager &pm, StringRef text) {
-  if (failed(parsePassPipeline(text, pm)))
-    llvm::report_fatal_error(llvm::Twine("poot: malformed built-in pipeline: ") +
-                             text);
+/// Kernel-module cleanup and the GPU dialect's own lowering, `convert`.
+void addKernelLowering(OpPassManager &pm, std::unique_ptr<Pass> convert) {
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createSCFToControlFlowPass());
+  kernels.addPass(std::move(convert));
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+/// A chip name the attach-target pass passes on to LLVM verbatim: anything
+/// else would reach the backend as a processor name it does not know.
+LogicalResult checkChip(StringRef pipeline, StringRef chip, StringRef pattern,
+                        StringRef example, ErrorHandler onError) {
+  if (llvm::Regex(pattern).match(chip))
+    return success();
+  return onError(pipeline + ": chip '" + chip + "' is not a valid name (" +
+                 example + ")");
+}
+
+/// Like upstream PassPipelineRegistration, except that `check` sees the
+/// parsed options first and may refuse a value the option parser accepted
+/// through the error handler: a diagnostic where the pipeline is parsed.
+template <typename Options>
+void registerChecked(
+    StringRef arg, StringRef description,
+    std::function<LogicalResult(const Options &, ErrorHandler)> check,
+    void (*build)(OpPassManager &, const Options &)) {
+  registerPassPipeline(
+      arg, description,
+      [check, build](OpPassManager &pm, StringRef text, ErrorHandler onError) {
+        Options options;
+        if (failed(options.parseFromString(text)) ||
+            failed(check(options, onError)))
+          return failure();
+        build(pm, options);
+        return success();
+      },
+      [](function_ref<void(const mlir::detail::PassOptions &)> optHandler) {
+        optHandler(Options());
+      });
 }
 
 } // namespace
 
-void mlir::poot::addKernelLowering(OpPassManager &pm, StringRef target,
-                                   const PootGPUPipelineOptions &o,
-                                   bool everyType) {
-  if (target == "spirv") {
-    // Vulkan 1.0 + storage buffers; math.exp/tanh become GLSL.std.450 ops.
-    // A whole step also stores bytes (bools), two-byte and f64 values: the
-    // 8/16-bit storage extensions and the Int8/Int16/Float16/Float64
-    // capabilities (Vulkan 1.2 devices, lavapipe included, have them).
-    std::string caps = everyType
-                           ? "Shader,Int8,Int16,Int64,Float16,Float64,"
-                             "StorageBuffer8BitAccess,StorageBuffer16BitAccess"
-                           : "Shader";
-    std::string exts = everyType ? "SPV_KHR_storage_buffer_storage_class,"
-                                   "SPV_KHR_8bit_storage,SPV_KHR_16bit_storage"
-                                 : "SPV_KHR_storage_buffer_storage_class";
-    addText(pm, "spirv-attach-target{ver=v1.0 caps=" + caps + " exts=" +
-                    exts + "},"
-                "gpu.module(canonicalize,cse,convert-math-to-spirv),"
-                "convert-gpu-to-spirv,"
-                "spirv.module(spirv-lower-abi-attrs,spirv-update-vce)");
-  } else if (target == "nvvm") {
-    std::string chip = o.chip.empty() ? "sm_90" : o.chip.getValue();
-    std::string attach = "nvvm-attach-target{chip=" + chip + " O=3";
-    if (!o.libdevice.empty())
-      attach += " l=" + o.libdevice.getValue();
-    attach += "}";
-    addText(pm, attach +
-                    ",gpu.module(canonicalize,cse,convert-scf-to-cf,"
-                    "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=1},"
-                    "canonicalize,cse),reconcile-unrealized-casts,"
-                    "gpu-module-to-binary{format=" +
-                    o.format.getValue() + "}");
-  } else {
-    std::string chip = o.chip.empty() ? "gfx942" : o.chip.getValue();
-    addText(pm, "rocdl-attach-target{chip=" + chip +
-                    " O=3},gpu.module(canonicalize,cse,convert-scf-to-cf,"
-                    "convert-gpu-to-rocdl{runtime=HIP "
-                    "use-bare-ptr-memref-call-conv=1},canonicalize,cse),"
-                    "reconcile-unrealized-casts");
+/// The SPIR-V lowering of every gpu.module: Vulkan 1.0 + storage buffers;
+/// math.exp/tanh become GLSL.std.450 ops. A whole step (`everyType`) also
+/// stores bytes (bools), two-byte and f64 values: the 8/16-bit storage
+/// extensions and the Int8/16/64, Float16/64 capabilities (Vulkan 1.2
+/// devices, lavapipe included, have them).
+static void addSPIRVLowering(OpPassManager &pm, bool everyType) {
+  GpuSPIRVAttachTargetOptions attach;
+  attach.spirvVersion = "v1.0";
+  attach.spirvCapabilities = {"Shader"};
+  attach.spirvExtensions = {"SPV_KHR_storage_buffer_storage_class"};
+  if (everyType) {
+    for (const char *cap : {"Int8", "Int16", "Int64", "Float16", "Float64",
+                            "StorageBuffer8BitAccess",
+                            "StorageBuffer16BitAccess"})
+      attach.spirvCapabilities.push_back(cap);
+    attach.spirvExtensions.push_back("SPV_KHR_8bit_storage");
+    attach.spirvExtensions.push_back("SPV_KHR_16bit_storage");
   }
+  attach.deviceId = spirv::TargetEnvAttr::kUnknownDeviceID;
+  pm.addPass(createGpuSPIRVAttachTarget(attach));
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createConvertMathToSPIRVPass());
+  pm.addPass(createConvertGPUToSPIRVPass());
+  OpPassManager &spirvModule = pm.nest<spirv::ModuleOp>();
+  spirvModule.addPass(spirv::createSPIRVLowerABIAttributesPass());
+  spirvModule.addPass(spirv::createSPIRVUpdateVCEPass());
 }
 
-void mlir::poot::addPlanAndGenerate(OpPassManager &pm, StringRef target,
-                                    const PootGPUPipelineOptions &o) {
-  addText(pm, planAndGenerate(target, o));
+static void addNVVMLowering(OpPassManager &pm,
+                            const PootNVVMPipelineOptions &o) {
+  GpuNVVMAttachTargetOptions attach;
+  attach.chip = o.chip;
+  attach.optLevel = 3;
+  if (!o.libdevice.empty())
+    attach.linkLibs.push_back(o.libdevice);
+  pm.addPass(createGpuNVVMAttachTarget(attach));
+  ConvertGpuOpsToNVVMOpsOptions convert;
+  convert.useBarePtrCallConv = true;
+  addKernelLowering(pm, createConvertGpuOpsToNVVMOps(convert));
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = o.format == NVVMFormat::Bin ? "bin" : "isa";
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
+static void addROCDLLowering(OpPassManager &pm,
+                             const PootROCDLPipelineOptions &o) {
+  GpuROCDLAttachTargetOptions attach;
+  attach.chip = o.chip;
+  attach.optLevel = 3;
+  pm.addPass(createGpuROCDLAttachTarget(attach));
+  ConvertGpuOpsToROCDLOpsOptions convert;
+  convert.runtime = gpu::amd::Runtime::HIP;
+  convert.useBarePtrCallConv = true;
+  addKernelLowering(pm, createConvertGpuOpsToROCDLOps(convert));
 }
 
 void mlir::poot::buildPootToSPIRVPipeline(OpPassManager &pm,
-                                          const PootGPUPipelineOptions &o) {
-  addPlanAndGenerate(pm, "spirv", o);
-  addKernelLowering(pm, "spirv", o);
+                                          const PootSPIRVPipelineOptions &o) {
+  addPlanAndGenerate(pm, DeviceTarget::SPIRV, o);
+  addSPIRVLowering(pm, /*everyType=*/false);
 }
 
 void mlir::poot::buildPootToNVVMPipeline(OpPassManager &pm,
-                                         const PootGPUPipelineOptions &o) {
-  addPlanAndGenerate(pm, "nvvm", o);
-  addKernelLowering(pm, "nvvm", o);
+                                         const PootNVVMPipelineOptions &o) {
+  addPlanAndGenerate(pm, DeviceTarget::NVVM, o);
+  addNVVMLowering(pm, o);
 }
 
 void mlir::poot::buildPootToROCDLPipeline(OpPassManager &pm,
-                                          const PootGPUPipelineOptions &o) {
-  addPlanAndGenerate(pm, "rocdl", o);
-  addKernelLowering(pm, "rocdl", o);
+                                          const PootROCDLPipelineOptions &o) {
+  addPlanAndGenerate(pm, DeviceTarget::ROCDL, o);
+  addROCDLLowering(pm, o);
+}
+
+// Whole steps: the step passes (StepPipelines.cpp) around the same planner,
+// generator and kernel lowering.
+void mlir::poot::buildPootStepToSPIRVPipeline(
+    OpPassManager &pm, const PootSPIRVPipelineOptions &o) {
+  addWholeStepPasses(pm, [&](OpPassManager &p) {
+    addPlanAndGenerate(p, DeviceTarget::SPIRV, o);
+  });
+  pm.addPass(createPootGPUSPIRVEntryABI());
+  addSPIRVLowering(pm, /*everyType=*/true);
+}
+
+void mlir::poot::buildPootStepToNVVMPipeline(
+    OpPassManager &pm, const PootNVVMPipelineOptions &o) {
+  addWholeStepPasses(pm, [&](OpPassManager &p) {
+    addPlanAndGenerate(p, DeviceTarget::NVVM, o);
+  });
+  addNVVMLowering(pm, o);
+}
+
+void mlir::poot::buildPootStepToROCDLPipeline(
+    OpPassManager &pm, const PootROCDLPipelineOptions &o) {
+  addWholeStepPasses(pm, [&](OpPassManager &p) {
+    addPlanAndGenerate(p, DeviceTarget::ROCDL, o);
+  });
+  addROCDLLowering(pm, o);
 }
 
 void mlir::poot::registerPootGPUPipelines() {
-  // The upstream passes the pipelines are written in.
+  // The upstream passes the pipelines are built from, so a pipeline printed
+  // as text (--mlir-print-ir-*, reproducers) parses back.
   registerGPUPasses();
   spirv::registerSPIRVPasses();
   registerConvertGPUToSPIRVPass();
@@ -110,26 +201,47 @@ void mlir::poot::registerPootGPUPipelines() {
   registerSCFToControlFlowPass();
   registerReconcileUnrealizedCastsPass();
 
-  for (StringRef target : {"spirv", "nvvm", "rocdl"})
-    PassPipelineRegistration<PootGPUPipelineOptions>(
-        ("poot-step-to-" + target).str(),
-        ("Compile a whole step function for " + target +
-         ": every primitive and the attention in kernels, the state in "
-         "place, the host side as a program of launches")
-            .str(),
-        [target](OpPassManager &pm, const PootGPUPipelineOptions &o) {
-          buildPootStepToGPUPipeline(pm, target, o);
-        });
-  PassPipelineRegistration<PootGPUPipelineOptions>(
+  registerChecked<PootSPIRVPipelineOptions>(
+      "poot-step-to-spirv",
+      "Compile a whole step for SPIR-V: every primitive and the attention as "
+      "kernels, the state in place, the host side as a program of launches",
+      [](const PootSPIRVPipelineOptions &, ErrorHandler) { return success(); },
+      buildPootStepToSPIRVPipeline);
+  registerChecked<PootNVVMPipelineOptions>(
+      "poot-step-to-nvvm",
+      "Compile a whole step for NVVM (PTX/cubin), as poot-step-to-spirv",
+      [](const PootNVVMPipelineOptions &o, ErrorHandler onError) {
+        return checkChip("poot-step-to-nvvm", o.chip, "^sm_[0-9]+[af]?$",
+                         "sm_90, sm_90a, sm_100f", onError);
+      },
+      buildPootStepToNVVMPipeline);
+  registerChecked<PootROCDLPipelineOptions>(
+      "poot-step-to-rocdl",
+      "Compile a whole step for ROCDL (LLVM IR), as poot-step-to-spirv",
+      [](const PootROCDLPipelineOptions &o, ErrorHandler onError) {
+        return checkChip("poot-step-to-rocdl", o.chip, "^gfx[0-9a-f]+$",
+                         "gfx90a, gfx942, gfx1100", onError);
+      },
+      buildPootStepToROCDLPipeline);
+  registerChecked<PootSPIRVPipelineOptions>(
       "poot-to-spirv",
       "Plan, generate and lower attention kernels to SPIR-V (Vulkan)",
+      [](const PootSPIRVPipelineOptions &, ErrorHandler) { return success(); },
       buildPootToSPIRVPipeline);
-  PassPipelineRegistration<PootGPUPipelineOptions>(
+  registerChecked<PootNVVMPipelineOptions>(
       "poot-to-nvvm",
       "Plan, generate and lower attention kernels to PTX/cubin (NVIDIA)",
+      [](const PootNVVMPipelineOptions &o, ErrorHandler onError) {
+        return checkChip("poot-to-nvvm", o.chip, "^sm_[0-9]+[af]?$",
+                         "sm_90, sm_90a, sm_100f", onError);
+      },
       buildPootToNVVMPipeline);
-  PassPipelineRegistration<PootGPUPipelineOptions>(
+  registerChecked<PootROCDLPipelineOptions>(
       "poot-to-rocdl",
       "Plan, generate and lower attention kernels to ROCDL (AMD)",
+      [](const PootROCDLPipelineOptions &o, ErrorHandler onError) {
+        return checkChip("poot-to-rocdl", o.chip, "^gfx[0-9a-f]+$",
+                         "gfx90a, gfx942, gfx1100", onError);
+      },
       buildPootToROCDLPipeline);
 }

@@ -10,6 +10,11 @@
 //   poot-to-rocdl : kernels in the LLVM dialect with ROCDL intrinsics, ready
 //                   to translate to LLVM IR (HSACO needs an AMDGPU llc)
 //
+// The pipelines are built from pass constructors and typed options, never
+// from pipeline text: an option value the parser accepts cannot make a
+// malformed pipeline, and one it refuses (an unknown format, a chip name that
+// is not one) is a diagnostic.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef POOT_LIB_CONVERSION_GPUPIPELINES_H
@@ -21,69 +26,89 @@ namespace mlir {
 class OpPassManager;
 namespace poot {
 
-struct PootGPUPipelineOptions
-    : public PassPipelineOptions<PootGPUPipelineOptions> {
-  // The device description the planner reads.
-  PassOptions::Option<int64_t> workgroupMemory{
+/// The device description the planner reads, shared by the three targets.
+template <typename Derived>
+struct PootDeviceOptions : public PassPipelineOptions<Derived> {
+  using Opt = mlir::detail::PassOptions;
+  Opt::Option<int64_t> workgroupMemory{
       *this, "workgroup-memory",
       llvm::cl::desc("Workgroup memory per workgroup in bytes"),
       llvm::cl::init(32768)};
-  PassOptions::Option<int64_t> maxGridX{
-      *this, "max-grid-x", llvm::cl::desc("Largest workgroup count in X"),
+  Opt::Option<int64_t> maxGridX{
+      *this, "max-grid-x",
+      llvm::cl::desc("Largest workgroup count in X (>= 1)"),
       llvm::cl::init(65535)};
-  PassOptions::Option<int64_t> maxGridY{
-      *this, "max-grid-y", llvm::cl::desc("Largest workgroup count in Y"),
+  Opt::Option<int64_t> maxGridY{
+      *this, "max-grid-y",
+      llvm::cl::desc("Largest workgroup count in Y (>= 1)"),
       llvm::cl::init(65535)};
-  PassOptions::Option<int64_t> computeUnits{
+  Opt::Option<int64_t> computeUnits{
       *this, "compute-units", llvm::cl::desc("Compute units of the device"),
       llvm::cl::init(1)};
-  PassOptions::Option<int64_t> maxBufferBytes{
+  Opt::Option<int64_t> maxBufferBytes{
       *this, "max-buffer-bytes", llvm::cl::desc("Largest single buffer"),
       llvm::cl::init(int64_t(1) << 27)};
-  PassOptions::Option<int64_t> maxAllocBytes{
+  Opt::Option<int64_t> maxAllocBytes{
       *this, "max-alloc-bytes", llvm::cl::desc("Largest allocation"),
       llvm::cl::init(int64_t(1) << 32)};
-  // Target knobs.
-  PassOptions::Option<std::string> chip{
-      *this, "chip", llvm::cl::desc("GPU architecture (sm_90, gfx942)"),
-      llvm::cl::init("")};
-  PassOptions::Option<std::string> format{
-      *this, "format",
-      llvm::cl::desc("NVVM binary format: isa (PTX) or bin (cubin via ptxas)"),
-      llvm::cl::init("isa")};
-  PassOptions::Option<std::string> libdevice{
+};
+
+struct PootSPIRVPipelineOptions
+    : public PootDeviceOptions<PootSPIRVPipelineOptions> {};
+
+/// What gpu-module-to-binary makes of an NVVM kernel module.
+enum class NVVMFormat { Isa, Bin };
+
+struct PootNVVMPipelineOptions
+    : public PootDeviceOptions<PootNVVMPipelineOptions> {
+  Opt::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("NVIDIA architecture, sm_<N>[a|f]"),
+      llvm::cl::init("sm_90")};
+  Opt::Option<NVVMFormat> format{
+      *this, "format", llvm::cl::desc("NVVM binary format"),
+      llvm::cl::init(NVVMFormat::Isa),
+      llvm::cl::values(
+          clEnumValN(NVVMFormat::Isa, "isa", "PTX text"),
+          clEnumValN(NVVMFormat::Bin, "bin", "cubin (runs ptxas)"))};
+  Opt::Option<std::string> libdevice{
       *this, "libdevice",
-      llvm::cl::desc("Path of libdevice.10.bc (NVVM; empty: the toolkit's)"),
+      llvm::cl::desc("Path of libdevice.10.bc (empty: the toolkit's)"),
       llvm::cl::init("")};
 };
 
+struct PootROCDLPipelineOptions
+    : public PootDeviceOptions<PootROCDLPipelineOptions> {
+  Opt::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("AMD architecture, gfx<hex digits>"),
+      llvm::cl::init("gfx942")};
+};
+
 void buildPootToSPIRVPipeline(OpPassManager &pm,
-                              const PootGPUPipelineOptions &options);
+                              const PootSPIRVPipelineOptions &options);
 void buildPootToNVVMPipeline(OpPassManager &pm,
-                             const PootGPUPipelineOptions &options);
+                             const PootNVVMPipelineOptions &options);
 void buildPootToROCDLPipeline(OpPassManager &pm,
-                              const PootGPUPipelineOptions &options);
+                              const PootROCDLPipelineOptions &options);
 
-/// The planner and the attention kernel generator for `target` (spirv,
-/// nvvm, rocdl), from the device description.
-void addPlanAndGenerate(OpPassManager &pm, StringRef target,
-                        const PootGPUPipelineOptions &options);
-/// The gpu.modules' lowering for `target`: SPIR-V modules, PTX/cubin in a
-/// gpu.binary, or the LLVM dialect with ROCDL intrinsics.
-void addKernelLowering(OpPassManager &pm, StringRef target,
-                       const PootGPUPipelineOptions &options,
-                       bool everyType = false);
-
-/// A whole step for `target`: every primitive in generated kernels (linalg,
-/// fused, bufferized with the state in place, parallel loops mapped to
-/// blocks and threads, outlined), the attention kernels launched in line,
-/// and the host function recorded as a program (poot.programs).
-void buildPootStepToGPUPipeline(OpPassManager &pm, StringRef target,
-                                const PootGPUPipelineOptions &options);
-
-/// Registers poot-to-spirv, poot-to-nvvm and poot-to-rocdl (attention
-/// kernels), poot-step-to-{spirv,nvvm,rocdl} (whole steps), and the upstream
+/// Registers poot-to-spirv, poot-to-nvvm and poot-to-rocdl, and the upstream
 /// passes they are built from.
+/// Whole steps (poot-step-to-{spirv,nvvm,rocdl}): every primitive and the
+/// attention as kernels (linalg fused, bufferized with the state in place,
+/// parallel loops mapped to blocks and threads and outlined), the host side
+/// recorded as a program (poot.programs).
+void buildPootStepToSPIRVPipeline(OpPassManager &pm,
+                                  const PootSPIRVPipelineOptions &options);
+void buildPootStepToNVVMPipeline(OpPassManager &pm,
+                                 const PootNVVMPipelineOptions &options);
+void buildPootStepToROCDLPipeline(OpPassManager &pm,
+                                  const PootROCDLPipelineOptions &options);
+
+/// The target-independent part of a whole step (StepPipelines.cpp), with the
+/// planner and the attention generator added by `planAndGenerate`; the
+/// caller adds the kernels' lowering.
+void addWholeStepPasses(OpPassManager &pm,
+                        llvm::function_ref<void(OpPassManager &)> planAndGenerate);
+
 void registerPootGPUPipelines();
 
 } // namespace poot

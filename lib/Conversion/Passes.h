@@ -3,6 +3,7 @@
 #define POOT_LIB_CONVERSION_PASSES_H
 
 #include "dialect/PootDialect.h"
+#include "lib/Transforms/DeviceTarget.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -85,9 +85,9 @@ def ConvertPootToLinalg : Pass<"convert-poot-to-linalg"> {
 def PootCPUEntryABI : Pass<"poot-cpu-entry-abi", "::mlir::ModuleOp"> {
   let summary = "Prepare the step function for the CPU runtime's calling convention";
   let description = [{
-    Runs first in the CPU pipeline (after the attention lowering, before
-    `convert-poot-to-linalg`). On the entry function (`entry`, or every
-    public function when empty) it
+    Runs last before bufferization in the CPU pipeline (after
+    `convert-poot-to-linalg`, canonicalization and CSE). On the entry
+    function (`entry`, or every public function when empty) it
     - donates each state argument whose state the function returns
       (`bufferization.writable = true`: its new rows are written in place,
       and `poot-drop-aliased-results` later drops the result that returns
@@ -101,6 +101,14 @@ def PootCPUEntryABI : Pass<"poot-cpu-entry-abi", "::mlir::ModuleOp"> {
     - drops the `poot.*` argument/result markers: the compiler has copied
       them into the artifact manifest, and LLVM IR has no place for them.
 
+    In every function with a body (entry or not: the out-parameter pass
+    rewrites them all) it returns a `bufferization.alloc_tensor copy(...)`
+    of every value returned more than once (after the first), so each
+    result is a distinct buffer: upstream `buffer-results-to-out-params` of
+    LLVM 22.1.8 erases a returned allocation once per return operand and
+    crashes on a value returned twice (CSE makes such returns, e.g. the
+    witnesses of two identical `index_guard`s).
+
     Before:
     ```mlir
     func.func @step(%k: tensor<4x8xf32> {poot.name = "k", poot.slot = #poot.slot<state "k">})
@@ -110,6 +118,12 @@ def PootCPUEntryABI : Pass<"poot-cpu-entry-abi", "::mlir::ModuleOp"> {
     ```mlir
     func.func @step(%k: tensor<4x8xf32> {bufferization.writable = true})
         -> tensor<4x8xf32> attributes {llvm.emit_c_interface}
+    ```
+    A repeated result, before: `return %y, %y : tensor<4xf32>, tensor<4xf32>`;
+    after:
+    ```mlir
+    %0 = bufferization.alloc_tensor() copy(%y) : tensor<4xf32>
+    return %y, %0 : tensor<4xf32>, tensor<4xf32>
     ```
   }];
   let options = [
@@ -255,8 +269,15 @@ def PootGenerateAttentionKernels
     ```
   }];
   let options = [
-    Option<"target", "target", "std::string", /*default=*/"\"spirv\"",
-           "How kernels declare workgroup memory: spirv, nvvm or rocdl">,
+    Option<"target", "target", "::mlir::poot::DeviceTarget",
+           /*default=*/"::mlir::poot::DeviceTarget::SPIRV",
+           "How kernels declare workgroup memory", [{::llvm::cl::values(
+             clEnumValN(::mlir::poot::DeviceTarget::SPIRV, "spirv",
+                        "memref.alloc in space 3, spirv.entry_point_abi"),
+             clEnumValN(::mlir::poot::DeviceTarget::NVVM, "nvvm",
+                        "gpu.func workgroup attributions"),
+             clEnumValN(::mlir::poot::DeviceTarget::ROCDL, "rocdl",
+                        "gpu.func workgroup attributions"))}]>,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

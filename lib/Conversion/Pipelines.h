@@ -21,6 +21,9 @@ namespace poot {
 // CPU: poot -> linalg -> buffers (destination passing) -> loops -> LLVM
 //===----------------------------------------------------------------------===//
 
+/// How the CPU step runs each poot.attention.
+enum class CPUAttention { Loops, Offload };
+
 struct PootToLLVMCPUPipelineOptions
     : public PassPipelineOptions<PootToLLVMCPUPipelineOptions> {
   PassOptions::Option<std::string> entry{
@@ -39,14 +42,17 @@ struct PootToLLVMCPUPipelineOptions
       *this, "compute-units",
       llvm::cl::desc("Compute units the planner fills with split-KV"),
       llvm::cl::init(1)};
-  PassOptions::Option<std::string> attention{
-      *this, "attention",
-      llvm::cl::desc("How poot.attention runs: loops (the kernel's schedule on "
-                     "the CPU) or offload (calls a runtime-provided launcher)"),
-      llvm::cl::init("loops")};
+  PassOptions::Option<CPUAttention> attention{
+      *this, "attention", llvm::cl::desc("How poot.attention runs"),
+      llvm::cl::init(CPUAttention::Loops),
+      llvm::cl::values(
+          clEnumValN(CPUAttention::Loops, "loops",
+                     "the kernel's schedule as CPU loops"),
+          clEnumValN(CPUAttention::Offload, "offload",
+                     "a call to a runtime-provided launcher"))};
   PassOptions::Option<int64_t> maxGridX{
       *this, "max-grid-x",
-      llvm::cl::desc("Largest workgroup count per grid dimension"),
+      llvm::cl::desc("Largest workgroup count per grid dimension (>= 1)"),
       llvm::cl::init(int64_t(1) << 31)};
 };
 

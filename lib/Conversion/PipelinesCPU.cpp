@@ -54,27 +54,27 @@ void poot::buildPootToLLVMCPUPipeline(
   //    planned for the CPU and get their CPU loops first (the same schedule
   //    as the GPU kernels), ahead of convert-poot-to-linalg (which leaves
   //    those ops alone). The entry ABI (C interface, read-only arguments,
-  //    markers dropped) goes first.
+  //    markers dropped, no value returned twice) goes last, after CSE.
   // A step that writes its state in place answers its validation first, in
   // a prologue of its own (see poot-split-validation).
   pm.addPass(createPootSplitValidation());
   PootPlanAttentionOptions plan;
-  plan.target = "cpu";
+  plan.target = DeviceTarget::CPU;
   plan.workgroupMemory = options.workgroupMemory;
   plan.computeUnits = options.computeUnits;
   plan.maxGridX = options.maxGridX;
   plan.maxGridY = int64_t(1) << 31; // loops: only the X fold is recorded
   pm.addPass(createPootPlanAttention(plan));
-  if (options.attention == "offload")
+  if (options.attention == CPUAttention::Offload)
     pm.addPass(createPootAttentionToCalls());
   else
     pm.addPass(createPootAttentionToLoops());
-  PootCPUEntryABIOptions abi;
-  abi.entry = options.entry;
-  pm.addPass(createPootCPUEntryABI(abi));
   pm.addPass(createConvertPootToLinalg());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  PootCPUEntryABIOptions abi;
+  abi.entry = options.entry;
+  pm.addPass(createPootCPUEntryABI(abi));
 
   // 2. Tensors -> buffers. Identity layouts at the function boundary (the
   //    runtime passes C-contiguous arrays). A donated state argument

@@ -27,22 +27,22 @@
 
 using namespace mlir;
 
-void mlir::poot::buildPootStepToGPUPipeline(OpPassManager &pm,
-                                            StringRef target,
-                                            const PootGPUPipelineOptions &o) {
+void mlir::poot::addWholeStepPasses(
+    OpPassManager &pm,
+    llvm::function_ref<void(OpPassManager &)> planAndGenerate) {
   // 1. poot level: the validation prologue, the plan and the attention
   //    kernels; each attention becomes a call of flat buffers.
   pm.addPass(createPootSplitValidation());
-  addPlanAndGenerate(pm, target, o);
+  planAndGenerate(pm);
   pm.addPass(createPootAttentionToCalls());
   // 2. Every primitive to linalg on tensors (the write-map markers are still
   //    there: a scatter through one writes distinct rows), then the entry
   //    ABI: donated state writable, other arguments read-only.
   pm.addPass(createConvertPootToLinalg());
-  PootCPUEntryABIOptions abi;
-  pm.addPass(createPootCPUEntryABI(abi));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  PootCPUEntryABIOptions abi;
+  pm.addPass(createPootCPUEntryABI(abi));
   pm.addPass(createLinalgElementwiseOpFusionPass());
   // 3. Buffers, the state in place (see poot-to-llvm-cpu).
   pm.addPass(bufferization::createEmptyTensorEliminationPass());
@@ -76,7 +76,4 @@ void mlir::poot::buildPootStepToGPUPipeline(OpPassManager &pm,
   // target lowers arith.floordivsi directly).
   pm.addNestedPass<gpu::GPUModuleOp>(arith::createArithExpandOpsPass());
   pm.addPass(createLowerAffinePass());
-  if (target == "spirv")
-    pm.addPass(createPootGPUSPIRVEntryABI());
-  addKernelLowering(pm, target, o, /*everyType=*/true);
 }

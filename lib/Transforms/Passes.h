@@ -3,6 +3,7 @@
 #define POOT_LIB_TRANSFORMS_PASSES_H
 
 #include "dialect/PootDialect.h"
+#include "lib/Transforms/DeviceTarget.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"

@@ -75,9 +75,11 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
       that does not fit `max-grid-x * max-grid-y` is refused with `GridLimit`.
 
     It also refuses what the target cannot lower: an attention that is not
-    f32 (`DtypeLowering`: the generated kernel is f32 only), and on SPIR-V a
-    two-byte (f16/bf16) `poot.select` (`DtypeLowering`). Every refusal is an
-    error whose message starts with its reason tag.
+    f32 (`DtypeLowering`: the generated kernel is f32 only), on SPIR-V a
+    two-byte (f16/bf16) `poot.select` (`DtypeLowering`), and on a GPU target
+    an operand or result larger than `max-buffer-bytes` or, on SPIR-V, with
+    more than 2^32 - 1 elements (`BufferBytes`: no device buffer binds it).
+    Every refusal is an error whose message starts with its reason tag.
 
     Before:
     ```mlir
@@ -91,14 +93,23 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
-           "Lowering target: cpu, spirv, nvvm or rocdl">,
+    Option<"target", "target", "::mlir::poot::DeviceTarget",
+           /*default=*/"::mlir::poot::DeviceTarget::CPU",
+           "Lowering target", [{::llvm::cl::values(
+             clEnumValN(::mlir::poot::DeviceTarget::CPU, "cpu",
+                        "CPU loops (poot-attention-to-loops)"),
+             clEnumValN(::mlir::poot::DeviceTarget::SPIRV, "spirv",
+                        "SPIR-V kernels for Vulkan"),
+             clEnumValN(::mlir::poot::DeviceTarget::NVVM, "nvvm",
+                        "PTX kernels for NVIDIA GPUs"),
+             clEnumValN(::mlir::poot::DeviceTarget::ROCDL, "rocdl",
+                        "ROCDL kernels for AMD GPUs"))}]>,
     Option<"workgroupMemory", "workgroup-memory", "int64_t", /*default=*/"65536",
            "Workgroup (shared/LDS) memory per workgroup, in bytes">,
     Option<"maxGridX", "max-grid-x", "int64_t", /*default=*/"65535",
-           "Largest workgroup count in X">,
+           "Largest workgroup count in X (>= 1)">,
     Option<"maxGridY", "max-grid-y", "int64_t", /*default=*/"65535",
-           "Largest workgroup count in Y">,
+           "Largest workgroup count in Y (>= 1)">,
     Option<"computeUnits", "compute-units", "int64_t", /*default=*/"1",
            "Compute units (SMs, CUs, cores) a launch can fill">,
     Option<"maxBufferBytes", "max-buffer-bytes", "int64_t", /*default=*/"1073741824",

@@ -2,13 +2,14 @@
 //
 // Chooses, per poot.attention and device, the schedule the one generator will
 // emit, and records it as a #poot.attention_request. Refusals are errors whose
-// message starts with a reason tag (AttentionLds, ScratchBytes, DtypeLowering,
-// GridLimit) that the Python driver maps to an exception type.
+// message starts with a reason tag (AttentionLds, ScratchBytes, BufferBytes,
+// DtypeLowering, GridLimit) that the Python driver maps to an exception type.
 //
 //===----------------------------------------------------------------------===//
 
 #include "lib/Transforms/Passes.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace mlir::poot {
@@ -30,8 +31,16 @@ struct Grid {
   int64_t x = 0, y = 0;
 };
 
+/// `a * b`, or nullopt when the product overflows int64 (shapes are
+/// arbitrary static sizes; a count that does not fit is refused, not wrapped).
+std::optional<int64_t> mul(std::optional<int64_t> a, int64_t b) {
+  return a ? llvm::checkedMul(*a, b) : std::nullopt;
+}
+
 /// Folds `count` workgroups onto (x, y); nullopt when even that does not fit.
+/// The options are checked (>= 1) before any op is planned.
 std::optional<Grid> foldGrid(int64_t count, int64_t maxX, int64_t maxY) {
+  assert(count >= 1 && maxX >= 1 && "checked by the caller");
   Grid grid;
   grid.x = std::min(count, maxX);
   grid.y = llvm::divideCeil(count, grid.x);
@@ -60,6 +69,34 @@ KeyBound keyBoundOf(AttentionOp op) {
 struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
   using PootPlanAttentionBase::PootPlanAttentionBase;
 
+  /// Every buffer a GPU kernel binds must fit one device buffer, and SPIR-V
+  /// counts a buffer's elements in 32 bits (its runtime arrays: upstream
+  /// truncates a larger count to a zero-length array and aborts). The CPU
+  /// runs on host memory and has no such limit.
+  LogicalResult checkBufferSizes(AttentionOp op) {
+    if (target == DeviceTarget::CPU)
+      return success();
+    for (Value value :
+         llvm::concat<Value>(op->getOperands(), op->getResults())) {
+      auto type = cast<RankedTensorType>(value.getType());
+      int64_t count = type.getNumElements();
+      int64_t bytes = mul(count, (type.getElementTypeBitWidth() + 7) / 8)
+                          .value_or(INT64_MAX);
+      if (bytes > maxBufferBytes)
+        return op.emitError() << "BufferBytes: a " << type << " buffer needs "
+                              << bytes << " bytes; the device's largest "
+                              << "buffer is " << maxBufferBytes.getValue()
+                              << " bytes";
+      if (target == DeviceTarget::SPIRV &&
+          count > std::numeric_limits<uint32_t>::max())
+        return op.emitError() << "BufferBytes: a " << type << " buffer has "
+                              << count << " elements; a SPIR-V array holds "
+                              << "at most "
+                              << std::numeric_limits<uint32_t>::max();
+    }
+    return success();
+  }
+
   LogicalResult planOne(AttentionOp op) {
     auto q = cast<RankedTensorType>(op.getQuery().getType());
     auto k = cast<RankedTensorType>(op.getKey().getType());
@@ -68,6 +105,8 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
       return op.emitError() << "DtypeLowering: the generated attention kernel "
                                "is f32 only, this op is "
                             << q.getElementType();
+    if (failed(checkBufferSizes(op)))
+      return failure();
 
     int64_t batch = q.getDimSize(0), qHeads = q.getDimSize(1),
             qLen = q.getDimSize(2);
@@ -86,9 +125,16 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
       return *warp;
 
     // Lanes: the widest power of two <= 64 whose running state fits.
-    int64_t laneBytes = (valueWidth + 2) * kFloatBytes;
+    std::optional<int64_t> laneBytesOr =
+        mul(llvm::checkedAdd(valueWidth, int64_t(2)), kFloatBytes);
+    if (!laneBytesOr)
+      return op.emitError()
+             << "AttentionLds: one lane's running state for value width "
+             << valueWidth << " overflows a 64-bit byte count";
+    int64_t laneBytes = *laneBytesOr;
     int64_t lanes = kMaxLanes;
-    while (lanes >= 1 && lanes * laneBytes > workgroupMemory)
+    while (lanes >= 1 && mul(lanes, laneBytes).value_or(INT64_MAX) >
+                             workgroupMemory)
       lanes /= 2;
     if (lanes < 1)
       return op.emitError()
@@ -97,7 +143,8 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
              << " bytes of workgroup memory; the device has "
              << workgroupMemory.getValue() << " bytes";
 
-    // Split-KV: decode rows that do not fill the device.
+    // Split-KV: decode rows that do not fill the device. (B * Hq * Lq is at
+    // most q's element count, which the tensor type keeps below 2^63.)
     int64_t rows = batch * qHeads * qLen;
     int64_t splits = 1;
     if (qLen == 1 && rows < computeUnits) {
@@ -107,10 +154,13 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
         splits = 1;
     }
     if (splits > 1) {
-      int64_t scratchBytes = rows * splits * laneBytes;
+      // A scratch whose size overflows fits no buffer.
+      int64_t scratchBytes =
+          mul(mul(rows, splits), laneBytes).value_or(INT64_MAX);
       bool fitsBuffer = scratchBytes <= maxBufferBytes;
+      std::optional<int64_t> workgroups = mul(rows, splits);
       bool fitsGrid =
-          foldGrid(rows * splits, maxGridX, maxGridY).has_value();
+          workgroups && foldGrid(*workgroups, maxGridX, maxGridY).has_value();
       if (!fitsBuffer || !fitsGrid) {
         splits = 1;
       } else if (scratchBytes > maxAllocBytes) {
@@ -123,6 +173,7 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
     }
     int64_t chunk = llvm::divideCeil(keyLen, splits);
 
+    // splits > 1 only when rows * splits fit the grid (checked above).
     std::optional<Grid> grid = foldGrid(rows * splits, maxGridX, maxGridY);
     if (!grid)
       return op.emitError() << "GridLimit: " << rows * splits
@@ -152,27 +203,37 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
                  int64_t sharedWidth, int64_t valueWidth) {
     constexpr int64_t warp = 32, warps = 4, maxRegisters = 128;
     int64_t nRep = qHeads / kvHeads;
-    if (target != "nvvm" || qLen != 1 || keyWidth % warp || sharedWidth % warp ||
-        valueWidth % warp)
+    if (target != DeviceTarget::NVVM || qLen != 1 || keyWidth % warp ||
+        sharedWidth % warp || valueWidth % warp)
       return std::nullopt;
-    int64_t registers =
-        nRep * ((keyWidth + sharedWidth) / warp + valueWidth / warp + 2);
-    int64_t ldsBytes = warps * nRep * (valueWidth + 2) * kFloatBytes;
-    if (registers > maxRegisters || ldsBytes > workgroupMemory)
+    // Overflowing sizes are far past every limit: keep the seed's schedules
+    // (which refuse them with a typed reason).
+    std::optional<int64_t> registers =
+        mul(nRep, keyWidth / warp + sharedWidth / warp + valueWidth / warp + 2);
+    std::optional<int64_t> ldsBytes =
+        mul(mul(mul(warps, nRep), valueWidth + 2), kFloatBytes);
+    if (!registers || !ldsBytes || *registers > maxRegisters ||
+        *ldsBytes > workgroupMemory)
       return std::nullopt;
+    // At most k's and q's element counts (below 2^63).
+    int64_t groups = batch * kvHeads, rows = batch * qHeads;
     // Splits: enough workgroups to keep loads in flight (about 32 per SM,
     // measured on the H200: bench/NOTES.md), chunks of at least 128 keys, and
     // at most 128 partials per row so the combine launch stays light.
     constexpr int64_t workgroupsPerUnit = 32, maxWarpSplits = 128;
-    int64_t groups = batch * kvHeads;
     int64_t splits = std::max<int64_t>(
-        1, std::min<int64_t>({(int64_t)llvm::divideCeil(
-                                  workgroupsPerUnit * computeUnits, groups),
-                              keyLen / kMinChunk, maxWarpSplits}));
-    int64_t rows = batch * qHeads;
-    int64_t scratchBytes = rows * splits * (valueWidth + 2) * kFloatBytes;
-    if (splits > 1 && (scratchBytes > maxBufferBytes ||
-                       !foldGrid(groups * splits, maxGridX, maxGridY)))
+        1, std::min<int64_t>(
+               {(int64_t)llvm::divideCeil(
+                    mul(workgroupsPerUnit, computeUnits).value_or(INT64_MAX),
+                    groups),
+                keyLen / kMinChunk, maxWarpSplits}));
+    // A scratch whose size overflows fits no buffer.
+    int64_t scratchBytes =
+        mul(mul(mul(rows, splits), valueWidth + 2), kFloatBytes)
+            .value_or(INT64_MAX);
+    std::optional<int64_t> workgroups = mul(groups, splits);
+    if (splits > 1 && (scratchBytes > maxBufferBytes || !workgroups ||
+                       !foldGrid(*workgroups, maxGridX, maxGridY)))
       splits = 1;
     if (splits > 1 && scratchBytes > maxAllocBytes)
       return op.emitError()
@@ -198,7 +259,7 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
   /// SPIR-V has no two-byte select: a bf16/f16 chain that stays primitive
   /// cannot be lowered there.
   LogicalResult checkDtypeLowering(Operation *op) {
-    if (target != "spirv" || !isa<SelectOp>(op))
+    if (target != DeviceTarget::SPIRV || !isa<SelectOp>(op))
       return success();
     Type elem = getElementTypeOrSelf(op->getResult(0).getType());
     if (elem.isF16() || elem.isBF16())
@@ -208,13 +269,20 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
     return success();
   }
 
+  /// The device description, checked once before anything is planned: the
+  /// grid limits divide workgroup counts, so a device with no workgroup in a
+  /// dimension cannot run anything.
+  LogicalResult initialize(MLIRContext *context) override {
+    for (auto [name, value] : {std::pair{"max-grid-x", maxGridX.getValue()},
+                               std::pair{"max-grid-y", maxGridY.getValue()}})
+      if (value < 1)
+        return emitError(UnknownLoc::get(context))
+               << "poot-plan-attention: " << name << " must be >= 1, got "
+               << value;
+    return success();
+  }
+
   void runOnOperation() override {
-    if (target != "cpu" && target != "spirv" && target != "nvvm" &&
-        target != "rocdl") {
-      getOperation().emitError()
-          << "unknown target '" << target << "' (cpu, spirv, nvvm, rocdl)";
-      return signalPassFailure();
-    }
     bool failed = false;
     getOperation().walk([&](Operation *op) {
       if (mlir::failed(checkDtypeLowering(op)))

@@ -56,7 +56,12 @@ private:
     auto range = func.getArgAttrOfType<RangeAttr>(arg.getArgNumber(),
                                                   PootDialect::kRangeAttrName);
     unsigned width = ConstantIntRanges::getStorageBitwidth(value.getType());
-    if (!range || width == 0)
+    // The verifier keeps declared bounds inside i32; a bound that does not
+    // fit the value's width anyway (IR built without verifying) proves
+    // nothing rather than wrapping.
+    if (!range || width == 0 || width > 64 ||
+        !llvm::isIntN(width, range.getMin()) ||
+        !llvm::isIntN(width, range.getMax()))
       return std::nullopt;
     return ConstantIntRanges::fromSigned(
         APInt(width, range.getMin(), /*isSigned=*/true),

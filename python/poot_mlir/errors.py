@@ -46,6 +46,20 @@ class WriteMapError(BindError):
     """A write map names a slot outside the pool, or one slot twice."""
 
 
+# --- the step's contract as a whole (checked when it is compiled or loaded) --
+
+
+class ContractError(PootError, ValueError):
+    """The step function's driver contract cannot be enforced as written;
+    refused when the function is compiled or loaded, before any input is
+    bound."""
+
+
+class WriteMapPoolError(ContractError):
+    """A write map has no pool size S to be checked against: it declares no
+    range and no scatter_update uses its words as indices."""
+
+
 # --- running a step ----------------------------------------------------------
 
 
@@ -101,6 +115,13 @@ class ScratchBytes(PlanRefusal):
     reason = "ScratchBytes"
 
 
+class BufferBytes(PlanRefusal):
+    """An operand or result of an attention is larger than one device buffer
+    (or, on SPIR-V, has more elements than an array can count)."""
+
+    reason = "BufferBytes"
+
+
 class DtypeLowering(PlanRefusal):
     """The target cannot lower an element type the program needs."""
 
@@ -130,7 +151,7 @@ class NotAModule(CompileError, TypeError):
 
 def refusal_for(reason: str) -> type[PlanRefusal]:
     """The PlanRefusal subclass for a diagnostic's reason tag."""
-    for cls in (AttentionLds, ScratchBytes, DtypeLowering, GridLimit):
+    for cls in (AttentionLds, ScratchBytes, BufferBytes, DtypeLowering, GridLimit):
         if cls.reason == reason:
             return cls
     return PlanRefusal

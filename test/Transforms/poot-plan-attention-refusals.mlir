@@ -31,3 +31,14 @@ func.func @select(%c: tensor<4xi1>, %a: tensor<4xbf16>, %b: tensor<4xbf16>) -> t
   %0 = poot.select %c, %a, %b : (tensor<4xi1>, tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
   return %0 : tensor<4xbf16>
 }
+
+// -----
+
+// A buffer no device binds: q alone is 64 GiB (the device's largest buffer
+// is 1 GiB here). It used to reach SPIR-V type conversion, which truncates a
+// 2^36-element array to length 0 and aborts.
+func.func @buffer_bytes(%q: tensor<4096x32x4096x32xf32>, %k: tensor<4096x8x4096x32xf32>, %v: tensor<4096x8x4096x32xf32>) -> tensor<4096x32x4096x32xf32> {
+  // expected-error @+1 {{BufferBytes: a 'tensor<4096x32x4096x32xf32>' buffer needs 68719476736 bytes; the device's largest buffer is 1073741824 bytes}}
+  %o = poot.attention %q, %k, %v {scale = 0.25 : f64} : tensor<4096x32x4096x32xf32>, tensor<4096x8x4096x32xf32>, tensor<4096x8x4096x32xf32> -> tensor<4096x32x4096x32xf32>
+  return %o : tensor<4096x32x4096x32xf32>
+}

@@ -165,6 +165,27 @@ def test_refusal_grid_limit(tmp_path):
         gpu.compile_gpu(refusal_text(), device, tmp_path)
 
 
+def test_refusal_buffer_bytes(tmp_path):
+    # lavapipe binds at most 128 MiB per storage buffer; k is 300 MiB.
+    with pytest.raises(errors.BufferBytes, match="buffer needs 314572800 bytes.*134217728"):
+        gpu.compile_gpu(refusal_text(key_len=4096 * 300, heads=4), LAVAPIPE, tmp_path)
+
+
+def test_malformed_pipeline_options_are_compile_errors(tmp_path):
+    """An option value the pipeline parser refuses (an unknown enum value, a
+    chip that is not one) is a CompileError, not an abort or a bare
+    ValueError."""
+    from poot_mlir.compiler.pipeline import parse_module, run_pipeline
+
+    for pipeline in ("builtin.module(poot-to-llvm-cpu{attention=gpu})",
+                     "builtin.module(poot-to-nvvm{chip=sm_90})})",
+                     "builtin.module(poot-to-nvvm{format=elf})"):
+        with pytest.raises(errors.CompileError, match="does not parse"):
+            run_pipeline(parse_module(refusal_text()), pipeline)
+    with pytest.raises(errors.CompileError):
+        gpu.compile_gpu(refusal_text(), devices.SM_90.with_limits(chip="sm_90}"), tmp_path, nvvm_format="isa")
+
+
 def test_gpu_artifact_refuses_primitive_steps(tmp_path):
     text = """
 func.func @step(%a: tensor<4xf32>) -> tensor<4xf32> {

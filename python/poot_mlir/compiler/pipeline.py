@@ -2,7 +2,7 @@
 
 Every pipeline the compiler runs goes through `run_pipeline`, so a planner
 refusal surfaces as its PlanRefusal subclass (AttentionLds, ScratchBytes,
-DtypeLowering, GridLimit) and any other failure as CompileError, each with
+BufferBytes, DtypeLowering, GridLimit) and any other failure as CompileError, each with
 MLIR's diagnostics and the location of the op they are about -- for a
 traced module, the user's Python line. `parse_module` is the one way the
 compiler reads its input: it keeps those locations (a Module is copied with
@@ -23,7 +23,7 @@ from ..ir import Context, DiagnosticSeverity, MLIRError, Module
 from ..passmanager import PassManager
 from .trace import PassTrace, captured_stderr, configure
 
-_REFUSAL = re.compile(r"^(AttentionLds|ScratchBytes|DtypeLowering|GridLimit):")
+_REFUSAL = re.compile(r"^(AttentionLds|ScratchBytes|BufferBytes|DtypeLowering|GridLimit):")
 def parse_module(module: "Module | str | Path", context: Context | None = None) -> Module:
     """A fresh, independent copy of `module` in `context` (a new one by
     default): a Module (printed with its locations and parsed again, so
@@ -86,7 +86,7 @@ def run_pipeline(
     with context:
         try:
             pm = PassManager.parse(pipeline)
-        except ValueError as error:
+        except (MLIRError, ValueError) as error:  # an unknown enum value, a malformed chip
             raise errors.CompileError(f"cannot parse the pipeline {pipeline!r}: {error}") from None
         # The pass manager does not release the GIL: a Python diagnostic
         # handler called from a worker thread would wait forever. Module-scope

@@ -2,8 +2,10 @@
 
 The runtimes import no MLIR, so everything they need to bind inputs and
 publish outputs (names, shapes, dtypes, slot kinds, state names, declared
-ranges) is read here from the function's `poot.*` markers and written into
-the manifest.
+ranges, and each write map's pool size) is read here from the function's
+`poot.*` markers and body and written into the manifest. A write map whose
+pool cannot be derived is refused here (`WriteMapPoolError`), so no artifact
+binds one unchecked.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..contract import BodyOp, write_map_pool
 from ..ir import ArrayAttr, DictAttr, RankedTensorType, StringAttr, Type
 
 _SLOT = re.compile(r'#poot\.slot<(\w+)(?:\s+"([^"]*)")?>')
@@ -56,16 +59,46 @@ def _attr_list(func_op, name: str, count: int) -> list[DictAttr | None]:
     return [DictAttr(a) for a in ArrayAttr(func_op.attributes[name])]
 
 
+def _body(func_op) -> list[BodyOp]:
+    """The entry block's ops as plain data for the contract rules (values
+    are keyed by the `ir.Value`s themselves, which hash by identity)."""
+    ops = []
+    for op in func_op.regions[0].blocks[0].operations:
+        rows = None
+        if op.operation.name == "poot.scatter_update":
+            rows = int(RankedTensorType(op.operands[0].type).shape[0])
+        ops.append(BodyOp(op.operation.name, tuple(op.operands), tuple(op.results), rows))
+    return ops
+
+
+def _write_map_pools(func_op, inputs: list[dict[str, Any]]) -> None:
+    """Give each write-map input its pool size S (poot_mlir.contract)."""
+    maps = [i for i, entry in enumerate(inputs) if entry["slot"] == "write_map"]
+    if not maps:
+        return
+    block = func_op.regions[0].blocks[0]
+    body = _body(func_op)
+    for index in maps:
+        entry = inputs[index]
+        declared = tuple(entry["range"]) if entry["range"] is not None else None
+        entry["pool"] = write_map_pool(
+            f"{entry['name']!r} (arg{index})", block.arguments[index], declared, body
+        )
+
+
 def function_signature(func_op) -> dict[str, Any]:
-    """{"name", "inputs": [...], "outputs": [...]} of a func.func."""
+    """{"name", "inputs": [...], "outputs": [...]} of a func.func; each
+    write-map input also carries `pool`."""
     ftype = func_op.type
     arg_attrs = _attr_list(func_op, "arg_attrs", len(ftype.inputs))
     res_attrs = _attr_list(func_op, "res_attrs", len(ftype.results))
+    inputs = [
+        _describe("arg", i, t, a) for i, (t, a) in enumerate(zip(ftype.inputs, arg_attrs))
+    ]
+    _write_map_pools(func_op, inputs)
     return {
         "name": StringAttr(func_op.attributes["sym_name"]).value,
-        "inputs": [
-            _describe("arg", i, t, a) for i, (t, a) in enumerate(zip(ftype.inputs, arg_attrs))
-        ],
+        "inputs": inputs,
         "outputs": [
             _describe("result", i, t, a)
             for i, (t, a) in enumerate(zip(ftype.results, res_attrs))

@@ -29,7 +29,7 @@ from typing import Any
 from .. import errors
 from ..ir import DictAttr, StringAttr
 from . import devices
-from .cpu import _record_in_place, _select_function, _write_map_pools
+from .cpu import _record_in_place, _select_function
 from .fuse import fuse_for_compile
 from .gpu import _SUFFIX, _kernel_objects
 from .pipeline import parse_module, run_pipeline
@@ -57,7 +57,6 @@ def compile_step_gpu(
     fusion = fuse_for_compile(mod, fuse, "compile_step_gpu", trace)
     func_op = _select_function(mod, func)
     signature = function_signature(func_op)
-    _write_map_pools(func_op, signature)
     options = device.pipeline_options()
     if device.target == "nvvm":
         options += f" format={nvvm_format}"

@@ -31,22 +31,27 @@ def require_tensor(op: str, arg: str, value: object) -> Tensor:
 
 def tracer_of(op: str, tensors: dict[str, object]) -> "Tracer":
     """The one tracer every Tensor argument belongs to (a Python scalar
-    belongs to none); refuses a mix or a finished tracer."""
-    from .tracer import Tracer
+    belongs to none); refuses a mix or a finished tracer.
 
-    found: Tracer | None = None
-    for arg, value in tensors.items():
-        if isinstance(value, Tensor):
-            if found is None:
-                found = value.tracer
-            elif value.tracer is not found:
+    In a mix, the tracer being traced into is the current one when some
+    argument belongs to it (the user is writing that function; the stray
+    value came from another one), else the first argument's; the message
+    names an argument that does not belong to it."""
+    from .tracer import _ACTIVE, Tracer
+
+    owners = [(arg, v.tracer) for arg, v in tensors.items() if isinstance(v, Tensor)]
+    if not owners:
+        found = Tracer.current()
+    else:
+        current = _ACTIVE[-1] if _ACTIVE else None
+        found = current if any(t is current for _, t in owners) else owners[0][1]
+        for arg, tracer in owners:
+            if tracer is not found:
                 raise fail(
                     op,
                     arg,
-                    f"was traced by another Tracer ({value.tracer.name!r}, not {found.name!r})",
+                    f"was traced by another Tracer ({tracer.name!r}, not {found.name!r})",
                 )
-    if found is None:
-        found = Tracer.current()
     if found.finished:
         raise TraceError(f"{op}: Tracer {found.name!r} is finished")
     return found
@@ -132,14 +137,18 @@ def broadcasts_to(
 
 
 def static_shape(what: str, shape: object) -> tuple[int, ...]:
-    """A shape as a tuple of static non-negative ints (`what` prefixes the
-    error)."""
+    """A shape as a tuple of static sizes >= 1 (`what` prefixes the error).
+    Zero-sized dimensions are refused, as the dialect's tensor types refuse
+    them (PootBase.td): there is nothing to compute on an empty tensor."""
     try:
         dims = tuple(int(d) for d in shape)  # type: ignore[union-attr]
     except (TypeError, ValueError):
         raise TraceError(f"{what}: shape must be a sequence of ints, got {shape!r}") from None
-    if any(d < 0 for d in dims) or any(isinstance(d, bool) for d in shape):  # type: ignore[union-attr]
-        raise TraceError(f"{what}: shape must hold static non-negative sizes, got {tuple(shape)}")  # type: ignore[arg-type]
+    if any(d < 1 for d in dims) or any(isinstance(d, bool) for d in shape):  # type: ignore[union-attr]
+        raise TraceError(
+            f"{what}: shape must hold static sizes >= 1 (no zero-sized dimension), "
+            f"got {tuple(shape)}"  # type: ignore[arg-type]
+        )
     return dims
 
 

@@ -173,6 +173,8 @@ def constant(
         dims = () if shape is None else checks.static_shape(op, shape)
         return _emit_constant(tr, dims, dtype, scalar)
     array = np.asarray(value)
+    if 0 in array.shape:
+        raise fail(op, "value", f"has shape {array.shape}, with a zero-sized dimension")
     if shape is not None and tuple(shape) != array.shape:
         raise fail(op, "shape", f"{tuple(shape)} does not match the value's shape {array.shape}")
     if dtype not in FLOAT_DTYPES and array.dtype.kind == "f" and not np.all(np.mod(array, 1) == 0):
@@ -390,8 +392,10 @@ def reshape(x: Tensor, shape: Sequence[int]) -> Tensor:
         dims = [int(d) for d in shape]
     except TypeError:
         raise fail(op, "shape", f"must be a sequence of ints, got {shape!r}") from None
-    if dims.count(-1) > 1 or any(d < -1 for d in dims):
-        raise fail(op, "shape", f"{tuple(dims)} may hold at most one -1 and no other negative size")
+    if dims.count(-1) > 1 or any(d < -1 or d == 0 for d in dims):
+        raise fail(
+            op, "shape", f"{tuple(dims)} may hold at most one -1 and no other size below 1"
+        )
     if -1 in dims:
         known = checks.shape_size([d for d in dims if d != -1])
         if known == 0 or x.size % known:
@@ -472,7 +476,7 @@ def concat(inputs: Sequence[Tensor], axis: int) -> Tensor:
 def slice(  # noqa: A001 - the op's name
     x: Tensor, start: Sequence[int], limit: Sequence[int], strides: Sequence[int] | None = None
 ) -> Tensor:
-    """`x[start[0]:limit[0]:strides[0], ...]` with `0 <= start <= limit <= dim`."""
+    """`x[start[0]:limit[0]:strides[0], ...]` with `0 <= start < limit <= dim`."""
     op = "slice"
     checks.require_tensor(op, "x", x)
     tr = checks.tracer_of(op, {"x": x})
@@ -482,11 +486,12 @@ def slice(  # noqa: A001 - the op's name
         if len(vals) != x.rank:
             raise fail(op, arg, f"has {len(vals)} entries but x {x.shape} has rank {x.rank}")
     for d in range(x.rank):
-        if not 0 <= lo[d] <= hi[d] <= x.shape[d]:
+        if not 0 <= lo[d] < hi[d] <= x.shape[d]:
             raise fail(
                 op,
                 "start",
-                f"and limit [{lo[d]}, {hi[d]}) on axis {d} leave 0..{x.shape[d]} of x {x.shape}",
+                f"and limit [{lo[d]}, {hi[d]}) on axis {d} must select at least one of "
+                f"0..{x.shape[d]} of x {x.shape}",
             )
         if steps[d] < 1:
             raise fail(op, "strides", f"must be >= 1, got {steps[d]} on axis {d}")

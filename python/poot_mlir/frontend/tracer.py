@@ -64,6 +64,15 @@ class _Counters:
 
 _ACTIVE: list["Tracer"] = []
 
+_I32 = (-(2**31), 2**31 - 1)
+
+
+def _check_i32_range(what: str, lo: int, hi: int) -> None:
+    """A declared range bounds i32 elements, so it must lie in i32 (the
+    dialect refuses one that does not)."""
+    if lo < _I32[0] or hi > _I32[1]:
+        raise TraceError(f"{what}: range ({lo}, {hi}) does not fit i32 [{_I32[0]}, {_I32[1]}]")
+
 
 class Tracer:
     """Builds one `func.func @name` in a fresh context.
@@ -167,6 +176,7 @@ class Tracer:
             raise TraceError("pos: the function already has a pos argument (at most one)")
         if not isinstance(max_pos, int) or not isinstance(min_pos, int) or min_pos > max_pos:
             raise TraceError(f"pos: max_pos must be an int >= min_pos ({min_pos}), got {max_pos!r}")
+        _check_i32_range("pos", min_pos, max_pos)
         if rows is None:
             return self._add_arg(name, (), "i32", "pos", (min_pos, max_pos))
         if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
@@ -199,6 +209,7 @@ class Tracer:
                 raise TraceError(f"{what}: range must be (lo, hi), got {range!r}") from None
             if lo > hi:
                 raise TraceError(f"{what}: range ({lo}, {hi}) is empty")
+            _check_i32_range(what, lo, hi)
             range = (lo, hi)
         if slot is not None:
             if slot not in _ARG_SLOTS:

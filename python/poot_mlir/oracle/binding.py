@@ -9,8 +9,8 @@ slot map (no word outside the pool but -1, no slot twice). A refusal raises a
 Typing rule: numpy arrays and numpy scalars must carry the argument's dtype
 exactly (a float64 array for an f32 argument is refused, not rounded).
 Python scalars and nested lists are untyped, so they are converted to the
-argument's dtype: ints and bools must convert exactly, floats round to
-nearest even.
+argument's dtype: ints must convert exactly, floats round to nearest even,
+and bools bind only to i1 arguments (True is not a position).
 """
 
 from __future__ import annotations
@@ -35,6 +35,12 @@ def _python_value(port: Port, value: Any) -> np.ndarray:
         raise ShapeBindError(f"{port.describe()}: cannot read {value!r} as an array") from exc
     if raw.dtype == object or raw.dtype.kind not in "biuf":
         raise ShapeBindError(f"{port.describe()}: expected numbers, got {raw.dtype}")
+    if raw.dtype.kind == "b" and port.spec.element != "i1":
+        # True is not a position or a number: a bool where a value belongs
+        # is a bug in the caller, not 1.
+        raise ShapeBindError(
+            f"{port.describe()}: expected {port.spec.element} values, got bools {value!r}"
+        )
     if dtypes.is_float(dtype):
         return dtypes.round_float64(raw.astype(np.float64), dtype)
     if raw.dtype.kind == "f":
@@ -77,15 +83,15 @@ def _check_range(port: Port, array: np.ndarray) -> None:
         )
 
 
-def _check_write_map(port: Port, array: np.ndarray, pool: int | None) -> None:
+def _check_write_map(port: Port, array: np.ndarray, pool: int) -> None:
     """A forward slot map: each word is -1 or a pool slot in [0, S), and no
     slot appears twice."""
     words = array.astype(np.int64).reshape(-1)
-    limit = f"[0, {pool})" if pool is not None else "[0, S)"
+    limit = f"[0, {pool})"
     for flat, word in enumerate(words.tolist()):
         if word == -1:
             continue
-        if word < 0 or (pool is not None and word >= pool):
+        if word < 0 or word >= pool:
             index = tuple(int(i) for i in np.unravel_index(flat, array.shape))
             raise WriteMapError(
                 f"{port.describe()}: word {word} at index {index} is neither -1 nor a "
@@ -145,7 +151,7 @@ def bind(program: Program, inputs: Inputs) -> list[np.ndarray]:
     arrays = [normalize(port, value) for port, value in zip(program.args, raw)]
     for port, array in zip(program.args, arrays):
         if port.slot == "write_map":
-            _check_write_map(port, array, program.write_map_pools.get(port.index))
-        elif port.range is not None:
+            _check_write_map(port, array, program.write_map_pools[port.index])
+        if port.range is not None:
             _check_range(port, array)
     return arrays

@@ -16,6 +16,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .. import errors, ir
+from ..contract import BodyOp, write_map_pool
 from . import constants, dtypes
 
 _ENUM = re.compile(r"^#poot<\s*(\w+)\s+(\w+)\s*>$")
@@ -89,8 +90,9 @@ class Program:
 
     Value ids `0 .. len(args) - 1` are the arguments; `returns` lists the
     value id behind each function result. `write_map_pools` gives, for each
-    write-map argument, the pool size S its words must stay below (None when
-    neither a declared range nor a scatter bounds it).
+    write-map argument, the pool size S its words must stay below
+    (poot_mlir.contract; loading a function whose write map has none raises
+    WriteMapPoolError).
     """
 
     name: str
@@ -98,7 +100,7 @@ class Program:
     results: tuple[Port, ...]
     instructions: tuple[Instruction, ...]
     returns: tuple[int, ...]
-    write_map_pools: dict[int, int | None]
+    write_map_pools: dict[int, int]
 
     @property
     def state_names(self) -> tuple[str, ...]:
@@ -208,26 +210,23 @@ def select_function(module: Any, func: str | None) -> Any:
 
 def _pool_sizes(
     args: Iterable[Port], instructions: tuple[Instruction, ...], specs: dict[int, TensorSpec]
-) -> dict[int, int | None]:
-    """S for every write-map argument: the declared range max + 1, else the
-    smallest first dim of an operand it scatters into (directly or through
-    `poot.reshape`, which keeps the words)."""
-    pools: dict[int, int | None] = {}
-    for port in args:
-        if port.slot != "write_map":
-            continue
-        if port.range is not None:
-            pools[port.index] = port.range[1] + 1
-            continue
-        aliases = {port.index}
-        sizes: list[int] = []
-        for inst in instructions:
-            if inst.name == "poot.reshape" and inst.operands[0] in aliases:
-                aliases.add(inst.results[0])
-            elif inst.name == "poot.scatter_update" and inst.operands[1] in aliases:
-                sizes.append(specs[inst.operands[0]].shape[0])
-        pools[port.index] = min(sizes) if sizes else None
-    return pools
+) -> dict[int, int]:
+    """S for every write-map argument (the rule of poot_mlir.contract; a
+    write map with no derivable pool is refused there)."""
+    body = [
+        BodyOp(
+            inst.name,
+            inst.operands,
+            inst.results,
+            specs[inst.operands[0]].shape[0] if inst.name == "poot.scatter_update" else None,
+        )
+        for inst in instructions
+    ]
+    return {
+        port.index: write_map_pool(port.describe(), port.index, port.range, body)
+        for port in args
+        if port.slot == "write_map"
+    }
 
 
 def read_function(func: Any) -> Program:

@@ -3,7 +3,9 @@
 The session owns the state arrays (keyed by state slot name). A step binds
 the caller's other inputs beside them, runs, and publishes the new state only
 when the whole step succeeded, so a refused or failed step leaves the state
-exactly as it was: the driver's no-partial-publish rule.
+exactly as it was: the driver's no-partial-publish rule. The carried arrays
+are read-only (`state` hands them out; a step's `result.state` holds its own
+copies), so nothing a caller writes changes what the next step reads.
 """
 
 from __future__ import annotations
@@ -15,6 +17,13 @@ import numpy as np
 from ..errors import BindError
 from .program import load
 from .runner import Result, run_program
+
+
+def _frozen_copy(value: Any) -> np.ndarray:
+    """A private read-only copy of `value`."""
+    array = np.array(value, copy=True)
+    array.flags.writeable = False
+    return array
 
 
 class Session:
@@ -31,7 +40,7 @@ class Session:
         self.program = load(module, func)
         self.reference = reference
         # Private copies: the caller mutating its arrays must not change ours.
-        self._state = {name: np.array(value, copy=True) for name, value in (state or {}).items()}
+        self._state = {name: _frozen_copy(value) for name, value in (state or {}).items()}
         unknown = sorted(set(self._state) - set(self.program.state_names))
         if unknown:
             raise BindError(
@@ -40,14 +49,19 @@ class Session:
 
     @property
     def state(self) -> dict[str, np.ndarray]:
-        """The current state arrays, by state slot name."""
-        return self._state
+        """The current state arrays (read-only), by state slot name."""
+        return dict(self._state)
 
     def step(self, inputs: Mapping[str, Any]) -> Result:
-        """Run one step. `inputs` holds the non-state arguments (by poot.name
-        or arg{i}); the state arguments come from the session. On success the
-        state results replace the session's state; on a BindError or a
-        ValidationFailure nothing changes."""
+        """Run one step. `inputs` maps the non-state arguments (by poot.name
+        or arg{i}) to values; the state arguments come from the session. On
+        success the state results replace the session's state; on a
+        BindError or a ValidationFailure nothing changes."""
+        if not isinstance(inputs, Mapping):
+            raise BindError(
+                "Session.step takes a mapping from argument names to values (the state "
+                f"comes from the session), got {type(inputs).__name__}"
+            )
         bound: dict[str, Any] = dict(inputs)
         carried: dict[int, np.ndarray] = {}
         for index, port in enumerate(self.program.args):
@@ -67,6 +81,7 @@ class Session:
                 bound[port.key] = value
         result = run_program(self.program, bound, reference=self.reference, carried=carried)
         published = dict(self._state)
-        published.update({k: np.array(v, copy=True) for k, v in result.state.items()})
+        # Copies: a state result may be an input array (a pass-through).
+        published.update({k: _frozen_copy(v) for k, v in result.state.items()})
         self._state = published
         return result

@@ -10,11 +10,12 @@ never MLIR, and enforces the driver contract the oracle's binder enforces:
   tensors, JAX arrays, ...; read in place), carry exactly the argument's
   shape and dtype (an f64 array for an f32 argument is refused, not
   rounded), else `ShapeBindError`; untyped Python scalars and lists convert (ints exactly,
-  floats rounding to nearest even);
+  floats rounding to nearest even; bools bind only to i1 arguments);
 - every element of an argument with a declared `#poot.range` lies in it, else
   `RangeBindError`;
 - a write map is a checked forward slot map: each word is -1 or a slot in
-  `[0, S)`, and no slot is named twice, else `WriteMapError`.
+  `[0, S)` (S: the manifest's `pool`, always present), and no slot is named
+  twice, else `WriteMapError`.
 
 A refusal raises before any compiled code runs, so nothing is touched.
 """
@@ -148,6 +149,25 @@ class Result:
     state: dict[str, np.ndarray] = field(default_factory=dict)
 
 
+def frozen(array: np.ndarray) -> np.ndarray:
+    """`array`, made read-only: a Session's carried state (writing it would
+    change what the next step reads)."""
+    array.flags.writeable = False
+    return array
+
+
+def step_inputs(inputs: Any) -> dict[str, Any]:
+    """A Session step's inputs as a fresh dict: they are bound by name beside
+    the carried state, so a positional list cannot say which argument is
+    which."""
+    if not isinstance(inputs, Mapping):
+        raise BindError(
+            f"Session.step takes a mapping from argument names to values (the state comes "
+            f"from the session), got {type(inputs).__name__}"
+        )
+    return dict(inputs)
+
+
 # --- normalizing one value ------------------------------------------------------
 
 
@@ -168,6 +188,10 @@ def _python_value(port: Port, value: Any) -> np.ndarray:
         raise ShapeBindError(f"{port.describe()}: cannot read {value!r} as an array") from exc
     if raw.dtype == object or raw.dtype.kind not in "biuf":
         raise ShapeBindError(f"{port.describe()}: expected numbers, got {raw.dtype}")
+    if raw.dtype.kind == "b" and port.element != "i1":
+        # True is not a position or a number: a bool where a value belongs
+        # is a bug in the caller, not 1.
+        raise ShapeBindError(f"{port.describe()}: expected {port.element} values, got bools {value!r}")
     if port.element in FLOAT_DTYPES:
         return _round_float(raw, port.element)
     if raw.dtype.kind == "f":
@@ -234,8 +258,14 @@ def check_write_map(port: Port, array: np.ndarray) -> None:
     slot appears twice."""
     words = array.astype(np.int64).reshape(-1)
     pool = port.pool
-    limit = f"[0, {pool})" if pool is not None else "[0, S)"
-    bad = (words < -1) | ((words >= pool) if pool is not None else np.zeros_like(words, bool))
+    if pool is None:
+        # compile_* always writes one (compiler.signature refuses a write map
+        # without a pool); a manifest without it cannot be checked.
+        raise WriteMapError(
+            f"{port.describe()}: the artifact's manifest gives this write map no pool size"
+        )
+    limit = f"[0, {pool})"
+    bad = (words < -1) | (words >= pool)
     if np.any(bad):
         flat = int(np.flatnonzero(bad)[0])
         index = tuple(int(i) for i in np.unravel_index(flat, array.shape))
@@ -294,7 +324,7 @@ def bind(signature: Signature, inputs: Inputs) -> list[np.ndarray]:
     for port, array in zip(signature.args, arrays):
         if port.slot == "write_map":
             check_write_map(port, array)
-        elif port.range is not None:
+        if port.range is not None:
             check_range(port, array)
     return arrays
 

@@ -235,8 +235,8 @@ class Session:
         return self._state
 
     def step(self, inputs: Mapping[str, Any]) -> Result:
-        """Run one step; `inputs` holds the non-state arguments."""
-        bound: dict[str, Any] = dict(inputs)
+        """Run one step; `inputs` maps the non-state arguments' names to values."""
+        bound = binding.step_inputs(inputs)
         for port in self.artifact.signature.args:
             if port.state is None:
                 continue

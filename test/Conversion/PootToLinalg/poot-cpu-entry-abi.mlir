@@ -43,3 +43,15 @@ func.func @other(%x: tensor<4xf32>) -> tensor<4xf32> {
 func.func @other_validate(%x: tensor<4xf32> {poot.slot = #poot.slot<state "x">}) -> tensor<4xf32> attributes {poot.validation_of = "other"} {
   return %x : tensor<4xf32>
 }
+
+// A value returned twice gets a copy for the repeat (upstream
+// buffer-results-to-out-params erases a twice-returned allocation twice).
+// CHECK-LABEL: func.func @twice
+// CHECK: %[[Y:.*]] = poot.exp
+// CHECK: %[[C1:.*]] = bufferization.alloc_tensor() copy(%[[Y]]) : tensor<4xf32>
+// CHECK: %[[C2:.*]] = bufferization.alloc_tensor() copy(%[[Y]]) : tensor<4xf32>
+// CHECK: return %[[Y]], %[[C1]], %{{.*}}, %[[C2]] :
+func.func @twice(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %y = poot.exp %x : tensor<4xf32>
+  return %y, %y, %x, %y : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}

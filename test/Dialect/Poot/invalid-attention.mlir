@@ -182,7 +182,7 @@ func.func @topk_scores(%s: tensor<8x4xf32>, %p: tensor<1x8xi32>) {
 
 func.func @topk_k(%s: tensor<1x8x4xf32>, %p: tensor<1x8xi32>) {
   // expected-error @+1 {{k must be >= 1}}
-  %0 = poot.block_topk %s, %p k = 0 block_size = 8 : tensor<1x8x4xf32>, tensor<1x8xi32> -> tensor<1x8x0xi32>
+  %0 = poot.block_topk %s, %p k = 0 block_size = 8 : tensor<1x8x4xf32>, tensor<1x8xi32> -> tensor<1x8x1xi32>
   return
 }
 
@@ -279,5 +279,42 @@ func.func @sel_softcap(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x32x16xf32>, %v: 
 func.func @sel_rank(%q: tensor<4x8x16xf32>, %k: tensor<1x2x32x16xf32>, %v: tensor<1x2x32x16xf32>, %i: tensor<1x8x2xi32>, %p: tensor<1x8xi32>) {
   // expected-error @+1 {{query and value must be rank 4}}
   %0 = poot.selected_attention %q, %k, %v, %i, %p block_size = 8 {scale = 1.0 : f64} : tensor<4x8x16xf32>, tensor<1x2x32x16xf32>, tensor<1x2x32x16xf32>, tensor<1x8x2xi32>, tensor<1x8xi32> -> tensor<1x4x8x16xf32>
+  return
+}
+
+// -----
+
+// A negative k used to abort while the result type tensor<1x8x-3xi32> was
+// built; it is now refused before.
+func.func @topk_negative_k(%s: tensor<1x8x4xf32>, %p: tensor<1x8xi32>) {
+  // expected-error @+1 {{k must be >= 1, got -3}}
+  %0 = poot.block_topk %s, %p k = -3 block_size = 8 : tensor<1x8x4xf32>, tensor<1x8xi32> -> tensor<1x8x2xi32>
+  return
+}
+
+// -----
+
+// Zero-sized attention shapes (B, Hq, Lq, Lk or D = 0) are refused at the
+// type: the planner divided by a zero workgroup count, and SPIR-V failed to
+// legalize a kernel over no keys.
+func.func @batch_zero(%q: tensor<0x4x1x16xf32>, %k: tensor<0x2x64x16xf32>, %v: tensor<0x2x64x16xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor}}
+  %o = poot.attention %q, %k, %v {scale = 0.25 : f64} : tensor<0x4x1x16xf32>, tensor<0x2x64x16xf32>, tensor<0x2x64x16xf32> -> tensor<0x4x1x16xf32>
+  return
+}
+
+// -----
+
+func.func @keys_zero(%q: tensor<1x4x1x16xf32>, %k: tensor<1x2x0x16xf32>, %v: tensor<1x2x0x16xf32>) {
+  // expected-error @+1 {{operand #1 must be statically shaped tensor}}
+  %o = poot.attention %q, %k, %v {scale = 0.25 : f64} : tensor<1x4x1x16xf32>, tensor<1x2x0x16xf32>, tensor<1x2x0x16xf32> -> tensor<1x4x1x16xf32>
+  return
+}
+
+// -----
+
+func.func @width_zero(%q: tensor<1x4x1x0xf32>, %k: tensor<1x2x8x0xf32>, %v: tensor<1x2x8x0xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor}}
+  %o = poot.attention %q, %k, %v {scale = 0.25 : f64} : tensor<1x4x1x0xf32>, tensor<1x2x8x0xf32>, tensor<1x2x8x0xf32> -> tensor<1x4x1x0xf32>
   return
 }

@@ -376,7 +376,7 @@ func.func @select_dtype(%c: tensor<4xi1>, %a: tensor<4xf32>, %b: tensor<4xf16>) 
 // -----
 
 func.func @unary_int(%a: tensor<4xi32>) {
-  // expected-error @+1 {{operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<4xi32>'}}
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values with every dimension >= 1 and < 2^63 elements, but got 'tensor<4xi32>'}}
   %0 = poot.exp %a : tensor<4xi32>
   return
 }
@@ -384,7 +384,7 @@ func.func @unary_int(%a: tensor<4xi32>) {
 // -----
 
 func.func @dynamic_shape(%a: tensor<?xf32>) {
-  // expected-error @+1 {{must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values, but got 'tensor<?xf32>'}}
+  // expected-error @+1 {{must be statically shaped tensor of 64-bit float or 32-bit float or 16-bit float or bfloat16 type values with every dimension >= 1 and < 2^63 elements, but got 'tensor<?xf32>'}}
   %0 = poot.exp %a : tensor<?xf32>
   return
 }
@@ -429,5 +429,73 @@ func.func @rope_result(%x: tensor<2x4xf32>, %c: tensor<4xf32>) {
   // expected-error @+2 {{inferred type(s) 'tensor<2x4xf32>' are incompatible with return type(s) of operation 'tensor<1x2x4xf32>'}}
   // expected-error @+1 {{failed to infer returned types}}
   %0 = poot.rope %x, %c, %c : tensor<2x4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<1x2x4xf32>
+  return
+}
+
+// -----
+
+// k becomes a result dimension: a negative k is refused before any type is
+// built with it (it used to abort building tensor<2x-1xf32>).
+func.func @topk_negative_k(%a: tensor<2x4xf32>) {
+  // expected-error @+1 {{k must satisfy 1 <= k <= 4, got -1}}
+  %v, %i = poot.top_k %a k = -1 : tensor<2x4xf32> -> tensor<2x1xf32>, tensor<2x1xi32>
+  return
+}
+
+// -----
+
+// Zero-sized dimensions are refused at the type, on every op.
+func.func @zero_sized(%a: tensor<0x4xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor}}
+  %0 = poot.exp %a : tensor<0x4xf32>
+  return
+}
+
+// -----
+
+func.func @zero_sized_result(%a: tensor<2x4xf32>) {
+  // expected-error @+1 {{result #0 must be statically shaped tensor}}
+  %0 = poot.slice %a [0, 1] to [2, 1] step [1, 1] : tensor<2x4xf32> -> tensor<2x0xf32>
+  return
+}
+
+// -----
+
+// The range analysis and the binders read declared bounds as i32 values.
+// expected-error @+1 {{argument #0: declared range [0, 2147483648] does not fit the argument's i32 elements [-2147483648, 2147483647]}}
+func.func @range_beyond_i32(%m: tensor<1x8xi32> {poot.range = #poot.range<0, 2147483648>}) { return }
+
+// -----
+
+// expected-error @+1 {{argument #0: declared range [-2147483649, 0] does not fit}}
+func.func @range_below_i32(%m: tensor<i32> {poot.range = #poot.range<-2147483649, 0>}) { return }
+
+// -----
+
+// An element count past int64 (2^32 * 2^32) is refused at the type too:
+// every getNumElements() on it would overflow.
+func.func @count_overflow(%a: tensor<4294967296x4294967296xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor}}
+  %0 = poot.reshape %a : tensor<4294967296x4294967296xf32> -> tensor<4294967296x2x2147483648xf32>
+  return
+}
+
+// -----
+
+// A stride near 2^63 used to overflow ceil((limit - start) / stride) into a
+// negative result dimension (an abort building the type); the extent is 1.
+func.func @slice_huge_stride(%k: tensor<1x2x8x4xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<1x2x8x1xf32>' are incompatible with return type(s) of operation 'tensor<1x2x8x2xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = poot.slice %k [0, 0, 0, 2] to [1, 2, 8, 4] step [1, 1, 1, 9223372036854775807] : tensor<1x2x8x4xf32> -> tensor<1x2x8x2xf32>
+  return
+}
+
+// -----
+
+// Concatenated sizes that overflow int64 are refused, not wrapped.
+func.func @concat_overflow(%a: tensor<4611686018427387904xf32>) {
+  // expected-error @+1 {{concatenated size along axis 0 overflows int64}}
+  %0 = poot.concat %a, %a, %a axis = 0 : (tensor<4611686018427387904xf32>, tensor<4611686018427387904xf32>, tensor<4611686018427387904xf32>) -> tensor<4xf32>
   return
 }
