@@ -40,6 +40,7 @@
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/TensorInferTypeOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
@@ -151,6 +152,8 @@ void poot::registerCPUPipelineDialectInterfaces(DialectRegistry &registry) {
   linalg::registerBufferizableOpInterfaceExternalModels(registry);
   scf::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  // Bufferization asks tensor ops for their reified shapes.
+  tensor::registerInferTypeOpInterfaceExternalModels(registry);
   // Buffer deallocation: memref.alloc's allocation model, and ownership
   // through selects, scf loops/ifs and cf branches.
   memref::registerAllocationOpInterfaceExternalModels(registry);

@@ -183,6 +183,12 @@ struct HostToParallel
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    if (threadsPerBlock < 1) {
+      func.emitError() << "poot-gpu-host-to-parallel: threads must be >= 1, "
+                          "got "
+                       << threadsPerBlock;
+      return signalPassFailure();
+    }
     if (func.isExternal())
       return;
     Block &body = func.getBody().front();
