@@ -186,7 +186,7 @@ struct HostToParallel
     if (threadsPerBlock < 1) {
       func.emitError() << "poot-gpu-host-to-parallel: threads must be >= 1, "
                           "got "
-                       << threadsPerBlock;
+                       << static_cast<int64_t>(threadsPerBlock);
       return signalPassFailure();
     }
     if (func.isExternal())

@@ -87,7 +87,7 @@ def run_pipeline(
         try:
             pm = PassManager.parse(pipeline)
         except (MLIRError, ValueError) as error:  # an unknown enum value, a malformed chip
-            raise errors.CompileError(f"cannot parse the pipeline {pipeline!r}: {error}") from None
+            raise errors.CompileError(f"pipeline {pipeline!r} does not parse: {error}") from None
         # The pass manager does not release the GIL: a Python diagnostic
         # handler called from a worker thread would wait forever. Module-scope
         # IR printing needs one thread too (MLIR aborts otherwise).
