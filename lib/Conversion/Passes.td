@@ -114,6 +114,86 @@ def PootCPUEntryABI : Pass<"poot-cpu-entry-abi", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
 }
 
+def PootCPUVectorizeMatmuls
+    : Pass<"poot-cpu-vectorize-matmuls", "::mlir::func::FuncOp"> {
+  let summary = "Tile and vectorize the step's f32 matmuls for the host's vectors";
+  let description = [{
+    Runs on tensors, before bufferization. Every `linalg.matmul` with static
+    f32 shapes and the default maps (the step's linear layers:
+    `convert-poot-to-linalg` makes a matmul with a 2-D rhs one) is tiled with
+    upstream's TilingInterface and vectorized:
+    - output tiles TM x TN (TM: the largest divisor of M <= 4; TN: 4, 2 or 1
+      host vectors, the widest dividing N) in an `scf.forall` when the
+      matmul has at least `min-parallel-work` multiply-adds (an OpenMP loop
+      downstream), else an `scf.for`;
+    - the reduction in steps of TK (the largest divisor of K <= 16), an
+      `scf.for` carrying the output tile;
+    - each TM x TN x TK tile vectorized (`linalg::vectorize`) to one
+      `vector.contract`, which the LLVM lowering turns into outer products.
+    Nothing happens with `vector-width=0`.
+
+    Before:
+    ```mlir
+    %y = linalg.matmul ins(%x, %w : tensor<1x512xf32>, tensor<512x1024xf32>)
+                       outs(%z : tensor<1x1024xf32>) -> tensor<1x1024xf32>
+    ```
+    After (`vector-width=16`):
+    ```mlir
+    %y = scf.forall (%i, %j) = (0, 0) to (1, 1024) step (1, 64) shared_outs(%o = %z) {
+      %t = scf.for %kk = %c0 to %c512 step %c16 iter_args(%acc = ...) {
+        %a = vector.transfer_read ... : vector<1x16xf32>
+        %b = vector.transfer_read ... : vector<16x64xf32>
+        %c = vector.contract ... : vector<1x16xf32>, vector<16x64xf32> into vector<1x64xf32>
+        ...
+      }
+      scf.forall.in_parallel { tensor.parallel_insert_slice ... }
+    }
+    ```
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
+           "f32 lanes of the host's vectors (0: leave the matmuls alone)">,
+    Option<"minParallelWork", "min-parallel-work", "int64_t",
+           /*default=*/"262144",
+           "Fewest multiply-adds (M*N*K) for which the output tiles run as a "
+           "parallel loop">,
+  ];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::vector::VectorDialect",
+    "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
+  ];
+}
+
+def PootCPUApproximateVectorMath
+    : Pass<"poot-cpu-approximate-vector-math", "::mlir::ModuleOp"> {
+  let summary = "Polynomial approximations for math ops on vectors";
+  let description = [{
+    The CPU attention kernel (and vectorized linalg) computes `math.exp` and
+    `math.tanh` on vectors. LLVM has no vector libm, so it would call `expf`
+    once per lane; this pass applies upstream's polynomial approximations
+    (`populateMathPolynomialApproximationPatterns`: f32 exp, tanh, log, erf,
+    ...) to math ops whose result is a vector and leaves scalar math (a libm
+    call, numpy's numerics) as it is. The approximations are within a few
+    f32 ulp and keep exp(-inf) = 0 and NaN.
+
+    Before:
+    ```mlir
+    %e = math.exp %x : vector<16xf32>
+    %s = math.exp %y : f32
+    ```
+    After:
+    ```mlir
+    %e = ... arith.mulf / arith.addf / arith.bitcast ... : vector<16xf32>
+    %s = math.exp %y : f32
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 def PootCPUWidenBoolMemrefs
     : Pass<"poot-cpu-widen-bool-memrefs", "::mlir::ModuleOp"> {
   let summary = "Store every remaining i1 memref as bytes";
@@ -243,11 +323,23 @@ def PootAttentionToLoops : Pass<"poot-attention-to-loops", "::mlir::ModuleOp"> {
     scf.for %wg = ... { scf.for %lane = ... { <scan> } scf.for %lane = ... { <combine> } }
     %o = bufferization.to_tensor %out restrict writable : ...
     ```
+
+    A request with the CPU's own schedule (`schedule = cpu_tiled`) gets the
+    CPU loop nest instead (CpuAttentionKernel.h): an `scf.parallel` over
+    work items (batch row, KV group, query block, split), each running its
+    group's n_rep heads over key blocks with `vector` loads, FMAs and
+    reductions of `lanes` floats, the online softmax per key block (a vector
+    `math.exp`), and, when split, a parallel combine over rows:
+    ```mlir
+    scf.parallel (%item) = (%c0) to (%items) step (%c1) {
+      memref.alloca_scope { ... vector.fma ... vector.reduction <add> ... math.exp ... }
+    }
+    ```
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::scf::SCFDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
   ];
 }
 

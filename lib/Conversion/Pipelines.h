@@ -44,6 +44,18 @@ struct PootToLLVMCPUPipelineOptions
       llvm::cl::desc("How poot.attention runs: loops (the kernel's schedule on "
                      "the CPU) or offload (calls a runtime-provided launcher)"),
       llvm::cl::init("loops")};
+  // The host's SIMD width in f32 lanes (16: AVX-512, 8: AVX2, 4: SSE/NEON);
+  // > 0 plans the CPU's own attention schedule, 0 the GPU schedules as loops.
+  PassOptions::Option<int64_t> vectorWidth{
+      *this, "vector-width",
+      llvm::cl::desc("f32 lanes of the host's vectors (0: GPU schedules as "
+                     "loops)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<std::string> parallel{
+      *this, "parallel",
+      llvm::cl::desc("How scf.parallel runs: omp (OpenMP worksharing loops; "
+                     "the library needs libomp) or serial"),
+      llvm::cl::init("serial")};
   PassOptions::Option<int64_t> maxGridX{
       *this, "max-grid-x",
       llvm::cl::desc("Largest workgroup count per grid dimension"),

@@ -22,9 +22,14 @@
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/OpenMPToLLVM/ConvertOpenMPToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/SCFToOpenMP/SCFToOpenMP.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Vector/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -35,12 +40,18 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/Transforms/SubsetInsertionOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/Transforms/TilingInterfaceImpl.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/SubsetInsertionOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/Transforms/SubsetOpInterfaceImpl.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -61,6 +72,7 @@ void poot::buildPootToLLVMCPUPipeline(
   plan.computeUnits = options.computeUnits;
   plan.maxGridX = options.maxGridX;
   plan.maxGridY = int64_t(1) << 31; // loops: only the X fold is recorded
+  plan.vectorWidth = options.vectorWidth;
   pm.addPass(createPootPlanAttention(plan));
   if (options.attention == "offload")
     pm.addPass(createPootAttentionToCalls());
@@ -72,6 +84,13 @@ void poot::buildPootToLLVMCPUPipeline(
   pm.addPass(createConvertPootToLinalg());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // The linear layers as vector code for the host (tiled + vectorized on
+  // tensors; the output tile's reads/writes hoisted out of the K loop).
+  PootCPUVectorizeMatmulsOptions matmuls;
+  matmuls.vectorWidth = options.vectorWidth;
+  pm.addNestedPass<func::FuncOp>(createPootCPUVectorizeMatmuls(matmuls));
+  pm.addPass(createLoopInvariantSubsetHoistingPass());
+  pm.addPass(createCanonicalizerPass());
 
   // 2. Tensors -> buffers. Identity layouts at the function boundary (the
   //    runtime passes C-contiguous arrays), then every result becomes an
@@ -97,6 +116,12 @@ void poot::buildPootToLLVMCPUPipeline(
   pm.addNestedPass<func::FuncOp>(createPootCPUExpandStridedCopies());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
+  // The vectorized matmuls' tiles: scf.forall (now on buffers) as
+  // scf.parallel, n-D transfers unrolled to 1-D vectors.
+  pm.addPass(createForallToParallelLoopPass());
+  pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMultiReductionPass());
+  pm.addPass(createConvertVectorToSCFPass(
+      VectorTransferToSCFOptions().enableFullUnroll()));
   math::MathExtendToSupportedTypesOptions mathExtend;
   pm.addPass(math::createMathExtendToSupportedTypes(mathExtend));
   arith::ArithEmulateUnsupportedFloatsOptions emulate;
@@ -107,12 +132,24 @@ void poot::buildPootToLLVMCPUPipeline(
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createCanonicalizerPass());
+  // Vector math (the CPU attention kernel's exp) as polynomials, and every
+  // scf.parallel (the kernel's work items) as an OpenMP worksharing loop;
+  // without OpenMP the parallel loops stay serial loops.
+  pm.addPass(createPootCPUApproximateVectorMath());
+  if (options.parallel == "omp")
+    pm.addPass(createConvertSCFToOpenMPPass());
 
   // 4. LLVM. Math goes to LLVM intrinsics where one exists (llc turns them
   //    into libm calls: expf, tanhf, ...) and to libm calls for the rest.
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // Vector reductions may reassociate: a tree of shuffles, not a chain.
+  ConvertVectorToLLVMPassOptions vectorToLLVM;
+  vectorToLLVM.reassociateFPReductions = true;
+  vectorToLLVM.vectorContractLowering =
+      vector::VectorContractLowering::OuterProduct;
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
@@ -121,6 +158,8 @@ void poot::buildPootToLLVMCPUPipeline(
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
+  if (options.parallel == "omp")
+    pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }
@@ -146,4 +185,11 @@ void poot::registerCPUPipelineDialectInterfaces(DialectRegistry &registry) {
   arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
   scf::registerBufferDeallocationOpInterfaceExternalModels(registry);
   cf::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  // poot-cpu-vectorize-matmuls: linalg tiling, vector transfers on tensors
+  // (bufferized, and hoisted out of loops as subsets).
+  linalg::registerTilingInterfaceExternalModels(registry);
+  linalg::registerSubsetOpInterfaceExternalModels(registry);
+  tensor::registerSubsetOpInterfaceExternalModels(registry);
+  vector::registerBufferizableOpInterfaceExternalModels(registry);
+  vector::registerSubsetOpInterfaceExternalModels(registry);
 }

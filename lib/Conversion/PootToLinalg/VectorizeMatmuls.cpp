@@ -1,0 +1,122 @@
+//===- VectorizeMatmuls.cpp - poot-cpu-vectorize-matmuls ------------------===//
+//
+// The step's linear layers (linalg.matmul, f32, static shapes) as vector
+// code, with upstream's tiling and vectorization: an scf.forall over output
+// tiles of TM x TN (TN a few host vectors wide: the accumulator stays in
+// registers), an scf.for over the reduction in steps of TK, and each
+// TM x TN x TK tile vectorized to one vector.contract. The forall becomes an
+// OpenMP loop downstream (big matmuls only: a tiny one is not worth a
+// parallel region); the contract lowers to outer products, i.e. FMAs of a
+// broadcast lhs element with a row of the rhs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Conversion/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/TilingInterface.h"
+
+namespace mlir::poot {
+#define GEN_PASS_DEF_POOTCPUVECTORIZEMATMULS
+#include "lib/Conversion/Passes.h.inc"
+} // namespace mlir::poot
+
+using namespace mlir;
+using namespace mlir::poot;
+
+namespace {
+
+/// The largest divisor of `n` that is <= `cap`.
+int64_t divisorAtMost(int64_t n, int64_t cap) {
+  for (int64_t t = std::min(n, cap); t > 1; --t)
+    if (n % t == 0)
+      return t;
+  return 1;
+}
+
+/// The widest of 4, 2, 1 vectors (then halves of one) that divides `n`.
+int64_t vectorTile(int64_t n, int64_t width) {
+  for (int64_t t = 4 * width; t >= 1; t /= 2)
+    if (n % t == 0)
+      return t;
+  return 1;
+}
+
+bool isStaticF32(linalg::MatmulOp op) {
+  for (Value v : op->getOperands()) {
+    auto type = dyn_cast<RankedTensorType>(v.getType());
+    if (!type || !type.hasStaticShape() || !type.getElementType().isF32())
+      return false;
+  }
+  // Default indexing maps only (no transposed/broadcast variants).
+  return op.hasPureTensorSemantics() &&
+         op.getIndexingMapsArray() ==
+             linalg::MatmulOp::getDefaultIndexingMaps(op.getContext());
+}
+
+struct PootCPUVectorizeMatmuls
+    : poot::impl::PootCPUVectorizeMatmulsBase<PootCPUVectorizeMatmuls> {
+  using PootCPUVectorizeMatmulsBase::PootCPUVectorizeMatmulsBase;
+
+  LogicalResult tileAndVectorize(IRRewriter &rewriter, linalg::MatmulOp op) {
+    auto lhs = cast<RankedTensorType>(op.getInputs()[0].getType());
+    auto rhs = cast<RankedTensorType>(op.getInputs()[1].getType());
+    int64_t m = lhs.getDimSize(0), k = lhs.getDimSize(1), n = rhs.getDimSize(1);
+    int64_t tn = vectorTile(n, vectorWidth), tm = divisorAtMost(m, 4),
+            tk = divisorAtMost(k, 16);
+    auto sizes = [&](int64_t a, int64_t b, int64_t c) {
+      return SmallVector<OpFoldResult>{rewriter.getIndexAttr(a),
+                                       rewriter.getIndexAttr(b),
+                                       rewriter.getIndexAttr(c)};
+    };
+    rewriter.setInsertionPoint(op);
+    scf::SCFTilingOptions outer;
+    bool parallel = m * n * k >= minParallelWork;
+    outer.setLoopType(parallel ? scf::SCFTilingOptions::LoopType::ForallOp
+                               : scf::SCFTilingOptions::LoopType::ForOp);
+    outer.setTileSizes(sizes(tm, tn, 0));
+    FailureOr<scf::SCFTilingResult> tiles =
+        scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()), outer);
+    if (failed(tiles))
+      return op.emitError("poot-cpu-vectorize-matmuls: tiling failed");
+    rewriter.replaceOp(op, tiles->replacements);
+
+    Operation *tile = tiles->tiledOps.back();
+    rewriter.setInsertionPoint(tile);
+    scf::SCFTilingOptions inner;
+    inner.setTileSizes(sizes(0, 0, tk));
+    FailureOr<scf::SCFTilingResult> steps =
+        scf::tileUsingSCF(rewriter, cast<TilingInterface>(tile), inner);
+    if (failed(steps))
+      return tile->emitError("poot-cpu-vectorize-matmuls: tiling K failed");
+    rewriter.replaceOp(tile, steps->replacements);
+
+    Operation *step = steps->tiledOps.back();
+    rewriter.setInsertionPoint(step);
+    FailureOr<linalg::VectorizationResult> vectorized =
+        linalg::vectorize(rewriter, step);
+    if (failed(vectorized))
+      return step->emitError("poot-cpu-vectorize-matmuls: vectorization failed");
+    rewriter.replaceOp(step, vectorized->replacements);
+    return success();
+  }
+
+  void runOnOperation() override {
+    if (vectorWidth <= 0)
+      return;
+    SmallVector<linalg::MatmulOp> matmuls;
+    getOperation().walk([&](linalg::MatmulOp op) {
+      if (isStaticF32(op))
+        matmuls.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::MatmulOp op : matmuls)
+      if (failed(tileAndVectorize(rewriter, op)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace
