@@ -146,7 +146,7 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
     and the launch grid (`grid_x`, `grid_y`: the workgroup count folded onto
     two dimensions past the device's X limit). The CPU schedule
     (`cpu_tiled`) reads `lanes` as the vector width, `grid_x` as the number
-    of work items, `q_block` as the query rows per work item and
+    of work items, `grid_y` as the chunks (one per core) they are dealt to, `q_block` as the query rows per work item and
     `key_block` as the keys per cache block (both 0, and not printed, for
     the GPU schedules). Equal requests generate equal kernels, so the
     request is the plan key.

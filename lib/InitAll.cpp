@@ -110,5 +110,6 @@ void mlir::poot::registerAllPasses() {
   poot::registerPootCPUWidenBoolMemrefs();
   poot::registerPootCPUApproximateVectorMath();
   poot::registerPootCPUVectorizeMatmuls();
+  poot::registerPootCPULowerAllocaScopes();
   poot::registerPootToLLVMCPUPipeline();
 }

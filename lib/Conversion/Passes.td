@@ -165,6 +165,37 @@ def PootCPUVectorizeMatmuls
   ];
 }
 
+def PootCPULowerAllocaScopes
+    : Pass<"poot-cpu-lower-alloca-scopes", "::mlir::ModuleOp"> {
+  let summary = "memref.alloca_scope as stacksave/stackrestore around its body";
+  let description = [{
+    `convert-scf-to-openmp` wraps every parallel loop body in a
+    `memref.alloca_scope`. Only `finalize-memref-to-llvm` lowers a scope, and
+    only while its region is a single block; the CPU pipeline lowers the
+    loops inside the scope to control flow before that. This pass lowers the
+    scopes while they are still one block, as the memref-to-llvm lowering
+    would: the body inlined between `llvm.intr.stacksave` and
+    `llvm.intr.stackrestore`, so the allocas of one iteration are freed
+    before the next.
+
+    Before:
+    ```mlir
+    memref.alloca_scope {
+      %a = memref.alloca() : memref<16xf32>
+      ...
+    }
+    ```
+    After:
+    ```mlir
+    %sp = llvm.intr.stacksave : !llvm.ptr
+    %a = memref.alloca() : memref<16xf32>
+    ...
+    llvm.intr.stackrestore %sp : !llvm.ptr
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def PootCPUApproximateVectorMath
     : Pass<"poot-cpu-approximate-vector-math", "::mlir::ModuleOp"> {
   let summary = "Polynomial approximations for math ops on vectors";

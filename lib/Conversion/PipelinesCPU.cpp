@@ -136,8 +136,10 @@ void poot::buildPootToLLVMCPUPipeline(
   // scf.parallel (the kernel's work items) as an OpenMP worksharing loop;
   // without OpenMP the parallel loops stay serial loops.
   pm.addPass(createPootCPUApproximateVectorMath());
-  if (options.parallel == "omp")
+  if (options.parallel == "omp") {
     pm.addPass(createConvertSCFToOpenMPPass());
+    pm.addPass(createPootCPULowerAllocaScopes());
+  }
 
   // 4. LLVM. Math goes to LLVM intrinsics where one exists (llc turns them
   //    into libm calls: expf, tanhf, ...) and to libm calls for the rest.

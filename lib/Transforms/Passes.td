@@ -51,7 +51,8 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     (query rows per work item); a decode
     with fewer than 2 * compute-units work items (batch x KV groups) splits
     its keys: `splits = min(16, ceil(2 * cores / items), Lk / 512)`;
-    `grid_x` = the work-item count.
+    `grid_x` = the work-item count, `grid_y` = min(items, compute-units), the
+    chunks (one per core) the items are dealt to.
 
     It also refuses what the target cannot lower: an attention that is not
     f32 (`DtypeLowering`: the generated kernel is f32 only), and on SPIR-V a

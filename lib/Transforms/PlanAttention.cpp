@@ -199,7 +199,9 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
                     op.getSoftcap() ? ScoreKind::ScaleSoftcap : ScoreKind::Scale,
                     maskKindOf(op), keyBoundOf(op), AttentionSchedule::CpuTiled,
                     width, splits, (int64_t)llvm::divideCeil(keyLen, splits),
-                    items * splits, 1, qBlock, keyBlock));
+                    items * splits,
+                    std::min<int64_t>(items * splits, std::max<int64_t>(1, computeUnits)),
+                    qBlock, keyBlock));
     return success();
   }
 

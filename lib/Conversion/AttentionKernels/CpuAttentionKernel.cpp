@@ -95,17 +95,23 @@ static scf::ForOp forLoop(OpBuilder &b, Location loc, Value lb, Value ub,
 }
 
 void CpuAttentionKernel::emit(const AttentionBuffers &bufs) {
-  Value items = index(req.getGridX());
+  // One parallel iteration per chunk (grid_y: one per core), each dealing
+  // itself the items chunk, chunk + chunks, ...: the chunk's row state is
+  // allocated once on its thread's stack and reused by its items.
+  int64_t chunks = std::max<int64_t>(1, req.getGridY());
   scf::ParallelOp::create(
-      b, loc, ValueRange{index(0)}, ValueRange{items}, ValueRange{index(1)},
+      b, loc, ValueRange{index(0)}, ValueRange{index(chunks)},
+      ValueRange{index(1)},
       [&](OpBuilder &nested, Location nloc, ValueRange ivs) {
-        // Each item's row state lives on its thread's stack for one item.
-        auto scope = memref::AllocaScopeOp::create(nested, nloc, TypeRange{});
-        Block *body = nested.createBlock(&scope.getBodyRegion());
         OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(body);
-        emitItem(bufs, ivs[0]);
-        memref::AllocaScopeReturnOp::create(b, loc, ValueRange{});
+        b.setInsertionPoint(nested.getInsertionBlock(),
+                            nested.getInsertionPoint());
+        ItemState state = allocateItemState();
+        forLoop(b, loc, ivs[0], index(req.getGridX()), index(chunks), {},
+                [&](Value item, ValueRange) -> SmallVector<Value> {
+                  emitItem(bufs, state, item);
+                  return {};
+                });
       });
   if (req.getSplits() == 1)
     return;
@@ -121,13 +127,25 @@ void CpuAttentionKernel::emit(const AttentionBuffers &bufs) {
       });
 }
 
-void CpuAttentionKernel::emitItem(const AttentionBuffers &bufs, Value item) {
+CpuAttentionKernel::ItemState CpuAttentionKernel::allocateItemState() {
+  int64_t rowsPerItem = req.getQHeads() / req.getKvHeads() * req.getQBlock();
+  auto stackBuffer = [&](int64_t n) {
+    return memref::AllocaOp::create(b, loc,
+                                    MemRefType::get({n}, b.getF32Type()))
+        .getResult();
+  };
+  return {stackBuffer(rowsPerItem * req.getKeyBlock()),
+          stackBuffer(rowsPerItem * req.getValueWidth()),
+          stackBuffer(rowsPerItem), stackBuffer(rowsPerItem)};
+}
+
+void CpuAttentionKernel::emitItem(const AttentionBuffers &bufs,
+                                  const ItemState &state, Value item) {
   int64_t W = req.getLanes(), dk = req.getKeyWidth(), ds = req.getSharedWidth(),
           dv = req.getValueWidth(), lq = req.getQLen(), hq = req.getQHeads(),
           hkv = req.getKvHeads(), nRep = hq / hkv, qBlock = req.getQBlock(),
           kb = req.getKeyBlock(), splits = req.getSplits();
   int64_t qBlocks = lq / qBlock, rowsPerItem = nRep * qBlock;
-  Type f32Type = b.getF32Type();
   Value ninf = f32(-kInf);
 
   // item = ((b * Hkv + g) * qBlocks + qb) * splits + split
@@ -138,13 +156,8 @@ void CpuAttentionKernel::emitItem(const AttentionBuffers &bufs, Value item) {
   Value g = remui(rest, hkv);
   Value batch = divui(rest, hkv);
 
-  auto alloca = [&](int64_t n) {
-    return memref::AllocaOp::create(b, loc, MemRefType::get({n}, f32Type));
-  };
-  Value scores = alloca(rowsPerItem * kb);
-  Value acc = alloca(rowsPerItem * dv);
-  Value runMax = alloca(rowsPerItem);
-  Value runSum = alloca(rowsPerItem);
+  Value scores = state.scores, acc = state.acc, runMax = state.runMax,
+        runSum = state.runSum;
 
   // r = rep * qBlock + qi: head h = g * nRep + rep, query row i = qb * qBlock + qi.
   struct RowIds {

@@ -5,7 +5,8 @@
 // another, so the CPU gets its own loop nest instead, written in the vector
 // dialect over the same flat buffers as the other emitters:
 //
-//   scf.parallel over work items (b, kv group g, query block, split):
+//   scf.parallel over chunks (one per core), each over its work items
+//   (b, kv group g, query block, split):
 //     for each key block of `key_block` keys in the split's chunk:
 //       for each of the item's rows r (n_rep heads x q_block query rows):
 //         s[j]  = scale * dot(q_r, k[t]) (+ softcap, + mask)   vectors over D
@@ -42,8 +43,15 @@ public:
   void emit(const AttentionBuffers &bufs);
 
 private:
+  /// A work item's row state: scores/probabilities [rows x key_block], the
+  /// running output [rows x Dv], max and sum [rows] (stack buffers).
+  struct ItemState {
+    Value scores, acc, runMax, runSum;
+  };
+  ItemState allocateItemState();
   /// One work item: its rows over its split's keys.
-  void emitItem(const AttentionBuffers &bufs, Value item);
+  void emitItem(const AttentionBuffers &bufs, const ItemState &state,
+                Value item);
   /// The split combine for one row.
   void emitCombine(const AttentionBuffers &bufs, Value row);
   /// Visible keys of batch row b: Lk, or clamp(len[b], 0, Lk).

@@ -96,8 +96,13 @@ struct PootCPUVectorizeMatmuls
 
     Operation *step = steps->tiledOps.back();
     rewriter.setInsertionPoint(step);
-    FailureOr<linalg::VectorizationResult> vectorized =
-        linalg::vectorize(rewriter, step);
+    // As a vector.contract (not a broadcast-multiply-reduce), which lowers
+    // to outer products: FMAs along contiguous rhs rows.
+    FailureOr<linalg::VectorizationResult> vectorized = linalg::vectorize(
+        rewriter, step, /*inputVectorSizes=*/{}, /*inputScalableVecDims=*/{},
+        /*vectorizeNDExtract=*/false, /*flatten1DDepthwiseConv=*/false,
+        /*assumeDynamicDimsMatchVecSizes=*/false,
+        /*createNamedContraction=*/true);
     if (failed(vectorized))
       return step->emitError("poot-cpu-vectorize-matmuls: vectorization failed");
     rewriter.replaceOp(step, vectorized->replacements);

@@ -2,12 +2,14 @@
 // RUN: poot-opt %s --poot-plan-attention="target=cpu compute-units=4 vector-width=16" --poot-attention-to-loops | FileCheck %s --check-prefix=SPLIT
 // RUN: poot-opt %s --poot-plan-attention="target=cpu workgroup-memory=1048576" --poot-attention-to-loops | FileCheck %s --check-prefix=SEED
 
-// The CPU schedule: a parallel loop over the work items, each on its own
-// stack scope, scores as vector FMAs and a reduction, the block's softmax
-// as a vector exp, and the PV update as vector FMAs.
+// The CPU schedule: a parallel loop over one chunk per core, its row state
+// on the stack, a loop over the chunk's work items; scores as vector FMAs
+// and a reduction, the block's softmax as a vector exp, and the PV update as
+// vector FMAs.
 // CHECK-LABEL: func.func @decode
-// CHECK: scf.parallel
-// CHECK: memref.alloca_scope
+// CHECK: scf.parallel ({{.*}}) = ({{.*}}) to (%c2) step
+// CHECK: memref.alloca() : memref<64xf32>
+// CHECK: scf.for
 // CHECK: vector.fma {{.*}} : vector<16xf32>
 // CHECK: vector.reduction <add>
 // CHECK: math.exp {{.*}} : vector<16xf32>
