@@ -29,15 +29,18 @@ def median_ms(fn: Callable[[], object], reps: int, warmup: int = 2) -> float:
     return statistics.median(times)
 
 
-def interleaved(fns: dict[str, Callable[[], object]], rounds: int, reps: int) -> dict[str, float]:
+def interleaved(fns: dict[str, Callable[[], object]], rounds: int, reps: int,
+                settle_s: float = 0.4) -> dict[str, float]:
     """Median ms of each fn over `rounds` rounds of `reps` calls, the fns
-    alternating round by round."""
+    taking turns round by round. Before each turn the machine settles for
+    `settle_s`: both thread pools spin after a parallel region (libomp's
+    KMP_BLOCKTIME is 200 ms, libgomp spins too), and a pool still spinning
+    on the other core would be timed as the peer's slowness."""
     samples: dict[str, list[float]] = {k: [] for k in fns}
-    for fn in fns.values():
-        fn()
-        fn()
     for _ in range(rounds):
         for name, fn in fns.items():
+            time.sleep(settle_s)
+            fn()
             for _ in range(reps):
                 start = time.perf_counter()
                 fn()

@@ -111,5 +111,6 @@ void mlir::poot::registerAllPasses() {
   poot::registerPootCPUApproximateVectorMath();
   poot::registerPootCPUVectorizeMatmuls();
   poot::registerPootCPULowerAllocaScopes();
+  poot::registerPootCPUOutlineLoops();
   poot::registerPootToLLVMCPUPipeline();
 }

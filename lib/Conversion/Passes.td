@@ -165,6 +165,52 @@ def PootCPUVectorizeMatmuls
   ];
 }
 
+def PootCPUOutlineLoops : Pass<"poot-cpu-outline-loops", "::mlir::ModuleOp"> {
+  let summary = "Give every top-level loop nest of a big step its own function";
+  let description = [{
+    Runs after bufferization and `convert-linalg-to-loops`. A decoder step is
+    one function with hundreds of loop nests, and LLVM's loop passes over one
+    function grow faster than its loop count (IndVarSimplify took 73% of
+    `O3` on an 8-layer step, ~5x per doubling of the layers). In every
+    function with at least `min-loops` top-level loop nests (`scf.for`,
+    `scf.parallel`, `scf.forall`), each nest is outlined into a private
+    function `<name>_loop<i>` (upstream `outlineSingleBlockRegion`, the
+    constants it uses cloned in so loop bounds stay constant) marked
+    `passthrough = ["noinline"]`, and called in place: LLVM then optimizes
+    one loop nest per function, and compile time is linear in the layers.
+    A nest whose function would equal an earlier one (same type, same body
+    printed with local names: another layer's copy on other buffers) calls
+    the earlier one instead, so each distinct nest is compiled once. The
+    function left holding the calls is glue in one huge block, where LLVM's
+    SelectionDAG instruction selector is superlinear (15 of 16 s for a
+    16-layer step): it gets `passthrough = ["noinline", "optnone"]` (the fast
+    instruction selector; there are no loops left in it to optimize).
+
+    Before:
+    ```mlir
+    func.func @step(%a: memref<64xf32>) {
+      scf.for %i = %c0 to %c64 step %c1 { ... %a ... }
+    }
+    ```
+    After:
+    ```mlir
+    func.func @step(%a: memref<64xf32>) {
+      call @step_loop0(%a) : (memref<64xf32>) -> ()
+    }
+    func.func private @step_loop0(%a: memref<64xf32>) attributes {passthrough = ["noinline"]} {
+      %c0 = arith.constant 0 : index ...
+      scf.for %i = %c0 to %c64 step %c1 { ... }
+    }
+    ```
+  }];
+  let options = [
+    Option<"minLoops", "min-loops", "int64_t", /*default=*/"16",
+           "Outline only in functions with at least this many top-level loop "
+           "nests (a small step stays one function)">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
+}
+
 def PootCPULowerAllocaScopes
     : Pass<"poot-cpu-lower-alloca-scopes", "::mlir::ModuleOp"> {
   let summary = "memref.alloca_scope as stacksave/stackrestore around its body";
