@@ -5,7 +5,10 @@
 // is -inf gets exactly zero weight (exp(-inf) = 0), the running max is
 // taken as 0 while it is still -inf so no exp(-inf - -inf) = NaN appears,
 // and a row with no visible key ends as 0 / 0 = NaN like the oracle's
-// softmax. NaN scores propagate (arith.maximumf and the sums keep them).
+// softmax. NaN scores propagate (arith.maximumf and the sums keep them). A
+// key block whose mask is -inf for a row (a causal prefill's upper triangle)
+// is skipped for that row: its keys would add exactly 0 (a NaN or inf q.k
+// under a -inf mask is the one case where the oracle's NaN is not kept).
 //
 //===----------------------------------------------------------------------===//
 
@@ -213,6 +216,7 @@ void CpuAttentionKernel::emitItem(const AttentionBuffers &bufs,
                        index(req.getKeyLen()));
       }
 
+      auto blockBody = [&]() {
       // Scores of the block's keys.
       forLoop(b, loc, index(0), n, index(1), {},
               [&](Value j, ValueRange) -> SmallVector<Value> {
@@ -295,6 +299,30 @@ void CpuAttentionKernel::emitItem(const AttentionBuffers &bufs,
           });
       for (int64_t c = 0; c < dv; c += W)
         vstore(pv.getResult(c / W), acc, add(oBase, index(c)));
+      };
+      if (!sig.mask) {
+        blockBody();
+        return {};
+      }
+      // A block whose mask is -inf for every key of this row (the upper
+      // triangle of a causal prefill) adds exactly nothing: skip it. Reads
+      // past the row end only see other rows' mask (at worst no skip).
+      Value maskMax = splat(ninf);
+      for (int64_t c = 0; c < kb; c += W)
+        maskMax = arith::MaximumFOp::create(
+            b, loc, maskMax,
+            vector::TransferReadOp::create(
+                b, loc, vec(), bufs.mask, ValueRange{add(maskBase, add(k0, index(c)))},
+                ninf, ArrayRef<bool>{false}));
+      Value visible = arith::CmpFOp::create(
+          b, loc, arith::CmpFPredicate::UNE,
+          vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF,
+                                      maskMax),
+          ninf);
+      auto ifVisible = scf::IfOp::create(b, loc, visible, /*withElse=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&ifVisible.getThenRegion().front());
+      blockBody();
       return {};
     });
     return {};
