@@ -97,7 +97,11 @@ def _openmp(manifest: Mapping[str, Any]) -> ctypes.CDLL | None:
         return None
     path = manifest.get("openmp")
     try:
-        return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        # Local scope: libomp also exports GNU's GOMP_* entry points, and a
+        # global libomp would take over the calls of any other library in the
+        # process that uses libgomp (torch). step.so's own NEEDED entry binds
+        # to this same instance.
+        return ctypes.CDLL(path)
     except OSError as exc:
         raise ArtifactError(
             f"the artifact runs its loops on OpenMP and needs {path}: {exc} "
