@@ -91,13 +91,6 @@ void poot::buildPootToLLVMCPUPipeline(
   pm.addPass(createConvertPootToLinalg());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  // The linear layers as vector code for the host (tiled + vectorized on
-  // tensors; the output tile's reads/writes hoisted out of the K loop).
-  PootCPUVectorizeMatmulsOptions matmuls;
-  matmuls.vectorWidth = options.vectorWidth;
-  pm.addNestedPass<func::FuncOp>(createPootCPUVectorizeMatmuls(matmuls));
-  pm.addPass(createLoopInvariantSubsetHoistingPass());
-  pm.addPass(createCanonicalizerPass());
 
   // 2. Tensors -> buffers. Identity layouts at the function boundary (the
   //    runtime passes C-contiguous arrays), then every result becomes an
@@ -120,18 +113,23 @@ void poot::buildPootToLLVMCPUPipeline(
   // 3. Loops (strided copies too: the artifact links no MLIR runtime), and
   //    the f16/bf16 arithmetic and math done in f32 with a rounding after
   //    each op (what numpy/ml_dtypes compute).
+  // The linear layers as vector code for the host (tiled + vectorized on
+  // buffers; the output tile's transfers hoisted out of the K loop).
+  PootCPUVectorizeMatmulsOptions matmuls;
+  matmuls.vectorWidth = options.vectorWidth;
+  pm.addNestedPass<func::FuncOp>(createPootCPUVectorizeMatmuls(matmuls));
   pm.addNestedPass<func::FuncOp>(createPootCPUExpandStridedCopies());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
+  // One function per loop nest in a big step: LLVM's loop passes (and the
+  // pattern-driven passes below) are superlinear in the size of a function.
+  pm.addPass(createPootCPUOutlineLoops());
   // The vectorized matmuls' tiles: scf.forall (now on buffers) as
   // scf.parallel, n-D transfers unrolled to 1-D vectors.
   pm.addPass(createForallToParallelLoopPass());
   pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMultiReductionPass());
   pm.addPass(createConvertVectorToSCFPass(
       VectorTransferToSCFOptions().enableFullUnroll()));
-  // One function per loop nest in a big step: LLVM's loop passes are
-  // superlinear in the loops of one function.
-  pm.addPass(createPootCPUOutlineLoops());
   math::MathExtendToSupportedTypesOptions mathExtend;
   pm.addPass(math::createMathExtendToSupportedTypes(mathExtend));
   arith::ArithEmulateUnsupportedFloatsOptions emulate;

@@ -1,13 +1,17 @@
 //===- VectorizeMatmuls.cpp - poot-cpu-vectorize-matmuls ------------------===//
 //
 // The step's linear layers (linalg.matmul, f32, static shapes) as vector
-// code, with upstream's tiling and vectorization: an scf.forall over output
-// tiles of TM x TN (TN a few host vectors wide: the accumulator stays in
-// registers), an scf.for over the reduction in steps of TK, and each
-// TM x TN x TK tile vectorized to one vector.contract. The forall becomes an
-// OpenMP loop downstream (big matmuls only: a tiny one is not worth a
-// parallel region); the contract lowers to outer products, i.e. FMAs of a
-// broadcast lhs element with a row of the rhs.
+// code, with upstream's tiling and vectorization, on buffers (after
+// bufferization: tiled tensor IR made one-shot bufferization's analysis of a
+// decoder step ~3x slower): an scf.parallel over output tiles of TM x TN (TN a
+// few host vectors wide: the accumulator stays in registers), an scf.for
+// over the reduction in steps of TK, and each TM x TN x TK tile vectorized to
+// one vector.contract (the accumulator tile is re-read per K step from L1:
+// upstream's hoistRedundantVectorTransfers did not hoist it here, measured
+// cost ~8 memory ops per 64 FMAs). The parallel loop becomes an OpenMP loop downstream (big matmuls
+// only: a tiny one is not worth a parallel region); the contract lowers to
+// outer products, i.e. FMAs of a broadcast lhs element with a row of the
+// rhs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,9 +19,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
-#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Interfaces/TilingInterface.h"
 
 namespace mlir::poot {
 #define GEN_PASS_DEF_POOTCPUVECTORIZEMATMULS
@@ -47,12 +49,12 @@ int64_t vectorTile(int64_t n, int64_t width) {
 
 bool isStaticF32(linalg::MatmulOp op) {
   for (Value v : op->getOperands()) {
-    auto type = dyn_cast<RankedTensorType>(v.getType());
+    auto type = dyn_cast<MemRefType>(v.getType());
     if (!type || !type.hasStaticShape() || !type.getElementType().isF32())
       return false;
   }
   // Default indexing maps only (no transposed/broadcast variants).
-  return op.hasPureTensorSemantics() &&
+  return op.hasPureBufferSemantics() &&
          op.getIndexingMapsArray() ==
              linalg::MatmulOp::getDefaultIndexingMaps(op.getContext());
 }
@@ -62,50 +64,44 @@ struct PootCPUVectorizeMatmuls
   using PootCPUVectorizeMatmulsBase::PootCPUVectorizeMatmulsBase;
 
   LogicalResult tileAndVectorize(IRRewriter &rewriter, linalg::MatmulOp op) {
-    auto lhs = cast<RankedTensorType>(op.getInputs()[0].getType());
-    auto rhs = cast<RankedTensorType>(op.getInputs()[1].getType());
+    auto lhs = cast<MemRefType>(op.getInputs()[0].getType());
+    auto rhs = cast<MemRefType>(op.getInputs()[1].getType());
     int64_t m = lhs.getDimSize(0), k = lhs.getDimSize(1), n = rhs.getDimSize(1);
     int64_t tn = vectorTile(n, vectorWidth), tm = divisorAtMost(m, 4),
             tk = divisorAtMost(k, 16);
-    auto sizes = [&](int64_t a, int64_t b, int64_t c) {
-      return SmallVector<OpFoldResult>{rewriter.getIndexAttr(a),
-                                       rewriter.getIndexAttr(b),
-                                       rewriter.getIndexAttr(c)};
-    };
     rewriter.setInsertionPoint(op);
-    scf::SCFTilingOptions outer;
+    linalg::LinalgTilingOptions outer;
     bool parallel = m * n * k >= minParallelWork;
-    outer.setLoopType(parallel ? scf::SCFTilingOptions::LoopType::ForallOp
-                               : scf::SCFTilingOptions::LoopType::ForOp);
-    outer.setTileSizes(sizes(tm, tn, 0));
-    FailureOr<scf::SCFTilingResult> tiles =
-        scf::tileUsingSCF(rewriter, cast<TilingInterface>(op.getOperation()), outer);
+    outer.setLoopType(parallel ? linalg::LinalgTilingLoopType::ParallelLoops
+                               : linalg::LinalgTilingLoopType::Loops);
+    outer.setTileSizes({tm, tn, 0});
+    FailureOr<linalg::TiledLinalgOp> tiles =
+        linalg::tileLinalgOp(rewriter, op, outer);
     if (failed(tiles))
       return op.emitError("poot-cpu-vectorize-matmuls: tiling failed");
-    rewriter.replaceOp(op, tiles->replacements);
+    rewriter.eraseOp(op);
 
-    Operation *tile = tiles->tiledOps.back();
+    linalg::LinalgOp tile = tiles->op;
     rewriter.setInsertionPoint(tile);
-    scf::SCFTilingOptions inner;
-    inner.setTileSizes(sizes(0, 0, tk));
-    FailureOr<scf::SCFTilingResult> steps =
-        scf::tileUsingSCF(rewriter, cast<TilingInterface>(tile), inner);
+    linalg::LinalgTilingOptions inner;
+    inner.setTileSizes({0, 0, tk});
+    FailureOr<linalg::TiledLinalgOp> steps =
+        linalg::tileLinalgOp(rewriter, tile, inner);
     if (failed(steps))
       return tile->emitError("poot-cpu-vectorize-matmuls: tiling K failed");
-    rewriter.replaceOp(tile, steps->replacements);
+    rewriter.eraseOp(tile);
 
-    Operation *step = steps->tiledOps.back();
+    Operation *step = steps->op;
     rewriter.setInsertionPoint(step);
     // As a vector.contract (not a broadcast-multiply-reduce), which lowers
     // to outer products: FMAs along contiguous rhs rows.
-    FailureOr<linalg::VectorizationResult> vectorized = linalg::vectorize(
-        rewriter, step, /*inputVectorSizes=*/{}, /*inputScalableVecDims=*/{},
-        /*vectorizeNDExtract=*/false, /*flatten1DDepthwiseConv=*/false,
-        /*assumeDynamicDimsMatchVecSizes=*/false,
-        /*createNamedContraction=*/true);
-    if (failed(vectorized))
+    if (failed(linalg::vectorize(
+            rewriter, step, /*inputVectorSizes=*/{}, /*inputScalableVecDims=*/{},
+            /*vectorizeNDExtract=*/false, /*flatten1DDepthwiseConv=*/false,
+            /*assumeDynamicDimsMatchVecSizes=*/false,
+            /*createNamedContraction=*/true)))
       return step->emitError("poot-cpu-vectorize-matmuls: vectorization failed");
-    rewriter.replaceOp(step, vectorized->replacements);
+    rewriter.eraseOp(step);
     return success();
   }
 
@@ -121,6 +117,7 @@ struct PootCPUVectorizeMatmuls
     for (linalg::MatmulOp op : matmuls)
       if (failed(tileAndVectorize(rewriter, op)))
         return signalPassFailure();
+
   }
 };
 
