@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cpu_common import ceilings, interleaved, machine  # noqa: E402
 
 CONFIGS = {
+    "toy": dict(layers=2, d_model=64, q_heads=4, kv_heads=2, ffn=128, cap=32, vocab=97),  # the README demo
     "small": dict(layers=8, d_model=512, q_heads=8, kv_heads=2, ffn=1408, cap=1024, vocab=4096),
     "large": dict(layers=16, d_model=1024, q_heads=16, kv_heads=4, ffn=2816, cap=4096, vocab=4096),
 }

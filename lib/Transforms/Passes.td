@@ -52,7 +52,8 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     with fewer than 2 * compute-units work items (batch x KV groups) splits
     its keys: `splits = min(16, ceil(2 * cores / items), Lk / 512)`;
     `grid_x` = the work-item count, `grid_y` = min(items, compute-units), the
-    chunks (one per core) the items are dealt to.
+    chunks (one per core) the items are dealt to — 1 (no thread team) when
+    the attention has fewer than 2^18 multiply-adds (rows x Lk x widths).
 
     It also refuses what the target cannot lower: an attention that is not
     f32 (`DtypeLowering`: the generated kernel is f32 only), and on SPIR-V a

@@ -187,6 +187,14 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
           1, kMaxSplits);
     int64_t laneBytes = (valueWidth + 2) * kFloatBytes;
     int64_t rows = batch * qHeads * qLen;
+    // Threads only for work worth a parallel region (the same 2^18
+    // multiply-adds as the CPU matmuls): a small step forks no team.
+    constexpr int64_t kMinParallelWork = int64_t(1) << 18;
+    int64_t work = rows * keyLen * (keyWidth + sharedWidth + valueWidth);
+    int64_t chunks =
+        work < kMinParallelWork
+            ? 1
+            : std::min<int64_t>(items * splits, std::max<int64_t>(1, computeUnits));
     if (splits > 1 && rows * splits * laneBytes > maxAllocBytes)
       return op.emitError()
              << "ScratchBytes: the split-KV scratch needs "
@@ -199,9 +207,7 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
                     op.getSoftcap() ? ScoreKind::ScaleSoftcap : ScoreKind::Scale,
                     maskKindOf(op), keyBoundOf(op), AttentionSchedule::CpuTiled,
                     width, splits, (int64_t)llvm::divideCeil(keyLen, splits),
-                    items * splits,
-                    std::min<int64_t>(items * splits, std::max<int64_t>(1, computeUnits)),
-                    qBlock, keyBlock));
+                    items * splits, chunks, qBlock, keyBlock));
     return success();
   }
 

@@ -19,9 +19,10 @@ func.func @decode_split(%q: tensor<1x8x1x64xf32>, %k: tensor<1x2x16384x64xf32>, 
 
 // Prefill: head width 12 gives 4-lane vectors; n_rep = 2 wants 8 query rows
 // per item, the largest divisor of Lq = 12 below that is 6; blocks stop at
-// the first power of two >= Lk.
+// the first power of two >= Lk; 48 rows x 12 keys x 24 channels is below
+// 2^18 multiply-adds: one chunk, no thread team.
 // CHECK-LABEL: func.func @prefill
-// CHECK: schedule = cpu_tiled, lanes = 4, splits = 1, chunk = 12, grid_x = 4, grid_y = 2, q_block = 6, key_block = 16
+// CHECK: schedule = cpu_tiled, lanes = 4, splits = 1, chunk = 12, grid_x = 4, grid_y = 1, q_block = 6, key_block = 16
 func.func @prefill(%q: tensor<1x4x12x12xf32>, %k: tensor<1x2x12x12xf32>, %v: tensor<1x2x12x12xf32>) -> tensor<1x4x12x12xf32> {
   %o = poot.attention %q, %k, %v {scale = 0.288 : f64} : tensor<1x4x12x12xf32>, tensor<1x2x12x12xf32>, tensor<1x2x12x12xf32> -> tensor<1x4x12x12xf32>
   return %o : tensor<1x4x12x12xf32>

@@ -288,10 +288,11 @@ def _need_openmp():
         pytest.skip(message)
 
 
+# Each has >= 2^18 multiply-adds, so the planner gives it a thread team.
 THREADED = [
     Form("gqa_long", q_heads=8, kv_heads=2, key_len=3000),
-    Form("prefill_causal_long", q_len=40, key_len=40, mask="shared"),
-    Form("paged_live", pool=900, key_len=700, live=True),
+    Form("prefill_causal_long", q_len=80, key_len=80, mask="shared"),
+    Form("paged_live", q_heads=8, kv_heads=2, pool=900, key_len=700, live=True),
 ]
 
 
@@ -305,7 +306,9 @@ def test_cpu_tiled_threads_agree(form, rng, tmp_path):
 
     _need_openmp()
     text, inputs = build(form, rng)
-    path = compile_cpu(text, tmp_path / "cpu", device=HOST.with_limits(compute_units=4), parallel="omp")
+    path = compile_cpu(text, tmp_path / "cpu", device=HOST.with_limits(compute_units=4),
+                       parallel="omp", keep_ir=True)
+    assert "__kmpc_fork_call" in (path / "step.ll").read_text()  # a thread team
     ref = oracle.run(text, inputs, reference=True).outputs[0]
     outs = {}
     for threads in (1, 3):

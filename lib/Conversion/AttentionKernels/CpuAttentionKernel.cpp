@@ -102,6 +102,15 @@ void CpuAttentionKernel::emit(const AttentionBuffers &bufs) {
   // itself the items chunk, chunk + chunks, ...: the chunk's row state is
   // allocated once on its thread's stack and reused by its items.
   int64_t chunks = std::max<int64_t>(1, req.getGridY());
+  if (chunks == 1) {
+    // One chunk: no parallel loop (no thread team for a small attention).
+    ItemState state = allocateItemState();
+    forLoop(b, loc, index(0), index(req.getGridX()), index(1), {},
+            [&](Value item, ValueRange) -> SmallVector<Value> {
+              emitItem(bufs, state, item);
+              return {};
+            });
+  } else
   scf::ParallelOp::create(
       b, loc, ValueRange{index(0)}, ValueRange{index(chunks)},
       ValueRange{index(1)},
@@ -119,6 +128,14 @@ void CpuAttentionKernel::emit(const AttentionBuffers &bufs) {
   if (req.getSplits() == 1)
     return;
   int64_t rows = req.getBatch() * req.getQHeads() * req.getQLen();
+  if (chunks == 1) {
+    forLoop(b, loc, index(0), index(rows), index(1), {},
+            [&](Value row, ValueRange) -> SmallVector<Value> {
+              emitCombine(bufs, row);
+              return {};
+            });
+    return;
+  }
   scf::ParallelOp::create(
       b, loc, ValueRange{index(0)}, ValueRange{index(rows)},
       ValueRange{index(1)},
