@@ -19,6 +19,7 @@
 
 #include "lib/Transforms/AttentionMatch.h"
 #include "lib/Transforms/RangeProofs.h"
+#include "lib/Transforms/SelectionMatch.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/Verifier.h"
@@ -347,6 +348,9 @@ struct AttentionRewrite
       std::string why;
       MatchStatus status = matchAttentionChain(output, chain, why);
       if (status == MatchStatus::NotCandidate)
+        continue;
+      // The sparse indexer's chain: poot-select-blocks forms it.
+      if (status == MatchStatus::Matched && isBlockSelectionCandidate(chain))
         continue;
       if (status == MatchStatus::Matched &&
           succeeded(ChainRewriter(chain, rewriter, proofs, remarks).run(why)))

@@ -9,6 +9,9 @@
 
 #include "lib/Transforms/Passes.h"
 
+#include "lib/Transforms/PlanCommon.h"
+#include "lib/Transforms/PlanSelection.h"
+
 #include "llvm/Support/MathExtras.h"
 
 namespace mlir::poot {
@@ -25,20 +28,6 @@ constexpr int64_t kMaxLanes = 64;
 constexpr int64_t kMaxSplits = 16;
 constexpr int64_t kMinChunk = 128;
 constexpr int64_t kFloatBytes = 4;
-
-struct Grid {
-  int64_t x = 0, y = 0;
-};
-
-/// Folds `count` workgroups onto (x, y); nullopt when even that does not fit.
-std::optional<Grid> foldGrid(int64_t count, int64_t maxX, int64_t maxY) {
-  Grid grid;
-  grid.x = std::min(count, maxX);
-  grid.y = llvm::divideCeil(count, grid.x);
-  if (grid.y > maxY)
-    return std::nullopt;
-  return grid;
-}
 
 /// The request's mask kind: none, one mask for every head, or per head.
 MaskKind maskKindOf(AttentionOp op) {
@@ -195,6 +184,11 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
     return success();
   }
 
+  DeviceLimits deviceLimits() {
+    return {target, workgroupMemory, maxGridX,      maxGridY,
+            computeUnits, maxBufferBytes, maxAllocBytes};
+  }
+
   /// SPIR-V has no two-byte select: a bf16/f16 chain that stays primitive
   /// cannot be lowered there.
   LogicalResult checkDtypeLowering(Operation *op) {
@@ -222,6 +216,8 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
       if (auto attention = dyn_cast<AttentionOp>(op))
         if (mlir::failed(planOne(attention)))
           failed = true;
+      if (mlir::failed(planSelectionOp(op, deviceLimits())))
+        failed = true;
     });
     if (failed)
       signalPassFailure();

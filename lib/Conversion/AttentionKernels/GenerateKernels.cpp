@@ -8,6 +8,7 @@
 
 #include "lib/Conversion/AttentionKernels/AttentionEmitter.h"
 #include "lib/Conversion/AttentionKernels/KernelSignature.h"
+#include "lib/Conversion/AttentionKernels/SelectionEmitter.h"
 #include "lib/Conversion/AttentionKernels/WarpDecodeKernel.h"
 #include "lib/Conversion/Passes.h"
 
@@ -141,6 +142,154 @@ struct GenerateKernels
     gpu::ReturnOp::create(b, loc);
   }
 
+  /// The workgroup id folded over (x, y), the lane, and an scf.if over the
+  /// workgroups that exist (`count`), its body the insertion point.
+  std::pair<Value, Value> beginWorkgroup(OpBuilder &b, Location loc,
+                                         int64_t gridX, int64_t count) {
+    Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+    Value lane = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value wg = arith::AddIOp::create(
+        b, loc, bx,
+        arith::MulIOp::create(b, loc, by,
+                              arith::ConstantIndexOp::create(b, loc, gridX)));
+    Value inRange = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ult, wg,
+        arith::ConstantIndexOp::create(b, loc, count));
+    auto ifInRange = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
+    b.setInsertionPointToStart(&ifInRange.getThenRegion().front());
+    return {wg, lane};
+  }
+
+  /// One kernel of a selection op: `body(b, args, wg, lane, lds)` inside
+  /// the in-range branch; `ldsFloats` 0 declares no workgroup memory.
+  void emitSelectionKernel(
+      OpBuilder &moduleBuilder, Location loc, StringRef name, TypeRange types,
+      int64_t lanes, int64_t gridX, int64_t count, int64_t ldsFloats,
+      function_ref<void(OpBuilder &, ValueRange, Value, Value, Value)> body) {
+    gpu::GPUFuncOp func = createKernel(moduleBuilder, loc, name, types, lanes);
+    OpBuilder b(func.getBody());
+    b.setInsertionPointToStart(&func.getBody().front());
+    Value lds = ldsFloats ? workgroupBuffer(b, loc, func, ldsFloats) : Value();
+    {
+      OpBuilder::InsertionGuard guard(b);
+      // The whole workgroup takes the same branch (wg is uniform), so the
+      // barriers inside it are reached by every thread or by none.
+      auto [wg, lane] = beginWorkgroup(b, loc, gridX, count);
+      body(b, func.getArguments(), wg, lane, lds);
+    }
+    if (target == "spirv" && lds)
+      memref::DeallocOp::create(b, loc, lds);
+    gpu::ReturnOp::create(b, loc);
+  }
+
+  void emitBlockTopK(OpBuilder &kb, BlockTopKOp op, BlockTopKRequestAttr req,
+                     SmallVectorImpl<StringRef> &names) {
+    SelectionSignature sig(op);
+    auto launch = SelectionSignature::Launch::Stream;
+    int64_t rows = req.getBatch() * req.getQLen();
+    emitSelectionKernel(
+        kb, op.getLoc(), "topk", sig.argumentTypes(&getContext(), launch),
+        req.getLanes(), req.getGridX(), rows, 2 * req.getLanes(),
+        [&](OpBuilder &b, ValueRange args, Value wg, Value lane, Value lds) {
+          BlockTopKEmitter emitter(b, op.getLoc(), req);
+          emitter.emitRow(sig.bind(args, launch), wg, lds,
+                          [&](function_ref<void(Value)> phase) {
+                            phase(lane);
+                            gpu::BarrierOp::create(b, op.getLoc());
+                          });
+        });
+    names.push_back("topk");
+  }
+
+  void emitSelectedAttention(OpBuilder &kb, SelectedAttentionOp op,
+                             SelectedAttentionRequestAttr req,
+                             SmallVectorImpl<StringRef> &names) {
+    using Launch = SelectionSignature::Launch;
+    SelectionSignature sig(op);
+    Location loc = op.getLoc();
+    double scale = op.getScale().convertToDouble();
+    std::optional<double> softcap;
+    if (op.getSoftcap())
+      softcap = op.getSoftcap()->convertToDouble();
+    int64_t splits = req.getSplits();
+    int64_t rows = req.getBatch() * req.getQHeads() * req.getQLen();
+    int64_t lds = req.getLanes() * (req.getValueWidth() + 2);
+    Launch first = splits > 1 ? Launch::Partials : Launch::Stream;
+    StringRef name = splits > 1 ? "partials" : "stream";
+    emitSelectionKernel(
+        kb, loc, name, sig.argumentTypes(&getContext(), first), req.getLanes(),
+        req.getGridX(), rows * splits, lds,
+        [&](OpBuilder &b, ValueRange args, Value wg, Value lane, Value mem) {
+          SelectedAttentionEmitter emitter(b, loc, req, scale, softcap);
+          SelectionBuffers bufs = sig.bind(args, first);
+          Value splitsV = arith::ConstantIndexOp::create(b, loc, splits);
+          Value row = arith::DivUIOp::create(b, loc, wg, splitsV);
+          Value split = arith::RemUIOp::create(b, loc, wg, splitsV);
+          emitter.emitLaneScan(bufs, row, split, lane, mem);
+          gpu::BarrierOp::create(b, loc);
+          emitter.emitLaneCombine(bufs, row, split, lane, mem);
+        });
+    names.push_back(name);
+    if (splits == 1)
+      return;
+    emitSelectionKernel(
+        kb, loc, "combine", sig.argumentTypes(&getContext(), Launch::Combine),
+        req.getLanes(), req.getGridX(), rows, 0,
+        [&](OpBuilder &b, ValueRange args, Value wg, Value lane, Value) {
+          SelectedAttentionEmitter emitter(b, loc, req, scale, softcap);
+          emitter.emitSplitCombine(sig.bind(args, Launch::Combine), wg, lane);
+        });
+    names.push_back("combine");
+  }
+
+  /// A gpu.module per poot.block_topk / poot.selected_attention, its kernels
+  /// recorded on the op as `poot.kernels`.
+  LogicalResult generateSelectionKernels(ModuleOp module,
+                                         SymbolTable &symbols) {
+    SmallVector<Operation *> ops;
+    module.walk([&](Operation *op) {
+      if (isa<BlockTopKOp, SelectedAttentionOp>(op))
+        ops.push_back(op);
+    });
+    bool failed = false;
+    int64_t topkCount = 0, selectedCount = 0;
+    for (Operation *op : ops) {
+      Attribute req = op->getAttr(PootDialect::kRequestAttrName);
+      auto topk = dyn_cast<BlockTopKOp>(op);
+      if (!req || (topk ? !isa<BlockTopKRequestAttr>(req)
+                        : !isa<SelectedAttentionRequestAttr>(req))) {
+        op->emitError() << op->getName()
+                        << " has no poot.request: run poot-plan-attention first";
+        failed = true;
+        continue;
+      }
+      module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                      UnitAttr::get(&getContext()));
+      OpBuilder b(module.getBodyRegion());
+      b.setInsertionPointToEnd(module.getBody());
+      std::string moduleName =
+          topk ? ("poot_block_topk_" + Twine(topkCount++)).str()
+               : ("poot_selected_attention_" + Twine(selectedCount++)).str();
+      auto gpuModule = gpu::GPUModuleOp::create(b, op->getLoc(), moduleName);
+      symbols.insert(gpuModule);
+      OpBuilder kb(gpuModule.getBodyRegion());
+      kb.setInsertionPointToStart(gpuModule.getBody());
+      SmallVector<StringRef> names;
+      if (topk)
+        emitBlockTopK(kb, topk, cast<BlockTopKRequestAttr>(req), names);
+      else
+        emitSelectedAttention(kb, cast<SelectedAttentionOp>(op),
+                              cast<SelectedAttentionRequestAttr>(req), names);
+      SmallVector<Attribute> kernels;
+      for (StringRef name : names)
+        kernels.push_back(SymbolRefAttr::get(
+            gpuModule.getNameAttr(), {FlatSymbolRefAttr::get(&getContext(), name)}));
+      op->setAttr("poot.kernels", ArrayAttr::get(&getContext(), kernels));
+    }
+    return failure(failed);
+  }
+
   void runOnOperation() override {
     if (target != "spirv" && target != "nvvm" && target != "rocdl") {
       getOperation().emitError()
@@ -194,6 +343,8 @@ struct GenerateKernels
       }
       op->setAttr("poot.kernels", ArrayAttr::get(&getContext(), kernels));
     }
+    if (mlir::failed(generateSelectionKernels(module, symbols)))
+      failed = true;
     if (failed)
       signalPassFailure();
   }
