@@ -48,6 +48,15 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     two-byte (f16/bf16) `poot.select` (`DtypeLowering`). Every refusal is an
     error whose message starts with its reason tag.
 
+    The block-selected ops get their own requests (PlanSelection.cpp):
+    `poot.selected_attention` a `#poot.selected_attention_request` with the
+    same lane rule, split rule (over its `visited = (K + 1) * block_size`
+    positions instead of Lk) and grid fold, never warp decode;
+    `poot.block_topk` a `#poot.block_topk_request` (one workgroup per
+    (batch row, query row), at most 64 lanes and no more than the blocks).
+    Refusals carry the same tags (`DtypeLowering` for non-f32, `AttentionLds`,
+    `ScratchBytes`, `GridLimit`).
+
     Before:
     ```mlir
     %o = poot.attention %q, %k, %v {scale = 0.125 : f64} : ...
@@ -165,7 +174,10 @@ def PootAttentionRewrite : Pass<"poot-attention-rewrite", "::mlir::func::FuncOp"
     Anything else is left exactly as it was: chains whose operands the op
     cannot type, non-F32 element types (the generated kernel is F32 only),
     unproven lengths. With `remarks=true` every declined candidate emits a
-    remark naming the failed check.
+    remark naming the failed check. A chain whose only masking is the sparse
+    indexer's block-selection visibility (`select(visible, s, -inf)` with no
+    K/V row selects) is not this pass's candidate: it stays as it is, with
+    no remark, for `poot-select-blocks`, which runs next.
 
     Before (decode, GQA n_rep = 4, causal mask `%mask`):
     ```mlir

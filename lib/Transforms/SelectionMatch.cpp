@@ -418,9 +418,9 @@ SelectionStatus mlir::poot::matchBlockTopK(TopKOp topk, BlockTopKChain &chain,
                       });
     if (!onlyFixups)
       return fail("the top-k block ids are also used before their -1 fix-up "
-                  "(by " +
-                  describe(user->getResult(0)) +
-                  "); poot.block_topk yields the fixed-up ids only");
+                  "(by '" +
+                  user->getName().getStringRef().str() +
+                  "'); poot.block_topk yields the fixed-up ids only");
   }
   if (chain.fixups.empty())
     return fail("the top-k block ids are never fixed up to -1 past the own "

@@ -176,7 +176,7 @@ def compile_cpu(
     diagnostics), or when llc or a C compiler is missing. With `keep_ir`,
     `step.ll` stays beside the library.
 
-    `offload_arity` (one argument count per poot.attention, in order) makes
+    `offload_arity` (one argument count per fused op, in program order) makes
     the step a host program: each attention becomes a call the runtime
     answers through the exported `poot_attention_hook` (compiler.hybrid).
     """

@@ -3,12 +3,13 @@
     from poot_mlir.compiler import fuse_attention
     report = fuse_attention(module, remarks=True)   # rewrites `module` in place
     report.attention                                # poot.attention ops now in it
+    report.block_topk, report.selected_attention    # the sparse indexer's fused ops
     report.remarks                                  # why each declined chain stayed
 
 It runs the C++ pipeline `poot-fuse-attention` (canonicalize,
-poot-recognize-rope, poot-attention-rewrite, cse) -- the same definition
-poot-opt registers -- and raises `errors.CompileError` carrying MLIR's
-diagnostics when a pass fails.
+poot-recognize-rope, poot-attention-rewrite, poot-select-blocks, cse) -- the
+same definition poot-opt registers -- and raises `errors.CompileError`
+carrying MLIR's diagnostics when a pass fails.
 """
 
 from __future__ import annotations
@@ -30,8 +31,13 @@ class FuseReport:
     attention: int
     """Number of `poot.attention` ops in the module afterwards."""
     remarks: list[str] = field(default_factory=list)
-    """One line per declined candidate ("<loc>: attention not fused: <check>"),
+    """One line per declined candidate ("<loc>: attention not fused: <check>",
+    "block top-k not formed: ...", "selected attention not formed: ..."),
     collected only with `remarks=True`."""
+    block_topk: int = 0
+    """Number of `poot.block_topk` ops afterwards (the selection pass)."""
+    selected_attention: int = 0
+    """Number of `poot.selected_attention` ops afterwards."""
 
 
 def pipeline(remarks: bool = False) -> str:
@@ -66,7 +72,9 @@ def _diagnostic_text(diag: object) -> str:
 
 def fuse_attention(module: Module, remarks: bool = False) -> FuseReport:
     """Rewrites every recognized primitive attention chain of `module` into
-    one `poot.attention`, in place; everything else is left as it was.
+    one `poot.attention` (the sparse indexer's block selection into
+    `poot.block_topk` + `poot.selected_attention`), in place; everything else
+    is left as it was.
 
     With `remarks=True`, every chain the rewrite declines is reported in
     `FuseReport.remarks`, naming the check that failed.
@@ -99,4 +107,10 @@ def fuse_attention(module: Module, remarks: bool = False) -> FuseReport:
             if handler is not None:
                 handler.detach()
                 context.enable_multithreading(True)
-    return FuseReport(module, count_ops(module, "poot.attention"), collected)
+    return FuseReport(
+        module,
+        count_ops(module, "poot.attention"),
+        collected,
+        count_ops(module, "poot.block_topk"),
+        count_ops(module, "poot.selected_attention"),
+    )

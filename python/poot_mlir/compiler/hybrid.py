@@ -5,10 +5,12 @@ whole model step — RMSNorm, projections, RoPE, the MLP and the cache writes
 around each attention — `compile_hybrid` builds:
 
     out/host/        the step compiled for the CPU (`compile_cpu`), with every
-                     poot.attention turned into a call to the runtime
+                     fused op (poot.attention, poot.block_topk,
+                     poot.selected_attention) turned into a call to the runtime
                      (`poot-attention-to-calls`, exported `poot_attention_hook`)
-    out/attention_i/ one GPU artifact per attention: its planned, generated
-                     and lowered kernels for `device` (SPIR-V, PTX)
+    out/attention_i/ one GPU artifact per fused op, in program order: its
+                     planned, generated and lowered kernels for `device`
+                     (SPIR-V, PTX)
     out/manifest.json
 
 `runtime.hybrid.HybridArtifact` runs it: the host step calls back into the
@@ -23,10 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import errors
-from ..ir import Module, StringAttr
+from ..ir import IntegerAttr, Module, StringAttr
 from . import devices
 from .cpu import compile_cpu
-from .gpu import ARTIFACT_FORMAT, _attention_operands, compile_gpu
+from .gpu import _SELECTION_OPERANDS, ARTIFACT_FORMAT, _attention_operands, compile_gpu
 from .pipeline import parse_module
 
 #: Operand names in the kernels' argument order (KernelSignature in C++).
@@ -55,13 +57,44 @@ def standalone_attention(op, name: str) -> str:
     )
 
 
+def standalone_selection(op, name: str) -> str:
+    """MLIR text of a function holding just this poot.block_topk or
+    poot.selected_attention, its operands as arguments named like the
+    kernel arguments."""
+    kind = op.operation.name.removeprefix("poot.")
+    names = _SELECTION_OPERANDS[kind]
+    operands = dict(zip(names, op.operands))
+    args = ", ".join(f'%{n}: {operands[n].type} {{poot.name = "{n}"}}' for n in names)
+    result = op.results[0].type
+    uses = ", ".join(f"%{n}" for n in names)
+    types = ", ".join(str(operands[n].type) for n in names)
+    bs = IntegerAttr(op.attributes["block_size"]).value
+    if kind == "block_topk":
+        k = IntegerAttr(op.attributes["k"]).value
+        body = f"%o = poot.block_topk {uses} k = {k} block_size = {bs} : {types} -> {result}"
+    else:
+        attrs = [f"scale = {op.attributes['scale']}"]
+        if "softcap" in op.attributes:
+            attrs.append(f"softcap = {op.attributes['softcap']}")
+        body = f"%o = poot.selected_attention {uses} block_size = {bs} {{{', '.join(attrs)}}} : {types} -> {result}"
+    return (
+        f"func.func @{name}({args}) -> ({result} {{poot.name = \"out\"}}) {{\n"
+        f"  {body}\n  return %o : {result}\n}}\n"
+    )
+
+
+_FUSED = ("poot.attention", "poot.block_topk", "poot.selected_attention")
+
+
 def _attention_ops(module: Module) -> list[Any]:
+    """Every fused op of the module's functions, in program order (the order
+    poot-attention-to-calls numbers its calls)."""
     found = []
     for func_op in module.body.operations:
         if func_op.operation.name != "func.func" or not func_op.regions[0].blocks:
             continue
         for op in func_op.regions[0].blocks[0].operations:
-            if op.operation.name == "poot.attention":
+            if op.operation.name in _FUSED:
                 found.append(op)
     return found
 
@@ -78,9 +111,13 @@ def compile_hybrid(
     kernels, arity = [], []
     for index, op in enumerate(_attention_ops(mod)):
         directory = f"attention_{index}"
-        compile_gpu(standalone_attention(op, f"attention_{index}"), device, out / directory)
+        if op.operation.name == "poot.attention":
+            text, operands = standalone_attention(op, directory), len(_attention_operands(op))
+        else:
+            text, operands = standalone_selection(op, directory), len(op.operands)
+        compile_gpu(text, device, out / directory)
         kernels.append(directory)
-        arity.append(len(_attention_operands(op)) + 1)
+        arity.append(operands + 1)
     compile_cpu(mod, out / "host", func=func, offload_arity=arity)
     manifest = {
         "format": ARTIFACT_FORMAT,
