@@ -37,6 +37,9 @@ class SparseBench:
     width: int = 128
     block_size: int = 64
     top_k: int = 16
+    # Explicit [B * Lq] positions (a verification form); default: the chunk
+    # ends at the last key.
+    pos: tuple[int, ...] | None = None
 
     @property
     def blocks(self) -> int:
@@ -56,7 +59,9 @@ class SparseBench:
         return self.key_len / self.visited
 
     def positions(self) -> np.ndarray:
-        """[B, Lq]: the chunk's rows end at the last key."""
+        """[B, Lq]: the chunk's rows end at the last key (or `pos`)."""
+        if self.pos is not None:
+            return np.array(self.pos, np.int32).reshape(self.batch, self.q_len)
         rows = np.arange(self.key_len - self.q_len, self.key_len, dtype=np.int32)
         return np.broadcast_to(rows, (self.batch, self.q_len)).copy()
 
@@ -94,6 +99,9 @@ def bench_forms() -> list[SparseBench]:
     for lk in (8192, 32768, 131072):
         tag = f"{lk // 1024}k"
         forms.append(SparseBench(f"prefill64_{tag}", q_len=64, key_len=lk))
+    # Verification: rows in the first block (own block only), with fewer
+    # complete blocks than K, mid-context and at the end, in one decode batch.
+    forms.append(SparseBench("verify_decode_b4", batch=4, key_len=8192, pos=(3, 64 * 5 + 7, 4100, 8191)))
     return forms
 
 
@@ -102,6 +110,8 @@ def tiny_forms() -> list[SparseBench]:
     return [
         SparseBench("decode_tiny", q_heads=4, kv_heads=2, key_len=1024, width=32, block_size=16, top_k=4),
         SparseBench("prefill_tiny", q_heads=4, kv_heads=2, q_len=8, key_len=512, width=32, block_size=16, top_k=4),
+        SparseBench("verify_tiny", batch=4, q_heads=4, kv_heads=2, key_len=512, width=32, block_size=16,
+                    top_k=4, pos=(3, 16 * 2 + 5, 300, 511)),
     ]
 
 

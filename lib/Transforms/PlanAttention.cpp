@@ -139,25 +139,14 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
   planWarpDecode(AttentionOp op, int64_t batch, int64_t qHeads, int64_t kvHeads,
                  int64_t qLen, int64_t keyLen, int64_t keyWidth,
                  int64_t sharedWidth, int64_t valueWidth) {
-    constexpr int64_t warp = 32, warps = 4, maxRegisters = 128;
+    constexpr int64_t warp = 32, warps = 4;
     int64_t nRep = qHeads / kvHeads;
-    if (target != "nvvm" || qLen != 1 || keyWidth % warp || sharedWidth % warp ||
-        valueWidth % warp)
+    if (target != "nvvm" || qLen != 1 ||
+        !warpDecodeFits(nRep, keyWidth, sharedWidth, valueWidth,
+                        workgroupMemory))
       return std::nullopt;
-    int64_t registers =
-        nRep * ((keyWidth + sharedWidth) / warp + valueWidth / warp + 2);
-    int64_t ldsBytes = warps * nRep * (valueWidth + 2) * kFloatBytes;
-    if (registers > maxRegisters || ldsBytes > workgroupMemory)
-      return std::nullopt;
-    // Splits: enough workgroups to keep loads in flight (about 32 per SM,
-    // measured on the H200: bench/NOTES.md), chunks of at least 128 keys, and
-    // at most 128 partials per row so the combine launch stays light.
-    constexpr int64_t workgroupsPerUnit = 32, maxWarpSplits = 128;
     int64_t groups = batch * kvHeads;
-    int64_t splits = std::max<int64_t>(
-        1, std::min<int64_t>({(int64_t)llvm::divideCeil(
-                                  workgroupsPerUnit * computeUnits, groups),
-                              keyLen / kMinChunk, maxWarpSplits}));
+    int64_t splits = warpDecodeSplits(groups, keyLen, computeUnits);
     int64_t rows = batch * qHeads;
     int64_t scratchBytes = rows * splits * (valueWidth + 2) * kFloatBytes;
     if (splits > 1 && (scratchBytes > maxBufferBytes ||

@@ -38,6 +38,33 @@ inline std::optional<Grid> foldGrid(int64_t count, int64_t maxX, int64_t maxY) {
   return grid;
 }
 
+/// The warp-decode schedule's shape rule (WarpDecodeKernel.h: a workgroup of
+/// 4 warps per KV group): head widths of whole warps, the group's running
+/// state modest in registers, its warps' states in workgroup memory.
+inline bool warpDecodeFits(int64_t nRep, int64_t keyWidth, int64_t sharedWidth,
+                           int64_t valueWidth, int64_t workgroupMemory) {
+  constexpr int64_t warp = 32, warps = 4, maxRegisters = 128, floatBytes = 4;
+  if (keyWidth % warp || sharedWidth % warp || valueWidth % warp)
+    return false;
+  int64_t registers =
+      nRep * ((keyWidth + sharedWidth) / warp + valueWidth / warp + 2);
+  int64_t ldsBytes = warps * nRep * (valueWidth + 2) * floatBytes;
+  return registers <= maxRegisters && ldsBytes <= workgroupMemory;
+}
+
+/// Splits of a warp-decode launch over `positions` keys per group: enough
+/// workgroups to keep loads in flight (about 32 per compute unit, measured
+/// on the H200: bench/NOTES.md), chunks of at least 128 positions, and at
+/// most 128 partials per row so the combine launch stays light.
+inline int64_t warpDecodeSplits(int64_t groups, int64_t positions,
+                                int64_t computeUnits) {
+  constexpr int64_t workgroupsPerUnit = 32, minChunk = 128, maxSplits = 128;
+  return std::max<int64_t>(
+      1, std::min<int64_t>(
+             {(int64_t)llvm::divideCeil(workgroupsPerUnit * computeUnits, groups),
+              positions / minChunk, maxSplits}));
+}
+
 } // namespace mlir::poot
 
 #endif // POOT_LIB_TRANSFORMS_PLANCOMMON_H

@@ -5,8 +5,10 @@
 // widest power of two <= 64 whose lanes * (Dv + 2) floats fit workgroup
 // memory, else AttentionLds), split-KV for a decode whose rows do not fill
 // the compute units (<= 16 splits, chunks >= 128 positions; ScratchBytes when
-// the scratch cannot be allocated) and the grid fold (GridLimit). It never
-// takes the warp-decode schedule: that one streams a contiguous key range.
+// the scratch cannot be allocated) and the grid fold (GridLimit). An NVIDIA
+// decode whose head widths are whole warps takes the warp-decode schedule
+// (PlanCommon.h's rule, as poot.attention's decode does), its warps striding
+// over the visited positions.
 //
 // poot.block_topk gets one workgroup per (batch row, query row) whose lanes
 // stride over the blocks; its workgroup memory is two words per lane.
@@ -93,6 +95,40 @@ LogicalResult planSelectedAttention(SelectedAttentionOp op,
   int64_t blockSize = op.getBlockSize();
   int64_t visited = (slots + 1) * blockSize;
 
+  ScoreKind transform =
+      op.getSoftcap() ? ScoreKind::ScaleSoftcap : ScoreKind::Scale;
+  auto record = [&](AttentionSchedule schedule, int64_t lanes, int64_t splits,
+                    Grid grid) {
+    op->setAttr(PootDialect::kRequestAttrName,
+                SelectedAttentionRequestAttr::get(
+                    op.getContext(), batch, qHeads, kvHeads, qLen, keyLen,
+                    keyWidth, valueWidth, slots, blockSize, visited, transform,
+                    schedule, lanes, splits, llvm::divideCeil(visited, splits),
+                    grid.x, grid.y));
+    return success();
+  };
+
+  // NVIDIA decode: warp decode over the visited positions (each K/V row read
+  // once per KV group, coalesced), as poot.attention's decode plans it.
+  int64_t nRep = qHeads / kvHeads;
+  if (device.target == "nvvm" && qLen == 1 &&
+      warpDecodeFits(nRep, keyWidth, 0, valueWidth, device.workgroupMemory)) {
+    int64_t groups = batch * kvHeads, rows = batch * qHeads;
+    int64_t splits = warpDecodeSplits(groups, visited, device.computeUnits);
+    int64_t scratchBytes = rows * splits * (valueWidth + 2) * kWordBytes;
+    if (splits > 1 && (scratchBytes > device.maxBufferBytes ||
+                       !foldGrid(groups * splits, device.maxGridX, device.maxGridY)))
+      splits = 1;
+    if (splits > 1 && scratchBytes > device.maxAllocBytes)
+      return op.emitError()
+             << "ScratchBytes: the split-KV scratch needs " << scratchBytes
+             << " bytes; the device can allocate " << device.maxAllocBytes
+             << " bytes";
+    if (std::optional<Grid> grid =
+            foldGrid(groups * splits, device.maxGridX, device.maxGridY))
+      return record(AttentionSchedule::WarpDecode, 128, splits, *grid);
+  }
+
   int64_t laneBytes = (valueWidth + 2) * kWordBytes;
   int64_t lanes = lanesFitting(valueWidth + 2, device.workgroupMemory);
   if (lanes < 1)
@@ -124,21 +160,13 @@ LogicalResult planSelectedAttention(SelectedAttentionOp op,
              << laneBytes << " bytes); the device can allocate "
              << device.maxAllocBytes << " bytes";
   }
-  int64_t chunk = llvm::divideCeil(visited, splits);
   std::optional<Grid> grid =
       foldGrid(rows * splits, device.maxGridX, device.maxGridY);
   if (!grid)
     return gridRefusal(op, rows * splits, device);
-  op->setAttr(
-      PootDialect::kRequestAttrName,
-      SelectedAttentionRequestAttr::get(
-          op.getContext(), batch, qHeads, kvHeads, qLen, keyLen, keyWidth,
-          valueWidth, slots, blockSize, visited,
-          op.getSoftcap() ? ScoreKind::ScaleSoftcap : ScoreKind::Scale,
-          splits > 1 ? AttentionSchedule::SplitKV
-                     : AttentionSchedule::Streaming,
-          lanes, splits, chunk, grid->x, grid->y));
-  return success();
+  return record(splits > 1 ? AttentionSchedule::SplitKV
+                           : AttentionSchedule::Streaming,
+                lanes, splits, *grid);
 }
 
 } // namespace

@@ -279,20 +279,36 @@ def test_refusal_grid_limit(tmp_path):
 # --- NVVM (PTX) and ROCDL ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("form", [SPARSE_FORMS[0], SPARSE_FORMS[2]], ids=lambda f: f.name)
-def test_sm90_ptx_is_accepted_by_ptxas(form, rng, tmp_path):
+SPLIT_FORM = SparseForm("decode_split", q_len=1, key_len=1024, block_size=32, top_k=8)
+WARP_FORM = SparseForm(
+    "decode_warp", batch=2, q_len=1, q_heads=8, kv_heads=2, key_width=32, value_width=32,
+    key_len=2048, block_size=32, top_k=8,
+)
+
+
+@pytest.mark.parametrize(
+    "form, schedule",
+    [(SPLIT_FORM, "split_kv"), (SPARSE_FORMS[2], "streaming"), (WARP_FORM, "warp_decode")],
+    ids=lambda x: getattr(x, "name", x),
+)
+def test_sm90_ptx_is_accepted_by_ptxas(form, schedule, rng, tmp_path):
+    """sm_90 PTX of both ops assembles; a decode with warp-wide heads gets the
+    warp-decode schedule over its visited positions (xor shuffles)."""
     from test_attention_kernels import ptxas
 
     text, _ = build(form, rng)
     path = gpu.compile_gpu(text, devices.SM_90, tmp_path / "a")
     manifest = json.loads((path / "manifest.json").read_text())
-    entries = {l["entry"] for a in manifest["attention"] for l in a["launches"]}
-    assert "topk" in entries and ("stream" in entries or "partials" in entries)
+    assert manifest["attention"][1]["request"]["schedule"] == schedule
+    entries = [l["entry"] for a in manifest["attention"] for l in a["launches"]]
+    assert entries[0] == "topk"
     ptx_files = sorted(path.glob("*.ptx"))
     assert len(ptx_files) == 2
     for ptx in ptx_files:
         text_ptx = ptx.read_text()
         assert ".target sm_90" in text_ptx and "bar.sync" in text_ptx
+        if schedule == "warp_decode" and "selected" in ptx.name:
+            assert "shfl.sync.bfly.b32" in text_ptx
         subprocess.run([ptxas(), "-arch=sm_90", str(ptx), "-o", str(tmp_path / "k.cubin")], check=True)
         assert (tmp_path / "k.cubin").stat().st_size > 0
 

@@ -214,23 +214,38 @@ struct GenerateKernels
       softcap = op.getSoftcap()->convertToDouble();
     int64_t splits = req.getSplits();
     int64_t rows = req.getBatch() * req.getQHeads() * req.getQLen();
-    int64_t lds = req.getLanes() * (req.getValueWidth() + 2);
     Launch first = splits > 1 ? Launch::Partials : Launch::Stream;
-    StringRef name = splits > 1 ? "partials" : "stream";
-    emitSelectionKernel(
-        kb, loc, name, sig.argumentTypes(&getContext(), first), req.getLanes(),
-        req.getGridX(), rows * splits, lds,
-        [&](OpBuilder &b, ValueRange args, Value wg, Value lane, Value mem) {
-          SelectedAttentionEmitter emitter(b, loc, req, scale, softcap);
-          SelectionBuffers bufs = sig.bind(args, first);
-          Value splitsV = arith::ConstantIndexOp::create(b, loc, splits);
-          Value row = arith::DivUIOp::create(b, loc, wg, splitsV);
-          Value split = arith::RemUIOp::create(b, loc, wg, splitsV);
-          emitter.emitLaneScan(bufs, row, split, lane, mem);
-          gpu::BarrierOp::create(b, loc);
-          emitter.emitLaneCombine(bufs, row, split, lane, mem);
-        });
-    names.push_back(name);
+    if (req.getSchedule() == AttentionSchedule::WarpDecode) {
+      // NVIDIA decode: a workgroup of warps per (batch row, KV group, split).
+      int64_t lds = kWarpsPerGroup * (req.getQHeads() / req.getKvHeads()) *
+                    (req.getValueWidth() + 2);
+      emitSelectionKernel(
+          kb, loc, "warp", sig.argumentTypes(&getContext(), first),
+          req.getLanes(), req.getGridX(),
+          req.getBatch() * req.getKvHeads() * splits, lds,
+          [&](OpBuilder &b, ValueRange args, Value wg, Value tid, Value mem) {
+            SelectedAttentionEmitter emitter(b, loc, req, scale, softcap);
+            emitter.emitWarpDecode(sig.bind(args, first), wg, tid, mem);
+          });
+      names.push_back("warp");
+    } else {
+      StringRef name = splits > 1 ? "partials" : "stream";
+      emitSelectionKernel(
+          kb, loc, name, sig.argumentTypes(&getContext(), first),
+          req.getLanes(), req.getGridX(), rows * splits,
+          req.getLanes() * (req.getValueWidth() + 2),
+          [&](OpBuilder &b, ValueRange args, Value wg, Value lane, Value mem) {
+            SelectedAttentionEmitter emitter(b, loc, req, scale, softcap);
+            SelectionBuffers bufs = sig.bind(args, first);
+            Value splitsV = arith::ConstantIndexOp::create(b, loc, splits);
+            Value row = arith::DivUIOp::create(b, loc, wg, splitsV);
+            Value split = arith::RemUIOp::create(b, loc, wg, splitsV);
+            emitter.emitLaneScan(bufs, row, split, lane, mem);
+            gpu::BarrierOp::create(b, loc);
+            emitter.emitLaneCombine(bufs, row, split, lane, mem);
+          });
+      names.push_back(name);
+    }
     if (splits == 1)
       return;
     emitSelectionKernel(

@@ -5,9 +5,9 @@
 // poot.top_k ranks (numbers before NaN, higher first, ties to the lower id:
 // a strict total order). Round r's winner is the best block ranking after
 // round r-1's, so no list of taken blocks is kept: each lane scans its
-// stride for that, the lanes' bests meet in workgroup memory and every lane
-// folds them into the same winner. Lane 0 writes it, or -1 when it is not a
-// candidate (j >= own); slots past NB are -1.
+// stride for that, the lanes' bests meet in workgroup memory and a tree of
+// log2(lanes) phases folds them; every lane reads the winner. Lane 0 writes
+// it, or -1 when it is not a candidate (j >= own); slots past NB are -1.
 //
 // Selected attention visits (K + 1) * bs positions per row instead of Lk and
 // hands each visible key to the AttentionEmitter's online-softmax update.
@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Conversion/AttentionKernels/SelectionEmitter.h"
+#include "lib/Conversion/AttentionKernels/WarpDecodeKernel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -200,29 +201,32 @@ void BlockTopKEmitter::emitRow(const SelectionBuffers &bufs, Value row,
       store(toWord(scan.getResult(1)), lds, add(slot, index(1)));
     });
 
-    // Every lane folds the lanes' bests into the same winner.
-    auto fold = scf::ForOp::create(b, loc, index(0), index(lanes), index(1),
-                                   ValueRange{ninf, index(-1)});
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(fold.getBody());
-      Value slot = mul(fold.getInductionVar(), index(2));
-      Value key = load(lds, slot);
-      Value id = fromWord(load(lds, add(slot, index(1))));
-      Value winKey = fold.getRegionIterArgs()[0];
-      Value winId = fold.getRegionIterArgs()[1];
-      Value some = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, id,
-                                         index(0));
-      Value none = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
-                                         winId, index(0));
-      Value take = arith::AndIOp::create(
-          b, loc, some,
-          arith::OrIOp::create(b, loc, none,
-                               ranksBefore(key, id, winKey, winId)));
-      scf::YieldOp::create(
-          b, loc, ValueRange{select(take, key, winKey), select(take, id, winId)});
-    }
-    Value winKey = fold.getResult(0), winId = fold.getResult(1);
+    // The lanes' bests meet in a tree: log2(lanes) phases, lane l < s
+    // keeping the better of slots l and l + s; slot 0 ends with the winner.
+    for (int64_t half = lanes / 2; half >= 1; half /= 2)
+      eachLane([&](Value lane) {
+        Value active = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                             lane, index(half));
+        auto ifActive = scf::IfOp::create(b, loc, active, /*withElse=*/false);
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(&ifActive.getThenRegion().front());
+        Value mine = mul(lane, index(2)), theirs = mul(add(lane, index(half)), index(2));
+        Value key = load(lds, mine), id = fromWord(load(lds, add(mine, index(1))));
+        Value otherKey = load(lds, theirs);
+        Value otherId = fromWord(load(lds, add(theirs, index(1))));
+        Value some = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                           otherId, index(0));
+        Value none = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, id,
+                                           index(0));
+        Value take = arith::AndIOp::create(
+            b, loc, some,
+            arith::OrIOp::create(b, loc, none,
+                                 ranksBefore(otherKey, otherId, key, id)));
+        store(select(take, otherKey, key), lds, mine);
+        store(toWord(select(take, otherId, id)), lds, add(mine, index(1)));
+      });
+    Value winKey = load(lds, index(0));
+    Value winId = fromWord(load(lds, index(1)));
 
     // Lane 0 publishes it (the phase boundary also keeps the next round's
     // scan from overwriting the bests before every lane has read them).
@@ -266,7 +270,7 @@ AttentionRequestAttr mlir::poot::denseEquivalent(SelectedAttentionRequestAttr re
 SelectedAttentionEmitter::SelectedAttentionEmitter(
     OpBuilder &builder, Location loc, SelectedAttentionRequestAttr req,
     double scale, std::optional<double> softcap)
-    : KernelBuilder(builder, loc), req(req),
+    : KernelBuilder(builder, loc), req(req), scale(scale), softcap(softcap),
       dense(builder, loc, denseEquivalent(req), AttentionSignature(), scale,
             softcap) {}
 
@@ -281,21 +285,70 @@ SelectedAttentionEmitter::denseBuffers(const SelectionBuffers &bufs) const {
   return dense;
 }
 
+std::pair<Value, Value>
+SelectedAttentionEmitter::rowPosition(const SelectionBuffers &bufs, Value bi) {
+  Value p = indexOf(load(bufs.positions, bi));
+  Value negative =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, p, index(0));
+  Value own = select(negative, index(-1),
+                     arith::DivSIOp::create(b, loc, p, index(req.getBlockSize())));
+  return {p, own};
+}
+
+std::pair<Value, Value>
+SelectedAttentionEmitter::visitedKey(const SelectionBuffers &bufs, Value bi,
+                                     Value p, Value own, Value u) {
+  using P = arith::CmpIPredicate;
+  int64_t bs = req.getBlockSize(), k = req.getK(), keyLen = req.getKeyLen();
+  int64_t blocks = llvm::divideCeil(keyLen, bs);
+  auto cmp = [&](P pred, Value x, Value y) -> Value {
+    return arith::CmpIOp::create(b, loc, pred, x, y);
+  };
+  auto both = [&](Value x, Value y) -> Value {
+    return arith::AndIOp::create(b, loc, x, y);
+  };
+  Value slot = divui(u, bs), offset = remui(u, bs);
+  Value isOwn = cmp(P::eq, slot, index(k));
+  Value idsBase = mul(bi, index(k));
+  // Slot K is the own block; a listed slot reads its id (clamped: the own
+  // slot loads a word it then ignores).
+  Value listed = indexOf(load(
+      bufs.ids, add(idsBase, arith::MinUIOp::create(b, loc, slot, index(k - 1)))));
+  Value block = select(isOwn, own, listed);
+  Value inRange = both(cmp(P::sge, block, index(0)),
+                       cmp(P::slt, block, index(blocks)));
+  // A listed block that the own slot or an earlier slot visits: skip it.
+  Value repeat = select(isOwn, arith::ConstantIntOp::create(b, loc, 0, 1),
+                        cmp(P::eq, block, own));
+  auto earlier = scf::ForOp::create(b, loc, index(0), select(isOwn, index(0), slot),
+                                    index(1), ValueRange{repeat});
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(earlier.getBody());
+    Value other = indexOf(load(bufs.ids, add(idsBase, earlier.getInductionVar())));
+    scf::YieldOp::create(
+        b, loc,
+        ValueRange{arith::OrIOp::create(b, loc, earlier.getRegionIterArgs()[0],
+                                        cmp(P::eq, other, block))
+                       .getResult()});
+  }
+  Value fresh = arith::XOrIOp::create(b, loc, earlier.getResult(0),
+                                      arith::ConstantIntOp::create(b, loc, 1, 1));
+  Value t = add(mul(block, index(bs)), offset);
+  Value causal = both(cmp(P::sle, t, p), cmp(P::slt, t, index(keyLen)));
+  return {t, both(both(inRange, causal), fresh)};
+}
+
 void SelectedAttentionEmitter::emitLaneScan(const SelectionBuffers &bufs,
                                             Value row, Value split, Value lane,
                                             Value lds) {
-  using P = arith::CmpIPredicate;
   AttentionBuffers attention = denseBuffers(bufs);
-  int64_t bs = req.getBlockSize(), k = req.getK(), keyLen = req.getKeyLen();
-  int64_t blocks = llvm::divideCeil(keyLen, bs);
   Value base = dense.emitLaneInit(lane, lds);
   auto [batch, head] = dense.batchAndHead(row);
   Value g = divui(head, req.getQHeads() / req.getKvHeads());
   // The (batch row, query row) the ids and the position belong to.
   Value bi = add(mul(batch, index(req.getQLen())), remui(row, req.getQLen()));
-  Value p = indexOf(load(bufs.positions, bi));
-  Value own = select(arith::CmpIOp::create(b, loc, P::slt, p, index(0)),
-                     index(-1), arith::DivSIOp::create(b, loc, p, index(bs)));
+  auto [p, own] = rowPosition(bufs, bi);
 
   Value begin = mul(split, index(req.getChunk()));
   Value end = arith::MinSIOp::create(b, loc, add(begin, index(req.getChunk())),
@@ -304,50 +357,23 @@ void SelectedAttentionEmitter::emitLaneScan(const SelectionBuffers &bufs,
       scf::ForOp::create(b, loc, add(begin, lane), end, index(req.getLanes()));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(positions.getBody());
-  Value u = positions.getInductionVar();
-  Value slot = divui(u, bs), offset = remui(u, bs);
-  Value isOwn = arith::CmpIOp::create(b, loc, P::eq, slot, index(k));
-  Value idsBase = mul(bi, index(k));
-  // Slot K is the own block; a listed slot reads its id (clamped: the own
-  // slot loads a word it then ignores).
-  Value listed = indexOf(load(
-      bufs.ids, add(idsBase, arith::MinUIOp::create(b, loc, slot, index(k - 1)))));
-  Value block = select(isOwn, own, listed);
-  Value inRange = arith::AndIOp::create(
-      b, loc, arith::CmpIOp::create(b, loc, P::sge, block, index(0)),
-      arith::CmpIOp::create(b, loc, P::slt, block, index(blocks)));
-  // A listed block the own slot or an earlier slot already visits: skip.
-  Value isOwnBlock = arith::CmpIOp::create(b, loc, P::eq, block, own);
-  Value repeatOwn =
-      arith::AndIOp::create(b, loc, isOwnBlock, arith::XOrIOp::create(
-                                                    b, loc, isOwn, arith::ConstantIntOp::create(b, loc, 1, 1)));
-  Value earlierEnd = select(isOwn, index(0), slot);
-  auto earlier = scf::ForOp::create(
-      b, loc, index(0), earlierEnd, index(1),
-      ValueRange{arith::ConstantIntOp::create(b, loc, 0, 1).getResult()});
-  {
-    OpBuilder::InsertionGuard inner(b);
-    b.setInsertionPointToStart(earlier.getBody());
-    Value other = indexOf(load(bufs.ids, add(idsBase, earlier.getInductionVar())));
-    Value same = arith::CmpIOp::create(b, loc, P::eq, other, block);
-    scf::YieldOp::create(
-        b, loc,
-        ValueRange{arith::OrIOp::create(b, loc, earlier.getRegionIterArgs()[0],
-                                        same)
-                       .getResult()});
-  }
-  Value repeat = arith::OrIOp::create(b, loc, repeatOwn, earlier.getResult(0));
-  Value t = add(mul(block, index(bs)), offset);
-  Value causal = arith::AndIOp::create(
-      b, loc, arith::CmpIOp::create(b, loc, P::sle, t, p),
-      arith::CmpIOp::create(b, loc, P::slt, t, index(keyLen)));
-  Value visit = arith::AndIOp::create(
-      b, loc, arith::AndIOp::create(b, loc, inRange, causal),
-      arith::XOrIOp::create(b, loc, repeat,
-                            arith::ConstantIntOp::create(b, loc, 1, 1)));
+  auto [t, visit] = visitedKey(bufs, bi, p, own, positions.getInductionVar());
   auto ifVisit = scf::IfOp::create(b, loc, visit, /*withElse=*/false);
   b.setInsertionPointToStart(&ifVisit.getThenRegion().front());
   dense.emitVisit(attention, row, batch, head, g, t, base, lds);
+}
+
+void SelectedAttentionEmitter::emitWarpDecode(const SelectionBuffers &bufs,
+                                              Value wg, Value tid, Value lds) {
+  // Decode: one query row per batch row, so the ids row of batch b is b.
+  auto map = [&](Value batch, Value u) -> std::pair<Value, Value> {
+    auto [p, own] = rowPosition(bufs, batch);
+    return visitedKey(bufs, batch, p, own, u);
+  };
+  WarpKeyMap keyMap{req.getVisited(), map};
+  poot::emitWarpDecode(b, loc, denseEquivalent(req), AttentionSignature(),
+                       scale, softcap, denseBuffers(bufs), wg, tid, lds,
+                       &keyMap);
 }
 
 void SelectedAttentionEmitter::emitLaneCombine(const SelectionBuffers &bufs,

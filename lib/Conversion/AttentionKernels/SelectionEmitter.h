@@ -66,8 +66,9 @@ public:
   int64_t ldsWords() const { return 2 * req.getLanes(); }
   int64_t rows() const { return req.getBatch() * req.getQLen(); }
   /// The whole row: min(K, NB) rounds (each a lane phase that finds the
-  /// lanes' bests, then a phase in which lane 0 publishes the round's
-  /// winner), then the -1 padding past NB.
+  /// lanes' bests, log2(lanes) phases folding them in a tree, then a phase
+  /// in which lane 0 publishes the round's winner), then the -1 padding
+  /// past NB.
   void emitRow(const SelectionBuffers &bufs, Value row, Value lds,
                LanePhase eachLane);
 
@@ -103,10 +104,25 @@ public:
                        Value lane, Value lds);
   void emitSplitCombine(const SelectionBuffers &bufs, Value row, Value lane);
 
+  /// The warp-decode schedule (NVIDIA decode): WarpDecodeKernel's body with
+  /// its warps striding over the visited positions instead of the keys.
+  void emitWarpDecode(const SelectionBuffers &bufs, Value wg, Value tid,
+                      Value lds);
+
+  /// The position p of (batch row, query row) `bi` and its own block
+  /// (p / bs, or -1 for p < 0).
+  std::pair<Value, Value> rowPosition(const SelectionBuffers &bufs, Value bi);
+  /// Visited position u of row `bi` at (p, own): its key t and whether to
+  /// visit it (see emitLaneScan).
+  std::pair<Value, Value> visitedKey(const SelectionBuffers &bufs, Value bi,
+                                     Value p, Value own, Value u);
+
 private:
   AttentionBuffers denseBuffers(const SelectionBuffers &bufs) const;
 
   SelectedAttentionRequestAttr req;
+  double scale;
+  std::optional<double> softcap;
   AttentionEmitter dense;
 };
 

@@ -86,6 +86,9 @@ LogicalResult lowerSelectedAttention(SelectedAttentionOp op) {
   if (!req)
     return op.emitError("poot.selected_attention has no poot.request: run "
                         "poot-plan-attention first");
+  if (req.getSchedule() == AttentionSchedule::WarpDecode)
+    return op.emitError("the warp-decode schedule has no CPU form (plan for "
+                        "target=cpu)");
   OpBuilder b(op);
   Location loc = op.getLoc();
   SelectionSignature sig(op);
