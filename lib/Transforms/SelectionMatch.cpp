@@ -613,9 +613,15 @@ mlir::poot::matchSelectionMask(SelectOp scoreSelect, bool keepWhenTrue,
   std::string listedWhy, ownWhy;
   for (auto [l, o] : {std::pair(either.getLhs(), either.getRhs()),
                       std::pair(either.getRhs(), either.getLhs())}) {
-    listed = readSelectedKeys(l, alignedFrame(l, disjFrame), keys, listedWhy);
-    if (!listed)
+    std::string attemptWhy;
+    listed = readSelectedKeys(l, alignedFrame(l, disjFrame), keys, attemptWhy);
+    if (!listed) {
+      // Keep the most specific reason: an operand that is a 'listed' test
+      // with a wrong piece says more than one that is none at all.
+      if (listedWhy.empty() || listedWhy.rfind("no 'listed' test", 0) == 0)
+        listedWhy = attemptWhy;
       continue;
+    }
     own = readOwnKeys(o, alignedFrame(o, disjFrame), keys, ownWhy);
     break;
   }

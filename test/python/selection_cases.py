@@ -44,6 +44,7 @@ class SparseForm:
 
 SPARSE_FORMS = [
     SparseForm("decode_gqa", q_len=1, q_heads=8, kv_heads=2),
+    SparseForm("decode_split", q_len=1, key_len=1024, block_size=32, top_k=8),  # 288 visited
     SparseForm("rows_mqa", q_heads=4, kv_heads=1),
     SparseForm("softcap_dv", value_width=8, softcap=4.0),
     SparseForm("k_ge_blocks", key_len=40, block_size=8, top_k=6),  # 5 blocks < K
