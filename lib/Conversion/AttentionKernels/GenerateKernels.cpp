@@ -36,19 +36,22 @@ struct GenerateKernels
     : poot::impl::PootGenerateAttentionKernelsBase<GenerateKernels> {
   using PootGenerateAttentionKernelsBase::PootGenerateAttentionKernelsBase;
 
-  /// Workgroup memory of `floats` f32, declared as the target lowers it.
+  /// Workgroup memory of `floats` words (f32 unless `element` says
+  /// otherwise), declared as the target lowers it.
   Value workgroupBuffer(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
-                        int64_t floats) {
+                        int64_t floats, Type element = Type()) {
+    if (!element)
+      element = b.getF32Type();
     if (target == "spirv") {
       // SPIR-V: memref.alloc in memory space 3 maps to Workgroup storage
       // (a workgroup attribution crashes GPUFuncOpConversion in LLVM 22).
-      auto type = MemRefType::get({floats}, b.getF32Type(), AffineMap(),
+      auto type = MemRefType::get({floats}, element, AffineMap(),
                                   b.getI64IntegerAttr(3));
       return memref::AllocOp::create(b, loc, type);
     }
     auto space = gpu::AddressSpaceAttr::get(b.getContext(),
                                             gpu::AddressSpace::Workgroup);
-    auto type = MemRefType::get({floats}, b.getF32Type(), AffineMap(), space);
+    auto type = MemRefType::get({floats}, element, AffineMap(), space);
     return func.addWorkgroupAttribution(type, loc);
   }
 
@@ -162,15 +165,19 @@ struct GenerateKernels
   }
 
   /// One kernel of a selection op: `body(b, args, wg, lane, lds)` inside
-  /// the in-range branch; `ldsFloats` 0 declares no workgroup memory.
+  /// the in-range branch, `lds` one workgroup buffer per (words, element
+  /// type) of `memory`.
   void emitSelectionKernel(
       OpBuilder &moduleBuilder, Location loc, StringRef name, TypeRange types,
-      int64_t lanes, int64_t gridX, int64_t count, int64_t ldsFloats,
-      function_ref<void(OpBuilder &, ValueRange, Value, Value, Value)> body) {
+      int64_t lanes, int64_t gridX, int64_t count,
+      ArrayRef<std::pair<int64_t, Type>> memory,
+      function_ref<void(OpBuilder &, ValueRange, Value, Value, ValueRange)> body) {
     gpu::GPUFuncOp func = createKernel(moduleBuilder, loc, name, types, lanes);
     OpBuilder b(func.getBody());
     b.setInsertionPointToStart(&func.getBody().front());
-    Value lds = ldsFloats ? workgroupBuffer(b, loc, func, ldsFloats) : Value();
+    SmallVector<Value> lds;
+    for (auto [words, element] : memory)
+      lds.push_back(workgroupBuffer(b, loc, func, words, element));
     {
       OpBuilder::InsertionGuard guard(b);
       // The whole workgroup takes the same branch (wg is uniform), so the
@@ -178,8 +185,9 @@ struct GenerateKernels
       auto [wg, lane] = beginWorkgroup(b, loc, gridX, count);
       body(b, func.getArguments(), wg, lane, lds);
     }
-    if (target == "spirv" && lds)
-      memref::DeallocOp::create(b, loc, lds);
+    if (target == "spirv")
+      for (Value buffer : lds)
+        memref::DeallocOp::create(b, loc, buffer);
     gpu::ReturnOp::create(b, loc);
   }
 
@@ -188,12 +196,15 @@ struct GenerateKernels
     SelectionSignature sig(op);
     auto launch = SelectionSignature::Launch::Stream;
     int64_t rows = req.getBatch() * req.getQLen();
+    MLIRContext *ctx = &getContext();
     emitSelectionKernel(
-        kb, op.getLoc(), "topk", sig.argumentTypes(&getContext(), launch),
-        req.getLanes(), req.getGridX(), rows, 2 * req.getLanes(),
-        [&](OpBuilder &b, ValueRange args, Value wg, Value lane, Value lds) {
+        kb, op.getLoc(), "topk", sig.argumentTypes(ctx, launch),
+        req.getLanes(), req.getGridX(), rows,
+        {{req.getLanes(), Float32Type::get(ctx)},
+         {req.getLanes(), IntegerType::get(ctx, 32)}},
+        [&](OpBuilder &b, ValueRange args, Value wg, Value lane, ValueRange lds) {
           BlockTopKEmitter emitter(b, op.getLoc(), req);
-          emitter.emitRow(sig.bind(args, launch), wg, lds,
+          emitter.emitRow(sig.bind(args, launch), wg, lds[0], lds[1],
                           [&](function_ref<void(Value)> phase) {
                             phase(lane);
                             gpu::BarrierOp::create(b, op.getLoc());
@@ -222,10 +233,11 @@ struct GenerateKernels
       emitSelectionKernel(
           kb, loc, "warp", sig.argumentTypes(&getContext(), first),
           req.getLanes(), req.getGridX(),
-          req.getBatch() * req.getKvHeads() * splits, lds,
-          [&](OpBuilder &b, ValueRange args, Value wg, Value tid, Value mem) {
+          req.getBatch() * req.getKvHeads() * splits,
+          {{lds, Float32Type::get(&getContext())}},
+          [&](OpBuilder &b, ValueRange args, Value wg, Value tid, ValueRange mem) {
             SelectedAttentionEmitter emitter(b, loc, req, scale, softcap);
-            emitter.emitWarpDecode(sig.bind(args, first), wg, tid, mem);
+            emitter.emitWarpDecode(sig.bind(args, first), wg, tid, mem[0]);
           });
       names.push_back("warp");
     } else {
@@ -233,8 +245,11 @@ struct GenerateKernels
       emitSelectionKernel(
           kb, loc, name, sig.argumentTypes(&getContext(), first),
           req.getLanes(), req.getGridX(), rows * splits,
-          req.getLanes() * (req.getValueWidth() + 2),
-          [&](OpBuilder &b, ValueRange args, Value wg, Value lane, Value mem) {
+          {{req.getLanes() * (req.getValueWidth() + 2),
+            Float32Type::get(&getContext())}},
+          [&](OpBuilder &b, ValueRange args, Value wg, Value lane,
+              ValueRange lds) {
+            Value mem = lds[0];
             SelectedAttentionEmitter emitter(b, loc, req, scale, softcap);
             SelectionBuffers bufs = sig.bind(args, first);
             Value splitsV = arith::ConstantIndexOp::create(b, loc, splits);
@@ -250,8 +265,8 @@ struct GenerateKernels
       return;
     emitSelectionKernel(
         kb, loc, "combine", sig.argumentTypes(&getContext(), Launch::Combine),
-        req.getLanes(), req.getGridX(), rows, 0,
-        [&](OpBuilder &b, ValueRange args, Value wg, Value lane, Value) {
+        req.getLanes(), req.getGridX(), rows, {},
+        [&](OpBuilder &b, ValueRange args, Value wg, Value lane, ValueRange) {
           SelectedAttentionEmitter emitter(b, loc, req, scale, softcap);
           emitter.emitSplitCombine(sig.bind(args, Launch::Combine), wg, lane);
         });

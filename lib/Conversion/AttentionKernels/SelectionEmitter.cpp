@@ -5,7 +5,8 @@
 // poot.top_k ranks (numbers before NaN, higher first, ties to the lower id:
 // a strict total order). Round r's winner is the best block ranking after
 // round r-1's, so no list of taken blocks is kept: each lane scans its
-// stride for that, the lanes' bests meet in workgroup memory and a tree of
+// stride for that, the lanes' bests meet in workgroup memory (keys and ids
+// in two buffers) and a tree of
 // log2(lanes) phases folds them; every lane reads the winner. Lane 0 writes
 // it, or -1 when it is not a candidate (j >= own); slots past NB are -1.
 //
@@ -122,14 +123,21 @@ Value BlockTopKEmitter::ranksBefore(Value key, Value id, Value otherKey,
   Value equal = arith::CmpFOp::create(b, loc, P::OEQ, key, otherKey);
   Value lower = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, id,
                                       otherId);
-  // Both numbers: higher, or equal and the lower id. Both NaN: the lower id.
-  Value byValue = arith::OrIOp::create(
-      b, loc, higher, arith::AndIOp::create(b, loc, equal, lower));
-  Value sameKind = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, nan,
-                                         otherNan);
-  Value sameKindRank = select(nan, lower, byValue);
-  // One NaN: the number ranks first.
-  return select(sameKind, sameKindRank, otherNan);
+  // Both numbers: higher, or equal and the lower id. Both NaN: the lower
+  // id. One NaN: the number ranks first. (Plain and/or on i1: no i1 select.)
+  auto all = [&](Value x, Value y) -> Value {
+    return arith::AndIOp::create(b, loc, x, y);
+  };
+  auto any = [&](Value x, Value y) -> Value {
+    return arith::OrIOp::create(b, loc, x, y);
+  };
+  Value yes = arith::ConstantIntOp::create(b, loc, 1, 1);
+  auto no = [&](Value x) -> Value { return arith::XOrIOp::create(b, loc, x, yes); };
+  Value byValue = any(higher, all(equal, lower));
+  Value numbers = all(no(nan), no(otherNan));
+  Value nans = all(nan, otherNan);
+  Value numberFirst = all(no(nan), otherNan);
+  return any(any(all(numbers, byValue), all(nans, lower)), numberFirst);
 }
 
 Value BlockTopKEmitter::ownBlock(const SelectionBuffers &bufs, Value row) {
@@ -141,16 +149,13 @@ Value BlockTopKEmitter::ownBlock(const SelectionBuffers &bufs, Value row) {
 }
 
 void BlockTopKEmitter::emitRow(const SelectionBuffers &bufs, Value row,
-                               Value lds, LanePhase eachLane) {
+                               Value ldsKeys, Value ldsIds,
+                               LanePhase eachLane) {
   int64_t blocks = req.getBlocks(), k = req.getK(), lanes = req.getLanes();
   int64_t rounds = std::min(k, blocks);
   Value ninf = f32(-std::numeric_limits<double>::infinity());
-  auto toWord = [&](Value id) {
-    Value i32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), id);
-    return arith::BitcastOp::create(b, loc, b.getF32Type(), i32).getResult();
-  };
-  auto fromWord = [&](Value word) {
-    return indexOf(arith::BitcastOp::create(b, loc, b.getI32Type(), word));
+  auto toWord = [&](Value id) -> Value {
+    return arith::IndexCastOp::create(b, loc, b.getI32Type(), id);
   };
   auto storeId = [&](Value slot, Value id) {
     Value i32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), id);
@@ -196,9 +201,13 @@ void BlockTopKEmitter::emitRow(const SelectionBuffers &bufs, Value row,
             b, loc,
             ValueRange{select(take, key, bestKey), select(take, j, bestId)});
       }
-      Value slot = mul(lane, index(2));
-      store(scan.getResult(0), lds, slot);
-      store(toWord(scan.getResult(1)), lds, add(slot, index(1)));
+      // A lane past the last block runs its scan zero times. Take the
+      // initial values explicitly then: the SPIR-V lowering of scf.for
+      // leaves a zero-trip loop's results undefined (docs/toolchain-notes.md).
+      Value empty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                          lane, index(blocks));
+      store(select(empty, ninf, scan.getResult(0)), ldsKeys, lane);
+      store(toWord(select(empty, index(-1), scan.getResult(1))), ldsIds, lane);
     });
 
     // The lanes' bests meet in a tree: log2(lanes) phases, lane l < s
@@ -210,10 +219,10 @@ void BlockTopKEmitter::emitRow(const SelectionBuffers &bufs, Value row,
         auto ifActive = scf::IfOp::create(b, loc, active, /*withElse=*/false);
         OpBuilder::InsertionGuard inner(b);
         b.setInsertionPointToStart(&ifActive.getThenRegion().front());
-        Value mine = mul(lane, index(2)), theirs = mul(add(lane, index(half)), index(2));
-        Value key = load(lds, mine), id = fromWord(load(lds, add(mine, index(1))));
-        Value otherKey = load(lds, theirs);
-        Value otherId = fromWord(load(lds, add(theirs, index(1))));
+        Value theirs = add(lane, index(half));
+        Value key = load(ldsKeys, lane), id = indexOf(load(ldsIds, lane));
+        Value otherKey = load(ldsKeys, theirs);
+        Value otherId = indexOf(load(ldsIds, theirs));
         Value some = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
                                            otherId, index(0));
         Value none = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, id,
@@ -222,11 +231,11 @@ void BlockTopKEmitter::emitRow(const SelectionBuffers &bufs, Value row,
             b, loc, some,
             arith::OrIOp::create(b, loc, none,
                                  ranksBefore(otherKey, otherId, key, id)));
-        store(select(take, otherKey, key), lds, mine);
-        store(toWord(select(take, otherId, id)), lds, add(mine, index(1)));
+        store(select(take, otherKey, key), ldsKeys, lane);
+        store(toWord(select(take, otherId, id)), ldsIds, lane);
       });
-    Value winKey = load(lds, index(0));
-    Value winId = fromWord(load(lds, index(1)));
+    Value winKey = load(ldsKeys, index(0));
+    Value winId = indexOf(load(ldsIds, index(0)));
 
     // Lane 0 publishes it (the phase boundary also keeps the next round's
     // scan from overwriting the bests before every lane has read them).
@@ -320,19 +329,16 @@ SelectedAttentionEmitter::visitedKey(const SelectionBuffers &bufs, Value bi,
   // A listed block that the own slot or an earlier slot visits: skip it.
   Value repeat = select(isOwn, arith::ConstantIntOp::create(b, loc, 0, 1),
                         cmp(P::eq, block, own));
-  auto earlier = scf::ForOp::create(b, loc, index(0), select(isOwn, index(0), slot),
-                                    index(1), ValueRange{repeat});
-  {
-    OpBuilder::InsertionGuard inner(b);
-    b.setInsertionPointToStart(earlier.getBody());
-    Value other = indexOf(load(bufs.ids, add(idsBase, earlier.getInductionVar())));
-    scf::YieldOp::create(
-        b, loc,
-        ValueRange{arith::OrIOp::create(b, loc, earlier.getRegionIterArgs()[0],
-                                        cmp(P::eq, other, block))
-                       .getResult()});
+  // K is a compile-time constant: the earlier slots are unrolled (K loads,
+  // independent of each other, no loop-carried flag).
+  for (int64_t earlier = 0; earlier + 1 < k; ++earlier) {
+    Value other = indexOf(load(bufs.ids, add(idsBase, index(earlier))));
+    Value before = cmp(P::ult, index(earlier), slot);
+    Value same = both(cmp(P::eq, other, block), before);
+    repeat = arith::OrIOp::create(b, loc, repeat, same);
   }
-  Value fresh = arith::XOrIOp::create(b, loc, earlier.getResult(0),
+  repeat = select(isOwn, arith::ConstantIntOp::create(b, loc, 0, 1), repeat);
+  Value fresh = arith::XOrIOp::create(b, loc, repeat,
                                       arith::ConstantIntOp::create(b, loc, 1, 1));
   Value t = add(mul(block, index(bs)), offset);
   Value causal = both(cmp(P::sle, t, p), cmp(P::slt, t, index(keyLen)));

@@ -62,15 +62,17 @@ using LanePhase = function_ref<void(function_ref<void(Value lane)> body)>;
 class BlockTopKEmitter : private KernelBuilder {
 public:
   BlockTopKEmitter(OpBuilder &builder, Location loc, BlockTopKRequestAttr req);
-  /// Workgroup-memory words: the (key, id) best of every lane.
-  int64_t ldsWords() const { return 2 * req.getLanes(); }
+  /// Workgroup memory: every lane's best, its key (f32) and its id (i32) in
+  /// two buffers of `lanes` words (an id never travels as a float: a
+  /// device may flush its bit pattern, a denormal, to zero).
+  int64_t ldsWords() const { return req.getLanes(); }
   int64_t rows() const { return req.getBatch() * req.getQLen(); }
   /// The whole row: min(K, NB) rounds (each a lane phase that finds the
   /// lanes' bests, log2(lanes) phases folding them in a tree, then a phase
   /// in which lane 0 publishes the round's winner), then the -1 padding
   /// past NB.
-  void emitRow(const SelectionBuffers &bufs, Value row, Value lds,
-               LanePhase eachLane);
+  void emitRow(const SelectionBuffers &bufs, Value row, Value ldsKeys,
+               Value ldsIds, LanePhase eachLane);
 
 private:
   /// (key, id) ranks before (otherKey, otherId): numbers before NaN,

@@ -68,10 +68,13 @@ LogicalResult lowerBlockTopK(BlockTopKOp op) {
   args.push_back(out);
   SelectionBuffers bufs = sig.bind(args, SelectionSignature::Launch::Stream);
   BlockTopKEmitter emitter(b, loc, req);
-  Value lds = memref::AllocOp::create(
+  Value ldsKeys = memref::AllocOp::create(
       b, loc, MemRefType::get({emitter.ldsWords()}, b.getF32Type()));
+  Value ldsIds = memref::AllocOp::create(
+      b, loc, MemRefType::get({emitter.ldsWords()}, b.getI32Type()));
   forRange(b, loc, emitter.rows(), [&](Value row) {
-    emitter.emitRow(bufs, row, lds, [&](function_ref<void(Value)> phase) {
+    emitter.emitRow(bufs, row, ldsKeys, ldsIds,
+                    [&](function_ref<void(Value)> phase) {
       forRange(b, loc, req.getLanes(), phase);
     });
   });

@@ -242,7 +242,7 @@ def compile_gpu(
             named = dict(zip(_SELECTION_OPERANDS[kind], op.operands))
         operands = {}
         for key, value in named.items():
-            if isinstance(value, BlockArgument) or BlockArgument.isinstance(value):
+            if isinstance(value, BlockArgument):
                 operands[key] = arg_names[BlockArgument(value).arg_number]
             elif _value_key(value) in produced:
                 operands[key] = produced[_value_key(value)]
