@@ -162,9 +162,9 @@ def Poot_BlockTopKRequestAttr : Poot_Attr<"BlockTopKRequest", "block_topk_reques
     query row) over a `grid_x` x `grid_y` fold of the `batch * q_len`
     workgroups. Each of the `min(k, blocks)` rounds, every lane finds the
     best block of its stride j = lane, lane + lanes, ... that ranks after the
-    previous round's winner; the lanes' bests (`2 * lanes` words of workgroup
-    memory) are folded into the round's winner. Equal requests generate equal
-    kernels.
+    previous round's winner; the lanes' bests (a key and an id per lane in
+    workgroup memory) are folded by a tree into the round's winner. Equal
+    requests generate equal kernels.
   }];
   let parameters = (ins
     "int64_t":$batch, "int64_t":$q_len, "int64_t":$blocks, "int64_t":$k,
@@ -187,8 +187,10 @@ def Poot_SelectedAttentionRequestAttr
     positions u = l, l + lanes, ... < visited, position u being key
     `u % block_size` of the row's `u / block_size`-th block) or `split_kv`
     (a partials launch per (row, split) over `chunk` positions each, then
-    the combine launch). The lane state, the scratch and the combine are
-    those of `#poot.attention_request`'s schedules.
+    the combine launch); an NVIDIA decode takes `warp_decode` (a workgroup of
+    4 warps per (batch row, KV group, split), a warp per visited position).
+    The lane state, the scratch and the combine are those of
+    `#poot.attention_request`'s schedules.
   }];
   let parameters = (ins
     "int64_t":$batch, "int64_t":$q_heads, "int64_t":$kv_heads,

@@ -198,13 +198,16 @@ def PootGenerateAttentionKernels
     The block-selected ops get their kernels from the same generator
     (SelectionEmitter): `poot.block_topk` one `topk` kernel (a workgroup per
     (batch row, query row); min(K, NB) rounds, each a lane scan of the
-    blocks ranking after the previous winner, a barrier, the lanes' bests
-    folded in workgroup memory; arguments scores, q_pos, out) in
+    blocks ranking after the previous winner, then the lanes' bests folded
+    by a tree over workgroup memory (keys f32, ids i32), a barrier after each
+    phase; arguments scores, q_pos, out) in
     `gpu.module @poot_block_topk_<i>`; `poot.selected_attention` the
     streaming or split-KV kernels of the seed's schedule over its
     `(K + 1) * block_size` visited positions per row (AttentionEmitter's lane
-    state, update and combines; arguments query, key, value, block_ids,
-    q_pos, then out or scratch) in `gpu.module @poot_selected_attention_<i>`.
+    state, update and combines), or for an NVIDIA decode the warp-decode
+    kernel (`warp`) with its warps striding over those positions; arguments
+    query, key, value, block_ids, q_pos, then out or scratch; in
+    `gpu.module @poot_selected_attention_<i>`.
 
     `target` chooses how workgroup memory is declared: `spirv` (memref.alloc in memory space 3 and
     `spirv.entry_point_abi`), `nvvm` / `rocdl` (a workgroup attribution and

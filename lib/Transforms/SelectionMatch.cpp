@@ -598,7 +598,7 @@ mlir::poot::matchSelectionMask(SelectOp scoreSelect, bool keepWhenTrue,
     }
   }
   if (!causal) {
-    why = "the visibility mask has " + causalWhy;
+    why = "the visibility mask: " + causalWhy;
     return failure();
   }
   auto [disj, disjFrame] = peel(blocks, alignedFrame(blocks, frame));
@@ -626,11 +626,11 @@ mlir::poot::matchSelectionMask(SelectOp scoreSelect, bool keepWhenTrue,
     break;
   }
   if (!listed) {
-    why = "the visibility mask has " + listedWhy;
+    why = "the visibility mask: " + listedWhy;
     return failure();
   }
   if (!own) {
-    why = "the visibility mask has " + ownWhy;
+    why = "the visibility mask: " + ownWhy;
     return failure();
   }
   if (listed->blockSize != own->blockSize) {

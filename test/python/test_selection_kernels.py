@@ -271,6 +271,19 @@ def test_refusal_attention_lds(tmp_path):
         gpu.compile_gpu(one_op_text(value_width=9000), LAVAPIPE, tmp_path)
 
 
+def test_refusal_scratch_bytes(tmp_path):
+    """A split decode whose scratch the device cannot allocate (ScratchBytes)."""
+    # 2 rows, (K + 1) * 128 = 384 visited positions: 3 splits, 432 bytes.
+    text = (
+        one_op_text(rows=1)
+        .replace("tensor<1x2x64x", "tensor<1x2x512x")
+        .replace("tensor<1x1x8xf32>", "tensor<1x1x4xf32>")
+        .replace("block_size = 8", "block_size = 128")
+    )
+    with pytest.raises(errors.ScratchBytes, match="split-KV scratch needs 432 bytes"):
+        gpu.compile_gpu(text, LAVAPIPE.with_limits(compute_units=64, max_alloc_bytes=100), tmp_path)
+
+
 def test_refusal_grid_limit(tmp_path):
     with pytest.raises(errors.GridLimit, match="workgroups do not fit a 2 x 1 grid"):
         gpu.compile_gpu(one_op_text(), LAVAPIPE.with_limits(max_grid_x=2, max_grid_y=1), tmp_path)
