@@ -139,7 +139,10 @@ def Poot_SelectedAttentionOp : Poot_Op<"selected_attention", [Pure,
     visible to row `(b,i)` iff `t <= p` and either `t / bs` is listed in
     `block_ids[b,i,:]` (ids `< 0` are padding) or `t / bs == p / bs` (the
     row's own, unfinished block). Each row therefore visits at most
-    `(K + 1) * bs` keys instead of `Lk`. On the visible keys:
+    `(K + 1) * bs` keys instead of `Lk`. The test is an any-of over the
+    list: a repeated id, the own block listed again, padding and ids past
+    the last block change nothing (poot.block_topk produces none of them,
+    but the op takes any ids). On the visible keys:
 
     ```
     s[t] = dot(q[b,h,i,:], key[b,g,t,:]) * scale   (then softcap if set)

@@ -140,12 +140,21 @@ Value BlockTopKEmitter::ranksBefore(Value key, Value id, Value otherKey,
   return any(any(all(numbers, byValue), all(nans, lower)), numberFirst);
 }
 
-Value BlockTopKEmitter::ownBlock(const SelectionBuffers &bufs, Value row) {
-  Value p = indexOf(load(bufs.positions, row));
+/// The own block of position p: p / bs, or -1 for a negative p (any
+/// negative block has no candidate and no visible key, as floor(p / bs)).
+static Value ownBlockOf(OpBuilder &b, Location loc, Value p, int64_t bs) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
   Value negative =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, p, index(0));
-  Value own = arith::DivSIOp::create(b, loc, p, index(req.getBlockSize()));
-  return select(negative, index(-1), own);
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, p, zero);
+  Value own = arith::DivSIOp::create(
+      b, loc, p, arith::ConstantIndexOp::create(b, loc, bs));
+  return arith::SelectOp::create(
+      b, loc, negative, arith::ConstantIndexOp::create(b, loc, -1), own);
+}
+
+Value BlockTopKEmitter::ownBlock(const SelectionBuffers &bufs, Value row) {
+  return ownBlockOf(b, loc, indexOf(load(bufs.positions, row)),
+                    req.getBlockSize());
 }
 
 void BlockTopKEmitter::emitRow(const SelectionBuffers &bufs, Value row,
@@ -158,8 +167,7 @@ void BlockTopKEmitter::emitRow(const SelectionBuffers &bufs, Value row,
     return arith::IndexCastOp::create(b, loc, b.getI32Type(), id);
   };
   auto storeId = [&](Value slot, Value id) {
-    Value i32 = arith::IndexCastOp::create(b, loc, b.getI32Type(), id);
-    store(i32, bufs.ids, add(mul(row, index(k)), slot));
+    store(toWord(id), bufs.ids, add(mul(row, index(k)), slot));
   };
 
   auto roundsLoop = scf::ForOp::create(b, loc, index(0), index(rounds),
@@ -297,11 +305,7 @@ SelectedAttentionEmitter::denseBuffers(const SelectionBuffers &bufs) const {
 std::pair<Value, Value>
 SelectedAttentionEmitter::rowPosition(const SelectionBuffers &bufs, Value bi) {
   Value p = indexOf(load(bufs.positions, bi));
-  Value negative =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, p, index(0));
-  Value own = select(negative, index(-1),
-                     arith::DivSIOp::create(b, loc, p, index(req.getBlockSize())));
-  return {p, own};
+  return {p, ownBlockOf(b, loc, p, req.getBlockSize())};
 }
 
 std::pair<Value, Value>
