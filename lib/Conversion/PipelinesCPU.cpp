@@ -49,6 +49,19 @@
 
 using namespace mlir;
 
+void poot::addInPlaceBufferization(OpPassManager &pm) {
+  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // (A loop that scatters into a donated pool yields the pool's own buffer
+  // on every path: canonicalization folds its result to the argument.)
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createPootDropAliasedResults());
+}
+
 void poot::buildPootToLLVMCPUPipeline(
     OpPassManager &pm, const PootToLLVMCPUPipelineOptions &options) {
   // 1. poot -> linalg/tensor/scf on tensors. The fused attention ops are
@@ -84,16 +97,7 @@ void poot::buildPootToLLVMCPUPipeline(
   //    (recorded first, for the manifest). Every other result becomes an
   //    out-parameter the runtime allocates; a result that is a fresh static
   //    allocation is written in place of that allocation.
-  pm.addPass(bufferization::createEmptyTensorEliminationPass());
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  // (A loop that scatters into a donated pool yields the pool's own buffer
-  // on every path: canonicalization folds its result to the argument.)
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createPootDropAliasedResults());
+  addInPlaceBufferization(pm);
   bufferization::BufferResultsToOutParamsPassOptions outParams;
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Conversion/GPUPipelines.h"
+#include "lib/Conversion/Pipelines.h"
 
 #include "lib/Conversion/Passes.h"
 #include "lib/Transforms/Passes.h"
@@ -44,15 +45,8 @@ void mlir::poot::addWholeStepPasses(
   PootCPUEntryABIOptions abi;
   pm.addPass(createPootCPUEntryABI(abi));
   pm.addPass(createLinalgElementwiseOpFusionPass());
-  // 3. Buffers, the state in place (see poot-to-llvm-cpu).
-  pm.addPass(bufferization::createEmptyTensorEliminationPass());
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createPootDropAliasedResults());
+  // 3. Buffers, the state in place (the CPU pipeline's bufferization).
+  addInPlaceBufferization(pm);
   pm.addPass(createPootGPUAttentionLaunches());
   // 4. Parallel loops mapped to blocks x threads, then kernels.
   PootCPUExpandStridedCopiesOptions copies;

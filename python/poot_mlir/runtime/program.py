@@ -51,20 +51,14 @@ class _Vulkan:
     def kernel(self, payload: bytes, entry: str, num_args: int, block: list[int]) -> Any:
         return self.device.load_kernel(payload, entry=entry, num_buffers=num_args)
 
+    def launch(self, launches: list[tuple]) -> None:
+        self.device.run(launches)
+
+    def copy(self, src: Any, dst: Any, nbytes: int) -> None:
+        self.device._copy(_base(src), _base(dst), _offset(src), _offset(dst), nbytes)
+
     def execute(self, commands: list[tuple]) -> None:
-        launches: list[tuple] = []
-        for command in commands:
-            if command[0] == "launch":
-                _, kernel, bufs, grid = command
-                launches.append((kernel, bufs, grid))
-                continue
-            if launches:
-                self.device.run(launches)
-                launches = []
-            _, src, dst, nbytes = command
-            self.device._copy(_base(src), _base(dst), _offset(src), _offset(dst), nbytes)
-        if launches:
-            self.device.run(launches)
+        _execute(self, commands)
 
     def close(self) -> None:
         self.device.close()
@@ -97,26 +91,38 @@ class _Cuda:
     def kernel(self, payload: bytes, entry: str, num_args: int, block: list[int]) -> Any:
         return self.backend.kernel(payload, entry, num_args, block)
 
-    def execute(self, commands: list[tuple]) -> None:
+    def launch(self, launches: list[tuple]) -> None:
+        self.backend.launch(launches)
+
+    def copy(self, src: Any, dst: Any, nbytes: int) -> None:
         from cuda.bindings import driver
 
-        launches: list[tuple] = []
-        for command in commands:
-            if command[0] == "launch":
-                _, kernel, bufs, grid = command
-                launches.append((kernel, bufs, grid))
-                continue
-            if launches:
-                self.backend.launch(launches)
-                launches = []
-            _, src, dst, nbytes = command
-            self.backend._check("cuMemcpyDtoD", driver.cuMemcpyDtoD(int(dst.ptr), int(src.ptr), nbytes))
-        if launches:
-            self.backend.launch(launches)
+        self.backend._check("cuMemcpyDtoD", driver.cuMemcpyDtoD(int(dst.ptr), int(src.ptr), nbytes))
+
+    def execute(self, commands: list[tuple]) -> None:
+        _execute(self, commands)
         self.backend.synchronize()
 
     def close(self) -> None:
         self.backend.close()
+
+
+def _execute(device: Any, commands: list[tuple]) -> None:
+    """Run a program's commands in order on `device` (_Vulkan or _Cuda):
+    consecutive launches go to the device as one batch; a copy ends it."""
+    launches: list[tuple] = []
+    for command in commands:
+        if command[0] == "launch":
+            _, kernel, bufs, grid = command
+            launches.append((kernel, bufs, grid))
+            continue
+        if launches:
+            device.launch(launches)
+            launches = []
+        _, src, dst, nbytes = command
+        device.copy(src, dst, nbytes)
+    if launches:
+        device.launch(launches)
 
 
 def _base(buf: Any) -> Any:
