@@ -61,7 +61,13 @@ def Poot_AttentionSchedule : I32EnumAttr<"AttentionSchedule", "attention kernel 
     // split) serves the group's n_rep query heads; a warp reads one key row
     // coalesced (lanes split the head width, a shuffle reduces the dot) and
     // keeps the running state in registers; combine launch when split.
-    I32EnumAttrCase<"WarpDecode", 2, "warp_decode">]> {
+    I32EnumAttrCase<"WarpDecode", 2, "warp_decode">,
+    // The CPU: one work item per (batch row, KV group, query block, split)
+    // serves the group's n_rep heads and a block of query rows; key blocks
+    // of `key_block` keys sized to the L1 cache, vectors of `lanes` floats
+    // over the head width; work items run on a thread pool (OpenMP); a
+    // combine loop when split.
+    I32EnumAttrCase<"CpuTiled", 3, "cpu_tiled">]> {
   let cppNamespace = "::mlir::poot";
   let genSpecializedAttr = 0;
 }
@@ -139,8 +145,12 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
     running state `lanes * (value_width + 2)` floats fits the device's
     workgroup memory), `splits` (1 for streaming) with `chunk` keys per split,
     and the launch grid (`grid_x`, `grid_y`: the workgroup count folded onto
-    two dimensions past the device's X limit). Equal requests generate equal
-    kernels, so the request is the plan key.
+    two dimensions past the device's X limit). The CPU schedule
+    (`cpu_tiled`) reads `lanes` as the vector width, `grid_x` as the number
+    of work items, `grid_y` as the chunks (one per core) they are dealt to, `q_block` as the query rows per work item and
+    `key_block` as the keys per cache block (both 0, and not printed, for
+    the GPU schedules). Equal requests generate equal kernels, so the
+    request is the plan key.
   }];
   let parameters = (ins
     "int64_t":$batch, "int64_t":$q_heads, "int64_t":$kv_heads,
@@ -151,7 +161,9 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
     EnumParameter<Poot_KeyBound>:$key_bound,
     EnumParameter<Poot_AttentionSchedule>:$schedule,
     "int64_t":$lanes, "int64_t":$splits, "int64_t":$chunk,
-    "int64_t":$grid_x, "int64_t":$grid_y);
+    "int64_t":$grid_x, "int64_t":$grid_y,
+    DefaultValuedParameter<"int64_t", "0">:$q_block,
+    DefaultValuedParameter<"int64_t", "0">:$key_block);
   let assemblyFormat = "`<` struct(params) `>`";
 }
 

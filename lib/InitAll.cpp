@@ -15,6 +15,7 @@
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
+#include "mlir/Conversion/OpenMPToLLVM/ConvertOpenMPToLLVM.h"
 #include "mlir/Conversion/GPUCommon/GPUToLLVM.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
@@ -29,6 +30,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -40,6 +42,7 @@
 #include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/OpenMP/OpenMPToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/ROCDL/ROCDLToLLVMIRTranslation.h"
 #include "mlir/Target/SPIRV/Target.h"
 #include "mlir/Transforms/Passes.h"
@@ -51,7 +54,7 @@ void mlir::poot::registerAllDialects(DialectRegistry &registry) {
                   gpu::GPUDialect, cf::ControlFlowDialect,
                   bufferization::BufferizationDialect, vector::VectorDialect,
                   LLVM::LLVMDialect, spirv::SPIRVDialect, NVVM::NVVMDialect,
-                  ROCDL::ROCDLDialect>();
+                  ROCDL::ROCDLDialect, omp::OpenMPDialect>();
   // GPU targets serialize kernels (gpu-module-to-binary) and translate them
   // to LLVM IR: their target attributes and translations must be known.
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);
@@ -62,6 +65,8 @@ void mlir::poot::registerAllDialects(DialectRegistry &registry) {
   registerGPUDialectTranslation(registry);
   registerNVVMDialectTranslation(registry);
   registerROCDLDialectTranslation(registry);
+  // The CPU target's parallel loops are OpenMP worksharing loops.
+  registerOpenMPDialectTranslation(registry);
   // convert-gpu-to-nvvm/rocdl load these ConvertToLLVM interfaces.
   arith::registerConvertArithToLLVMInterface(registry);
   cf::registerConvertControlFlowToLLVMInterface(registry);
@@ -76,6 +81,7 @@ void mlir::poot::registerAllDialects(DialectRegistry &registry) {
   vector::registerConvertVectorToLLVMInterface(registry);
   gpu::registerConvertGpuToLLVMInterface(registry);
   registerConvertComplexToLLVMInterface(registry);
+  registerConvertOpenMPToLLVMInterface(registry);
   // The CPU pipeline bufferizes arith/linalg/tensor/scf/func ops.
   poot::registerCPUPipelineDialectInterfaces(registry);
 }
@@ -107,5 +113,9 @@ void mlir::poot::registerAllPasses() {
   poot::registerPootGPUSerializeProgram();
   poot::registerPootCPUExpandStridedCopies();
   poot::registerPootCPUWidenBoolMemrefs();
+  poot::registerPootCPUApproximateVectorMath();
+  poot::registerPootCPUVectorizeMatmuls();
+  poot::registerPootCPULowerAllocaScopes();
+  poot::registerPootCPUOutlineLoops();
   poot::registerPootToLLVMCPUPipeline();
 }

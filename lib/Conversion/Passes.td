@@ -133,6 +133,166 @@ def PootCPUEntryABI : Pass<"poot-cpu-entry-abi", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
 }
 
+def PootCPUVectorizeMatmuls
+    : Pass<"poot-cpu-vectorize-matmuls", "::mlir::func::FuncOp"> {
+  let summary = "Tile and vectorize the step's f32 matmuls for the host's vectors";
+  let description = [{
+    Runs on buffers, after bufferization (tiled tensor IR made one-shot
+    bufferization of a 16-layer decoder step 3.8 s -> 10.7 s). Every
+    `linalg.matmul` with static f32 memrefs and the default maps (the step's
+    linear layers: `convert-poot-to-linalg` makes a matmul with a 2-D rhs
+    one) is tiled (`linalg::tileLinalgOp`) and vectorized:
+    - output tiles TM x TN (TM: the largest divisor of M <= 4; TN: 4, 2 or 1
+      host vectors, the widest dividing N) in an `scf.parallel` when the
+      matmul has at least `min-parallel-work` multiply-adds (an OpenMP loop
+      downstream), else an `scf.for`;
+    - the reduction in steps of TK (the largest divisor of K <= 16), an
+      `scf.for`;
+    - each TM x TN x TK tile vectorized (`linalg::vectorize`) to one
+      `vector.contract`, which the LLVM lowering turns into outer products
+      (the output tile is re-read from L1 each K step: upstream's
+      `hoistRedundantVectorTransfers` did not hoist it).
+    Nothing happens with `vector-width=0`.
+
+    Before:
+    ```mlir
+    linalg.matmul ins(%x, %w : memref<1x512xf32>, memref<512x1024xf32>)
+                  outs(%y : memref<1x1024xf32>)
+    ```
+    After (`vector-width=16`):
+    ```mlir
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c1, %c1024) step (%c1, %c64) {
+      scf.for %kk = %c0 to %c512 step %c16 {
+        %l = vector.transfer_read ... : vector<1x16xf32>
+        %r = vector.transfer_read ... : vector<16x64xf32>
+        %a = vector.transfer_read %ytile[...] : vector<1x64xf32>
+        %c = vector.contract ... %l, %r, %a : vector<1x16xf32>, vector<16x64xf32> into vector<1x64xf32>
+        vector.transfer_write %c, %ytile[...]
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
+           "f32 lanes of the host's vectors (0: leave the matmuls alone)">,
+    Option<"minParallelWork", "min-parallel-work", "int64_t",
+           /*default=*/"262144",
+           "Fewest multiply-adds (M*N*K) for which the output tiles run as a "
+           "parallel loop">,
+  ];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::vector::VectorDialect",
+    "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
+  ];
+}
+
+def PootCPUOutlineLoops : Pass<"poot-cpu-outline-loops", "::mlir::ModuleOp"> {
+  let summary = "Give every top-level loop nest of a big step its own function";
+  let description = [{
+    Runs after bufferization and `convert-linalg-to-loops`. A decoder step is
+    one function with hundreds of loop nests, and LLVM's loop passes over one
+    function grow faster than its loop count (IndVarSimplify took 73% of
+    `O3` on an 8-layer step, ~5x per doubling of the layers). In every
+    function with at least `min-loops` top-level loop nests (`scf.for`,
+    `scf.parallel`, `scf.forall`), each nest is outlined into a private
+    function `<name>_loop<i>` (upstream `outlineSingleBlockRegion`, the
+    constants it uses cloned in so loop bounds stay constant) marked
+    `passthrough = ["noinline"]`, and called in place: LLVM then optimizes
+    one loop nest per function, and compile time is linear in the layers.
+    A nest whose function would equal an earlier one (same type, same body
+    printed with local names: another layer's copy on other buffers) calls
+    the earlier one instead, so each distinct nest is compiled once. The
+    function left holding the calls is glue in one huge block, where LLVM's
+    SelectionDAG instruction selector is superlinear (15 of 16 s for a
+    16-layer step): it gets `passthrough = ["noinline", "optnone"]` (the fast
+    instruction selector; there are no loops left in it to optimize).
+
+    Before:
+    ```mlir
+    func.func @step(%a: memref<64xf32>) {
+      scf.for %i = %c0 to %c64 step %c1 { ... %a ... }
+    }
+    ```
+    After:
+    ```mlir
+    func.func @step(%a: memref<64xf32>) {
+      call @step_loop0(%a) : (memref<64xf32>) -> ()
+    }
+    func.func private @step_loop0(%a: memref<64xf32>) attributes {passthrough = ["noinline"]} {
+      %c0 = arith.constant 0 : index ...
+      scf.for %i = %c0 to %c64 step %c1 { ... }
+    }
+    ```
+  }];
+  let options = [
+    Option<"minLoops", "min-loops", "int64_t", /*default=*/"16",
+           "Outline only in functions with at least this many top-level loop "
+           "nests (a small step stays one function)">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"];
+}
+
+def PootCPULowerAllocaScopes
+    : Pass<"poot-cpu-lower-alloca-scopes", "::mlir::ModuleOp"> {
+  let summary = "memref.alloca_scope as stacksave/stackrestore around its body";
+  let description = [{
+    `convert-scf-to-openmp` wraps every parallel loop body in a
+    `memref.alloca_scope`. Only `finalize-memref-to-llvm` lowers a scope, and
+    only while its region is a single block; the CPU pipeline lowers the
+    loops inside the scope to control flow before that. This pass lowers the
+    scopes while they are still one block, as the memref-to-llvm lowering
+    would: the body inlined between `llvm.intr.stacksave` and
+    `llvm.intr.stackrestore`, so the allocas of one iteration are freed
+    before the next.
+
+    Before:
+    ```mlir
+    memref.alloca_scope {
+      %a = memref.alloca() : memref<16xf32>
+      ...
+    }
+    ```
+    After:
+    ```mlir
+    %sp = llvm.intr.stacksave : !llvm.ptr
+    %a = memref.alloca() : memref<16xf32>
+    ...
+    llvm.intr.stackrestore %sp : !llvm.ptr
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def PootCPUApproximateVectorMath
+    : Pass<"poot-cpu-approximate-vector-math", "::mlir::ModuleOp"> {
+  let summary = "Polynomial approximations for math ops on vectors";
+  let description = [{
+    The CPU attention kernel (and vectorized linalg) computes `math.exp` and
+    `math.tanh` on vectors. LLVM has no vector libm, so it would call `expf`
+    once per lane; this pass applies upstream's polynomial approximations
+    (`populateMathPolynomialApproximationPatterns`: f32 exp, tanh, log, erf,
+    ...) to math ops whose result is a vector and leaves scalar math (a libm
+    call, numpy's numerics) as it is. The approximations are within a few
+    f32 ulp and keep exp(-inf) = 0 and NaN.
+
+    Before:
+    ```mlir
+    %e = math.exp %x : vector<16xf32>
+    %s = math.exp %y : f32
+    ```
+    After:
+    ```mlir
+    %e = ... arith.mulf / arith.addf / arith.bitcast ... : vector<16xf32>
+    %s = math.exp %y : f32
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 def PootCPUWidenBoolMemrefs
     : Pass<"poot-cpu-widen-bool-memrefs", "::mlir::ModuleOp"> {
   let summary = "Store every remaining i1 memref as bytes";
@@ -308,11 +468,23 @@ def PootAttentionToLoops : Pass<"poot-attention-to-loops", "::mlir::ModuleOp"> {
     scf.for %wg = ... { scf.for %lane = ... { <scan> } scf.for %lane = ... { <combine> } }
     %o = bufferization.to_tensor %out restrict writable : ...
     ```
+
+    A request with the CPU's own schedule (`schedule = cpu_tiled`) gets the
+    CPU loop nest instead (CpuAttentionKernel.h): an `scf.parallel` over
+    work items (batch row, KV group, query block, split), each running its
+    group's n_rep heads over key blocks with `vector` loads, FMAs and
+    reductions of `lanes` floats, the online softmax per key block (a vector
+    `math.exp`), and, when split, a parallel combine over rows:
+    ```mlir
+    scf.parallel (%item) = (%c0) to (%items) step (%c1) {
+      memref.alloca_scope { ... vector.fma ... vector.reduction <add> ... math.exp ... }
+    }
+    ```
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::scf::SCFDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
   ];
 }
 

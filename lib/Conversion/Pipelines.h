@@ -24,6 +24,9 @@ namespace poot {
 /// How the CPU step runs each poot.attention.
 enum class CPUAttention { Loops, Offload };
 
+/// How the CPU step runs its scf.parallel loops.
+enum class CPUParallel { Serial, Omp };
+
 struct PootToLLVMCPUPipelineOptions
     : public PassPipelineOptions<PootToLLVMCPUPipelineOptions> {
   PassOptions::Option<std::string> entry{
@@ -50,6 +53,21 @@ struct PootToLLVMCPUPipelineOptions
                      "the kernel's schedule as CPU loops"),
           clEnumValN(CPUAttention::Offload, "offload",
                      "a call to a runtime-provided launcher"))};
+  // The host's SIMD width in f32 lanes (16: AVX-512, 8: AVX2, 4: SSE/NEON);
+  // > 0 plans the CPU's own attention schedule, 0 the GPU schedules as loops.
+  PassOptions::Option<int64_t> vectorWidth{
+      *this, "vector-width",
+      llvm::cl::desc("f32 lanes of the host's vectors (0: GPU schedules as "
+                     "loops)"),
+      llvm::cl::init(0)};
+  PassOptions::Option<CPUParallel> parallel{
+      *this, "parallel", llvm::cl::desc("How scf.parallel runs"),
+      llvm::cl::init(CPUParallel::Serial),
+      llvm::cl::values(
+          clEnumValN(CPUParallel::Serial, "serial", "as sequential loops"),
+          clEnumValN(CPUParallel::Omp, "omp",
+                     "as OpenMP worksharing loops (the library needs "
+                     "libomp)"))};
   PassOptions::Option<int64_t> maxGridX{
       *this, "max-grid-x",
       llvm::cl::desc("Largest workgroup count per grid dimension (>= 1)"),

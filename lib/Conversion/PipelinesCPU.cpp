@@ -22,9 +22,14 @@
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
+#include "mlir/Conversion/OpenMPToLLVM/ConvertOpenMPToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/SCFToOpenMP/SCFToOpenMP.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Vector/Transforms/Passes.h"
 #include "mlir/Dialect/Arith/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
@@ -35,13 +40,26 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Linalg/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/Transforms/SubsetInsertionOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/Transforms/TilingInterfaceImpl.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/AllocationOpInterfaceImpl.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/BufferDeallocationOpInterfaceImpl.h"
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Dialect/Tensor/IR/TensorInferTypeOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/Transforms/SubsetInsertionOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/Transforms/SubsetOpInterfaceImpl.h"
+#include "mlir/Dialect/Affine/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/Arith/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/Linalg/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/MemRef/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/SCF/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/ValueBoundsOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/IR/ValueBoundsOpInterfaceImpl.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -78,6 +96,7 @@ void poot::buildPootToLLVMCPUPipeline(
   plan.computeUnits = options.computeUnits;
   plan.maxGridX = options.maxGridX;
   plan.maxGridY = int64_t(1) << 31; // loops: only the X fold is recorded
+  plan.vectorWidth = options.vectorWidth;
   pm.addPass(createPootPlanAttention(plan));
   if (options.attention == CPUAttention::Offload)
     pm.addPass(createPootAttentionToCalls());
@@ -110,9 +129,23 @@ void poot::buildPootToLLVMCPUPipeline(
   // 3. Loops (strided copies too: the artifact links no MLIR runtime), and
   //    the f16/bf16 arithmetic and math done in f32 with a rounding after
   //    each op (what numpy/ml_dtypes compute).
+  // The linear layers as vector code for the host (tiled + vectorized on
+  // buffers; the output tile's transfers hoisted out of the K loop).
+  PootCPUVectorizeMatmulsOptions matmuls;
+  matmuls.vectorWidth = options.vectorWidth;
+  pm.addNestedPass<func::FuncOp>(createPootCPUVectorizeMatmuls(matmuls));
   pm.addNestedPass<func::FuncOp>(createPootCPUExpandStridedCopies());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
+  // One function per loop nest in a big step: LLVM's loop passes (and the
+  // pattern-driven passes below) are superlinear in the size of a function.
+  pm.addPass(createPootCPUOutlineLoops());
+  // The vectorized matmuls' tiles: scf.forall (now on buffers) as
+  // scf.parallel, n-D transfers unrolled to 1-D vectors.
+  pm.addPass(createForallToParallelLoopPass());
+  pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMultiReductionPass());
+  pm.addPass(createConvertVectorToSCFPass(
+      VectorTransferToSCFOptions().enableFullUnroll()));
   math::MathExtendToSupportedTypesOptions mathExtend;
   pm.addPass(math::createMathExtendToSupportedTypes(mathExtend));
   arith::ArithEmulateUnsupportedFloatsOptions emulate;
@@ -123,12 +156,26 @@ void poot::buildPootToLLVMCPUPipeline(
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createCanonicalizerPass());
+  // Vector math (the CPU attention kernel's exp) as polynomials, and every
+  // scf.parallel (the kernel's work items) as an OpenMP worksharing loop;
+  // without OpenMP the parallel loops stay serial loops.
+  pm.addPass(createPootCPUApproximateVectorMath());
+  if (options.parallel == CPUParallel::Omp) {
+    pm.addPass(createConvertSCFToOpenMPPass());
+    pm.addPass(createPootCPULowerAllocaScopes());
+  }
 
   // 4. LLVM. Math goes to LLVM intrinsics where one exists (llc turns them
   //    into libm calls: expf, tanhf, ...) and to libm calls for the rest.
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  // Vector reductions may reassociate: a tree of shuffles, not a chain.
+  ConvertVectorToLLVMPassOptions vectorToLLVM;
+  vectorToLLVM.reassociateFPReductions = true;
+  vectorToLLVM.vectorContractLowering =
+      vector::VectorContractLowering::OuterProduct;
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
@@ -137,6 +184,8 @@ void poot::buildPootToLLVMCPUPipeline(
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createUBToLLVMConversionPass());
+  if (options.parallel == CPUParallel::Omp)
+    pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
   pm.addPass(createCanonicalizerPass());
 }
@@ -164,4 +213,19 @@ void poot::registerCPUPipelineDialectInterfaces(DialectRegistry &registry) {
   arith::registerBufferDeallocationOpInterfaceExternalModels(registry);
   scf::registerBufferDeallocationOpInterfaceExternalModels(registry);
   cf::registerBufferDeallocationOpInterfaceExternalModels(registry);
+  // poot-cpu-vectorize-matmuls: linalg tiling, vector transfers on tensors
+  // (bufferized, and hoisted out of loops as subsets).
+  linalg::registerTilingInterfaceExternalModels(registry);
+  linalg::registerSubsetOpInterfaceExternalModels(registry);
+  tensor::registerSubsetOpInterfaceExternalModels(registry);
+  vector::registerBufferizableOpInterfaceExternalModels(registry);
+  vector::registerSubsetOpInterfaceExternalModels(registry);
+  // Tiling and canonicalization ask for value bounds (affine.min of tiles).
+  affine::registerValueBoundsOpInterfaceExternalModels(registry);
+  arith::registerValueBoundsOpInterfaceExternalModels(registry);
+  linalg::registerValueBoundsOpInterfaceExternalModels(registry);
+  memref::registerValueBoundsOpInterfaceExternalModels(registry);
+  scf::registerValueBoundsOpInterfaceExternalModels(registry);
+  tensor::registerValueBoundsOpInterfaceExternalModels(registry);
+  vector::registerValueBoundsOpInterfaceExternalModels(registry);
 }

@@ -74,6 +74,18 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     - grid: the workgroup count folded onto (x, y) past `max-grid-x`; a count
       that does not fit `max-grid-x * max-grid-y` is refused with `GridLimit`.
 
+    On the CPU with `vector-width` > 0 it plans the CPU schedule instead
+    (`cpu_tiled`): `lanes` = the widest power of two <= vector-width that
+    divides every head width; `key_block` = the most keys (a power of two,
+    <= 256) whose K and V rows fit `workgroup-memory` (the L1 data cache);
+    `q_block` = the largest divisor of Lq that is <= max(1, 16 / n_rep)
+    (query rows per work item); a decode
+    with fewer than 2 * compute-units work items (batch x KV groups) splits
+    its keys: `splits = min(16, ceil(2 * cores / items), Lk / 512)`;
+    `grid_x` = the work-item count, `grid_y` = min(items, compute-units), the
+    chunks (one per core) the items are dealt to — 1 (no thread team) when
+    the attention has fewer than 2^18 multiply-adds (rows x Lk x widths).
+
     It also refuses what the target cannot lower: an attention that is not
     f32 (`DtypeLowering`: the generated kernel is f32 only), on SPIR-V a
     two-byte (f16/bf16) `poot.select` (`DtypeLowering`), and on a GPU target
@@ -112,6 +124,9 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
            "Largest workgroup count in Y (>= 1)">,
     Option<"computeUnits", "compute-units", "int64_t", /*default=*/"1",
            "Compute units (SMs, CUs, cores) a launch can fill">,
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
+           "CPU only: f32 lanes of the host's SIMD registers; > 0 plans the "
+           "CPU schedule (cpu_tiled), 0 the GPU schedules as loops">,
     Option<"maxBufferBytes", "max-buffer-bytes", "int64_t", /*default=*/"1073741824",
            "Largest single buffer (storage buffer range) in bytes">,
     Option<"maxAllocBytes", "max-alloc-bytes", "int64_t", /*default=*/"4294967296",

@@ -9,6 +9,7 @@
 
 #include "lib/Transforms/Passes.h"
 
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -119,6 +120,9 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
             : 0;
     int64_t valueWidth = v.getShape().back();
 
+    if (target == DeviceTarget::CPU && vectorWidth > 0)
+      return planCpu(op, batch, qHeads, kvHeads, qLen, keyLen, keyWidth,
+                     sharedWidth, valueWidth);
     if (std::optional<LogicalResult> warp = planWarpDecode(
             op, batch, qHeads, kvHeads, qLen, keyLen, keyWidth, sharedWidth,
             valueWidth))
@@ -188,8 +192,75 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
         op.getSoftcap() ? ScoreKind::ScaleSoftcap : ScoreKind::Scale,
         mask, bound,
         splits > 1 ? AttentionSchedule::SplitKV : AttentionSchedule::Streaming,
-        lanes, splits, chunk, grid->x, grid->y);
+        lanes, splits, chunk, grid->x, grid->y, /*q_block=*/0,
+        /*key_block=*/0);
     op->setAttr(PootDialect::kRequestAttrName, request);
+    return success();
+  }
+
+  /// The CPU schedule (CpuAttentionKernel.h). A work item serves one KV
+  /// group's n_rep heads for a block of query rows, so each key row is read
+  /// once per item; vectors of `lanes` floats run along the head width (the
+  /// widest power of two <= vector-width dividing every head width); key
+  /// blocks fit the per-core cache (`workgroup-memory`: the L1 data cache)
+  /// and are a whole number of vectors; a decode whose items do not give
+  /// every core two splits its keys (chunks of >= 512 keys, <= 16 splits).
+  LogicalResult planCpu(AttentionOp op, int64_t batch, int64_t qHeads,
+                        int64_t kvHeads, int64_t qLen, int64_t keyLen,
+                        int64_t keyWidth, int64_t sharedWidth,
+                        int64_t valueWidth) {
+    constexpr int64_t kCpuMinChunk = 512, kMaxKeyBlock = 256,
+                      kQueryRowsPerItem = 16;
+    int64_t width = std::max<int64_t>(
+        1, int64_t(llvm::bit_floor(
+               uint64_t(std::max<int64_t>(1, vectorWidth)))));
+    auto divides = [&](int64_t w) {
+      return keyWidth % w == 0 && sharedWidth % w == 0 && valueWidth % w == 0;
+    };
+    while (width > 1 && !divides(width))
+      width /= 2;
+    int64_t rowBytes = (keyWidth + sharedWidth + valueWidth) * kFloatBytes;
+    int64_t keyBlock = width;
+    while (keyBlock * 2 <= kMaxKeyBlock &&
+           keyBlock * 2 * rowBytes <= workgroupMemory &&
+           keyBlock < keyLen)
+      keyBlock *= 2;
+    int64_t nRep = qHeads / kvHeads;
+    // The largest divisor of Lq <= 16 / n_rep: whole blocks, no guards.
+    int64_t qBlock = std::max<int64_t>(
+        1, std::min<int64_t>(qLen, kQueryRowsPerItem / nRep));
+    while (qLen % qBlock)
+      --qBlock;
+    int64_t items = batch * kvHeads * llvm::divideCeil(qLen, qBlock);
+    int64_t splits = 1;
+    if (qLen == 1 && items < 2 * computeUnits)
+      splits = std::clamp<int64_t>(
+          std::min<int64_t>(llvm::divideCeil(2 * computeUnits, items),
+                            keyLen / kCpuMinChunk),
+          1, kMaxSplits);
+    int64_t laneBytes = (valueWidth + 2) * kFloatBytes;
+    int64_t rows = batch * qHeads * qLen;
+    // Threads only for work worth a parallel region (the same 2^18
+    // multiply-adds as the CPU matmuls): a small step forks no team.
+    constexpr int64_t kMinParallelWork = int64_t(1) << 18;
+    int64_t work = rows * keyLen * (keyWidth + sharedWidth + valueWidth);
+    int64_t chunks =
+        work < kMinParallelWork
+            ? 1
+            : std::min<int64_t>(items * splits, std::max<int64_t>(1, computeUnits));
+    if (splits > 1 && rows * splits * laneBytes > maxAllocBytes)
+      return op.emitError()
+             << "ScratchBytes: the split-KV scratch needs "
+             << rows * splits * laneBytes << " bytes; the device can allocate "
+             << maxAllocBytes.getValue() << " bytes";
+    op->setAttr(PootDialect::kRequestAttrName,
+                AttentionRequestAttr::get(
+                    op.getContext(), batch, qHeads, kvHeads, qLen, keyLen,
+                    keyWidth, sharedWidth, valueWidth,
+                    op.getSoftcap() ? ScoreKind::ScaleSoftcap : ScoreKind::Scale,
+                    maskKindOf(op), keyBoundOf(op), AttentionSchedule::CpuTiled,
+                    width, splits, (int64_t)llvm::divideCeil(keyLen, splits),
+                    items * splits, chunks, qBlock, keyBlock));
     return success();
   }
 
@@ -252,7 +323,7 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
                     op.getSoftcap() ? ScoreKind::ScaleSoftcap : ScoreKind::Scale,
                     mask, bound, AttentionSchedule::WarpDecode, warp * warps,
                     splits, (int64_t)llvm::divideCeil(keyLen, splits), grid->x,
-                    grid->y));
+                    grid->y, /*q_block=*/0, /*key_block=*/0));
     return success();
   }
 

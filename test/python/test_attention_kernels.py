@@ -255,11 +255,16 @@ def test_hsaco_needs_an_amdgpu_llvm(rng, tmp_path, monkeypatch):
 
 # --- the CPU form of the same kernels ---------------------------------------------
 
-CPU = devices.CPU
+CPU = devices.CPU_SEED  # the GPU schedules as loops
+HOST = devices.CPU  # the CPU's own schedule (cpu_tiled), for the detected host
+CPU_TILED = ["tiled", "tiled_split", "tiled_w4", "tiled_w1_block1"]
 
 
 def cpu_schedules(form: Form) -> dict[str, devices.Device]:
-    """The CPU described to the planner so it picks each schedule."""
+    """The CPU described to the planner so it picks each schedule: the GPU
+    schedules run as loops (lanes, splits, grid folds), and the CPU's own
+    schedule at the host's vector width, split over many cores, at 4-lane
+    vectors, and with 1-lane vectors and one-vector key blocks."""
     lane_bytes = (form.value_width + 2) * 4
     return {
         "stream64": CPU,
@@ -267,10 +272,16 @@ def cpu_schedules(form: Form) -> dict[str, devices.Device]:
         "stream4": CPU.with_limits(workgroup_memory=4 * lane_bytes + 3),
         "split_kv": CPU.with_limits(compute_units=64),
         "fold2d": CPU.with_limits(max_grid_x=3),
+        "tiled": HOST,
+        "tiled_split": HOST.with_limits(compute_units=64),
+        "tiled_w4": HOST.with_limits(vector_width=4, workgroup_memory=4096),
+        "tiled_w1_block1": HOST.with_limits(vector_width=1, workgroup_memory=1),
     }
 
 
-@pytest.mark.parametrize("schedule", ["stream64", "stream16", "stream4", "split_kv", "fold2d"])
+@pytest.mark.parametrize(
+    "schedule", ["stream64", "stream16", "stream4", "split_kv", "fold2d", *CPU_TILED]
+)
 @pytest.mark.parametrize("form", FORMS, ids=[f.name for f in FORMS])
 def test_cpu_kernel_matches_oracle(form, schedule, rng, tmp_path):
     from poot_mlir.compiler import compile_cpu
@@ -281,6 +292,49 @@ def test_cpu_kernel_matches_oracle(form, schedule, rng, tmp_path):
     out = CpuArtifact(path).run(inputs).outputs[0]
     ref = oracle.run(text, inputs, reference=True).outputs[0]
     assert_matches(out, ref, rtol=1e-5, atol=1e-6)
+
+
+def _need_openmp():
+    """The threaded CPU schedule needs libomp; CI installs it (.ci/run), so
+    there a missing runtime fails instead of skipping."""
+    from poot_mlir.compiler.cpu import find_openmp
+
+    if find_openmp() is None:
+        message = "no OpenMP runtime (libomp): apt-get install libomp-dev, or pip install intel-openmp"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+# Each has >= 2^18 multiply-adds, so the planner gives it a thread team.
+THREADED = [
+    Form("gqa_long", q_heads=8, kv_heads=2, key_len=3000),
+    Form("prefill_causal_long", q_len=80, key_len=80, mask="shared"),
+    Form("paged_live", q_heads=8, kv_heads=2, pool=900, key_len=700, live=True),
+]
+
+
+@pytest.mark.parametrize("form", THREADED, ids=[f.name for f in THREADED])
+def test_cpu_tiled_threads_agree(form, rng, tmp_path):
+    """The CPU schedule on an OpenMP thread pool (planned for 4 cores, so a
+    decode splits its keys): 1 thread and 3 threads each match the oracle
+    and agree with each other."""
+    from poot_mlir.compiler import compile_cpu
+    from poot_mlir.runtime.cpu import CpuArtifact
+
+    _need_openmp()
+    text, inputs = build(form, rng)
+    path = compile_cpu(text, tmp_path / "cpu", device=HOST.with_limits(compute_units=4),
+                       parallel="omp", keep_ir=True)
+    assert "__kmpc_fork_call" in (path / "step.ll").read_text()  # a thread team
+    ref = oracle.run(text, inputs, reference=True).outputs[0]
+    outs = {}
+    for threads in (1, 3):
+        art = CpuArtifact(path, threads=threads)
+        assert art.manifest["parallel"] == "omp"
+        outs[threads] = art.run(inputs).outputs[0]
+        assert_matches(outs[threads], ref, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(outs[1], outs[3], rtol=1e-6, atol=1e-7)
 
 
 def test_cpu_and_lavapipe_agree(rng, vulkan, tmp_path):

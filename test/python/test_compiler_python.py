@@ -70,7 +70,7 @@ def test_compile_cpu_fuses_and_lists_the_planned_attention(rng, tmp_path):
     [entry] = manifest["attention"]
     request = entry["request"]
     assert (request["batch"], request["q_heads"], request["kv_heads"], request["key_len"]) == (1, 4, 2, CAP)
-    assert request["schedule"] == "streaming" and request["lanes"] >= 1
+    assert request["schedule"] == "cpu_tiled" and request["lanes"] >= 1
     assert entry["location"].endswith(f"{HERE}:{line}:19"), entry["location"]
     assert manifest["notes"] == []
     inputs, state = _inputs(rng)
@@ -160,7 +160,8 @@ def test_not_a_module_is_typed(tmp_path):
 
 def test_refused_plan_points_at_the_users_line(tmp_path):
     module, line = decode_step()
-    tiny = devices.CPU.with_limits(workgroup_memory=16)  # one lane needs (16 + 2) * 4 bytes
+    # The seed's GPU schedule as CPU loops: one lane needs (16 + 2) * 4 bytes.
+    tiny = devices.CPU_SEED.with_limits(workgroup_memory=16)
     with pytest.raises(errors.AttentionLds) as info:
         compile_cpu(module, tmp_path / "a", device=tiny)
     assert info.value.location.endswith(f"{HERE}:{line}:19"), info.value.location
@@ -209,5 +210,7 @@ def test_trace_keeps_the_ir_up_to_a_failing_pass(tmp_path):
     module, _ = decode_step()
     trace = PassTrace(print_ir_after=["poot-attention-rewrite"])
     with pytest.raises(errors.AttentionLds):
-        compile_cpu(module, tmp_path / "a", device=devices.CPU.with_limits(workgroup_memory=16), trace=trace)
+        compile_cpu(
+            module, tmp_path / "a", device=devices.CPU_SEED.with_limits(workgroup_memory=16), trace=trace
+        )
     assert "poot.attention " in trace.ir_after("poot-attention-rewrite")

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Conversion/AttentionKernels/AttentionEmitter.h"
+#include "lib/Conversion/AttentionKernels/CpuAttentionKernel.h"
 #include "lib/Conversion/AttentionKernels/KernelSignature.h"
 #include "lib/Conversion/AttentionKernels/TensorBridge.h"
 #include "lib/Conversion/Passes.h"
@@ -51,6 +52,8 @@ struct AttentionToLoops
     OpBuilder b(op);
     Location loc = op.getLoc();
     KernelSignature sig(op, req);
+    if (req.getSchedule() == AttentionSchedule::CpuTiled)
+      return lowerCpuTiled(op, req, sig);
     auto launch = req.getSchedule() == AttentionSchedule::SplitKV
                       ? KernelSignature::Launch::Partials
                       : KernelSignature::Launch::Stream;
@@ -100,6 +103,38 @@ struct AttentionToLoops
 
     Value result = tensorFromFlat(b, loc, out, resultType);
     op.getResult().replaceAllUsesWith(result);
+    op.erase();
+    return success();
+  }
+
+  /// The CPU's own schedule (CpuAttentionKernel.h) on the same buffers.
+  LogicalResult lowerCpuTiled(AttentionOp op, AttentionRequestAttr req,
+                              const KernelSignature &sig) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    SmallVector<Value> args;
+    for (Value operand : KernelSignature::orderedInputs(op))
+      args.push_back(flatReadBuffer(b, loc, operand));
+    CpuAttentionKernel kernel(
+        b, loc, req, sig.layout, op.getScale().convertToDouble(),
+        op.getSoftcap()
+            ? std::optional<double>(op.getSoftcap()->convertToDouble())
+            : std::nullopt);
+    auto resultType = cast<RankedTensorType>(op.getType());
+    Value out = memref::AllocOp::create(
+        b, loc, MemRefType::get({resultType.getNumElements()}, b.getF32Type()));
+    Value scratch;
+    if (int64_t floats = kernel.scratchFloats())
+      scratch = memref::AllocOp::create(
+          b, loc, MemRefType::get({floats}, b.getF32Type()));
+    args.push_back(scratch ? scratch : out);
+    AttentionBuffers bufs = sig.bind(args, scratch
+                                               ? KernelSignature::Launch::Partials
+                                               : KernelSignature::Launch::Stream);
+    bufs.out = out;
+    bufs.scratch = scratch;
+    kernel.emit(bufs);
+    op.getResult().replaceAllUsesWith(tensorFromFlat(b, loc, out, resultType));
     op.erase();
     return success();
   }

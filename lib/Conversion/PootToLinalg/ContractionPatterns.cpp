@@ -62,6 +62,39 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
 
     Type elementType = resultType.getElementType();
     Value zero = scalarConstant(rewriter, loc, elementType, 0.0);
+    if (rhsShape.size() == 2) {
+      // One matrix for every batch row (a linear layer): the result's batch
+      // dims are the lhs's own, so they are more rows of one linalg.matmul,
+      // the form the CPU pipeline tiles and vectorizes.
+      int64_t rows = resultType.getNumElements() / rhsShape[1];
+      Value lhs = adaptor.getLhs();
+      auto lhsType = cast<RankedTensorType>(lhs.getType());
+      if (lhsType.getRank() != 2) {
+        SmallVector<ReassociationIndices> collapse(1);
+        int64_t lhsRank = lhsType.getRank();
+        for (int64_t d = 0; d + 1 < lhsRank; ++d)
+          collapse[0].push_back(d);
+        collapse.push_back({lhsRank - 1});
+        lhs = tensor::CollapseShapeOp::create(rewriter, loc, lhs, collapse);
+      }
+      auto flatType = RankedTensorType::get({rows, rhsShape[1]}, elementType);
+      Value init = filledTensor(rewriter, loc, flatType, zero);
+      Value product =
+          linalg::MatmulOp::create(rewriter, loc, TypeRange{flatType},
+                                   ValueRange{lhs, adaptor.getRhs()},
+                                   ValueRange{init})
+              .getResult(0);
+      SmallVector<ReassociationIndices> expand(1);
+      for (int64_t d = 0; d + 1 < resultType.getRank(); ++d)
+        expand[0].push_back(d);
+      expand.push_back({resultType.getRank() - 1});
+      if (resultType.getRank() == 2)
+        rewriter.replaceOp(op, product);
+      else
+        rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(op, resultType,
+                                                           product, expand);
+      return success();
+    }
     Value init = filledTensor(rewriter, loc, resultType, zero);
     auto generic = linalg::GenericOp::create(
         rewriter, loc, TypeRange{resultType},

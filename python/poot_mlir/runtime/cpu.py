@@ -96,10 +96,41 @@ def _load_private_copy(library: Path) -> ctypes.CDLL:
         os.unlink(name)
 
 
-class CpuArtifact:
-    """A loaded CPU artifact: its signature and the callable step."""
+def _openmp(manifest: Mapping[str, Any]) -> ctypes.CDLL | None:
+    """The OpenMP runtime an `omp` artifact links (loaded before it, so a
+    missing runtime is a clear error rather than a loader message)."""
+    if manifest.get("parallel") != "omp":
+        return None
+    path = manifest.get("openmp")
+    try:
+        # Local scope: libomp also exports GNU's GOMP_* entry points, and a
+        # global libomp would take over the calls of any other library in the
+        # process that uses libgomp (torch). step.so's own NEEDED entry binds
+        # to this same instance.
+        return ctypes.CDLL(path)
+    except OSError as exc:
+        raise ArtifactError(
+            f"the artifact runs its loops on OpenMP and needs {path}: {exc} "
+            "(install libomp: `apt-get install libomp-dev` or `pip install intel-openmp`)"
+        ) from None
 
-    def __init__(self, path: "str | Path") -> None:
+
+def _default_threads(manifest: Mapping[str, Any]) -> int | None:
+    value = os.environ.get("POOT_CPU_THREADS")
+    if value:
+        return max(1, int(value))
+    cores = manifest.get("device", {}).get("compute_units")
+    return int(cores) if cores else None
+
+
+class CpuArtifact:
+    """A loaded CPU artifact: its signature and the callable step.
+
+    `threads` is how many threads an OpenMP artifact's parallel loops use
+    (default: `$POOT_CPU_THREADS`, else the cores it was compiled for);
+    a serial artifact ignores it."""
+
+    def __init__(self, path: "str | Path", threads: int | None = None) -> None:
         self.path = Path(path)
         manifest_path = self.path / "manifest.json"
         if not manifest_path.is_file():
@@ -115,6 +146,10 @@ class CpuArtifact:
         library = self.path / self.manifest["library"]
         if not library.is_file():
             raise ArtifactError(f"{self.path}: {self.manifest['library']} is missing")
+        self._openmp = _openmp(self.manifest)
+        self.threads = threads if threads is not None else _default_threads(self.manifest)
+        if self.threads is not None and self.threads < 1:
+            raise ValueError(f"threads={self.threads}: expected at least 1")
         self._library = _load_private_copy(library)
         self._entry = self._function(self.manifest["entry"], len(self._own_results))
         self._validate = None
@@ -143,6 +178,9 @@ class CpuArtifact:
 
     def _invoke(self, function: Any, arrays: list[np.ndarray], outputs: list[np.ndarray]) -> None:
         descriptors = [descriptor(a) for a in arrays] + [descriptor(o) for o in outputs]
+        if self._openmp is not None and self.threads is not None:
+            # The calling thread's team size for the step's parallel loops.
+            self._openmp.omp_set_num_threads(self.threads)
         function(*[ctypes.addressof(d) for d in descriptors])
 
     def validate(self, arrays: list[np.ndarray]) -> None:
@@ -192,9 +230,9 @@ class CpuArtifact:
         return Session(self, state)
 
 
-def load(path: "str | Path") -> CpuArtifact:
+def load(path: "str | Path", threads: int | None = None) -> CpuArtifact:
     """Load the artifact directory `path`."""
-    return CpuArtifact(path)
+    return CpuArtifact(path, threads)
 
 
 class Session:
