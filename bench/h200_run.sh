@@ -1,7 +1,7 @@
 #!/bin/bash
 # One device call: environment, verification, benchmark, sanitizers, pytest.
 # Usage (device tool, repo root, carry bench/artifacts): bash bench/h200_run.sh [stages]
-# Stages (default: env verify bench sanitize pytest): env verify bench sanitize pytest proto
+# Stages (default: env verify bench sanitize pytest): env verify bench sanitize pytest sparse proto
 # proto_sanitize ncu sass. Logs under $OUT (at most 8 files come back from a device call).
 set -u
 export PYTHONPATH=python PYTHONUNBUFFERED=1
@@ -33,6 +33,10 @@ sanitize)
     rc=$?; echo "=== $tool rc=$rc" >> "$OUT/sanitizer.log"; echo "$tool rc=$rc"
   done
   grep -E "ERROR SUMMARY|RACECHECK SUMMARY|^=== |cases," "$OUT/sanitizer.log" ;;
+sparse)
+  stamp sparse
+  timeout 400 python3 bench/sparse_h200.py --json "$OUT/sparse.json" > "$OUT/sparse.log" 2>&1; echo "sparse rc=$?"
+  tail -14 "$OUT/sparse.log" ;;
 pytest)
   stamp pytest
   timeout 60 python3 -m pytest -q -p no:cacheprovider test/python/test_cuda_runtime.py > "$OUT/pytest.log" 2>&1; echo "pytest rc=$?"

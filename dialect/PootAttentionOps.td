@@ -99,11 +99,20 @@ def Poot_BlockTopKOp : Poot_Op<"block_topk", [Pure,
   let description = [{
     Keys are grouped in blocks of `block_size` positions. For batch row `b`
     and query row `i` at position `p = q_pos[b,i]`, the candidates are the
-    complete blocks before the row's own block: `j < p / block_size`.
+    complete blocks before the row's own block: `j < floor(p / block_size)`.
     `ids[b,i,:]` lists the `k` candidates with the highest `scores[b,i,j]`
     (descending; ties to the lower id), padded with `-1` when fewer than `k`
     exist. The row's own unfinished block is always visited by
     `poot.selected_attention` and is never listed here.
+
+    Precisely (this is the tracer's primitive chain, NaN included): every
+    block is ranked by `scores[b,i,j]` if it is a candidate and `-inf`
+    otherwise, in `poot.top_k`'s order (descending, NaN below every number,
+    ties to the lower id); the first `k` are listed (`-1` past NB) and each
+    non-candidate among them becomes `-1`. So a NaN-scored candidate ranks
+    below the non-candidates and is listed only when nothing else is left.
+    `scores` are the block scores `[B, Lq, NB]` (e.g. the max index score
+    of each block); the op never reads the keys.
 
     ```mlir
     %ids = poot.block_topk %scores, %qpos k = 4 block_size = 64
@@ -130,7 +139,10 @@ def Poot_SelectedAttentionOp : Poot_Op<"selected_attention", [Pure,
     visible to row `(b,i)` iff `t <= p` and either `t / bs` is listed in
     `block_ids[b,i,:]` (ids `< 0` are padding) or `t / bs == p / bs` (the
     row's own, unfinished block). Each row therefore visits at most
-    `(K + 1) * bs` keys instead of `Lk`. On the visible keys:
+    `(K + 1) * bs` keys instead of `Lk`. The test is an any-of over the
+    list: a repeated id, the own block listed again, padding and ids past
+    the last block change nothing (poot.block_topk produces none of them,
+    but the op takes any ids). On the visible keys:
 
     ```
     s[t] = dot(q[b,h,i,:], key[b,g,t,:]) * scale   (then softcap if set)

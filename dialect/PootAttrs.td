@@ -167,4 +167,54 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
   let assemblyFormat = "`<` struct(params) `>`";
 }
 
+def Poot_BlockTopKRequestAttr : Poot_Attr<"BlockTopKRequest", "block_topk_request"> {
+  let summary = "The planner's generation request for one poot.block_topk";
+  let description = [{
+    The shape (`batch`, `q_len`, `blocks` = NB, `k`, `block_size`) and the
+    schedule: `streaming`, one workgroup of `lanes` threads per (batch row,
+    query row) over a `grid_x` x `grid_y` fold of the `batch * q_len`
+    workgroups. Each of the `min(k, blocks)` rounds, every lane finds the
+    best block of its stride j = lane, lane + lanes, ... that ranks after the
+    previous round's winner; the lanes' bests (a key and an id per lane in
+    workgroup memory) are folded by a tree into the round's winner. Equal
+    requests generate equal kernels.
+  }];
+  let parameters = (ins
+    "int64_t":$batch, "int64_t":$q_len, "int64_t":$blocks, "int64_t":$k,
+    "int64_t":$block_size,
+    EnumParameter<Poot_AttentionSchedule>:$schedule,
+    "int64_t":$lanes, "int64_t":$grid_x, "int64_t":$grid_y);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
+def Poot_SelectedAttentionRequestAttr
+    : Poot_Attr<"SelectedAttentionRequest", "selected_attention_request"> {
+  let summary = "The planner's generation request for one poot.selected_attention";
+  let description = [{
+    The shape (`batch`, `q_heads`, `kv_heads`, `q_len`, `key_len`,
+    `key_width`, `value_width`), the selection (`k` listed blocks of
+    `block_size` keys, so `visited = (k + 1) * block_size` positions per row:
+    the listed blocks, then the row's own block), the score transform, and
+    the seed's schedules over those positions: `streaming` (one workgroup of
+    `lanes` threads per (batch row, query head, query row); lane l visits
+    positions u = l, l + lanes, ... < visited, position u being key
+    `u % block_size` of the row's `u / block_size`-th block) or `split_kv`
+    (a partials launch per (row, split) over `chunk` positions each, then
+    the combine launch); an NVIDIA decode takes `warp_decode` (a workgroup of
+    4 warps per (batch row, KV group, split), a warp per visited position).
+    The lane state, the scratch and the combine are those of
+    `#poot.attention_request`'s schedules.
+  }];
+  let parameters = (ins
+    "int64_t":$batch, "int64_t":$q_heads, "int64_t":$kv_heads,
+    "int64_t":$q_len, "int64_t":$key_len, "int64_t":$key_width,
+    "int64_t":$value_width, "int64_t":$k, "int64_t":$block_size,
+    "int64_t":$visited,
+    EnumParameter<Poot_ScoreTransform>:$transform,
+    EnumParameter<Poot_AttentionSchedule>:$schedule,
+    "int64_t":$lanes, "int64_t":$splits, "int64_t":$chunk,
+    "int64_t":$grid_x, "int64_t":$grid_y);
+  let assemblyFormat = "`<` struct(params) `>`";
+}
+
 #endif // POOT_ATTRS_TD

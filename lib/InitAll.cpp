@@ -92,7 +92,8 @@ void mlir::poot::registerAllPasses() {
     PassPipelineRegistration<poot::FuseAttentionPipelineOptions>(
         "poot-fuse-attention",
         "Canonicalize, recognize RoPE, rewrite attention chains into "
-        "poot.attention, CSE",
+        "poot.attention, form the sparse indexer's poot.block_topk and "
+        "poot.selected_attention, CSE",
         poot::buildFuseAttentionPipeline);
     return true;
   }();

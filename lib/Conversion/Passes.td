@@ -411,8 +411,23 @@ def PootGenerateAttentionKernels
 
     Kernel arguments are flat 1-D memrefs in this order: query, key, value,
     [key_shared], [mask], [read], [len], then `out` (streaming, combine) or
-    `scratch` (partials); combine takes (scratch, out). `target` chooses how
-    workgroup memory is declared: `spirv` (memref.alloc in memory space 3 and
+    `scratch` (partials); combine takes (scratch, out).
+
+    The block-selected ops get their kernels from the same generator
+    (SelectionEmitter): `poot.block_topk` one `topk` kernel (a workgroup per
+    (batch row, query row); min(K, NB) rounds, each a lane scan of the
+    blocks ranking after the previous winner, then the lanes' bests folded
+    by a tree over workgroup memory (keys f32, ids i32), a barrier after each
+    phase; arguments scores, q_pos, out) in
+    `gpu.module @poot_block_topk_<i>`; `poot.selected_attention` the
+    streaming or split-KV kernels of the seed's schedule over its
+    `(K + 1) * block_size` visited positions per row (AttentionEmitter's lane
+    state, update and combines), or for an NVIDIA decode the warp-decode
+    kernel (`warp`) with its warps striding over those positions; arguments
+    query, key, value, block_ids, q_pos, then out or scratch; in
+    `gpu.module @poot_selected_attention_<i>`.
+
+    `target` chooses how workgroup memory is declared: `spirv` (memref.alloc in memory space 3 and
     `spirv.entry_point_abi`), `nvvm` / `rocdl` (a workgroup attribution and
     a known block size).
 
@@ -449,7 +464,9 @@ def PootGenerateAttentionKernels
 def PootAttentionToLoops : Pass<"poot-attention-to-loops", "::mlir::ModuleOp"> {
   let summary = "The CPU form of the generated attention kernel";
   let description = [{
-    Replaces each planned `poot.attention` with the same schedule as loops:
+    Replaces each planned `poot.attention` (and `poot.block_topk`,
+    `poot.selected_attention`: SelectionToLoops.cpp) with the same schedule
+    as loops:
     for each workgroup, every lane's first phase runs, then every lane's
     second (the barrier becomes the phase boundary), with the workgroup
     memory and the split-KV scratch as memref allocations. It therefore runs
@@ -492,11 +509,13 @@ def PootAttentionToCalls : Pass<"poot-attention-to-calls", "::mlir::ModuleOp"> {
   let summary = "Offload each poot.attention of a CPU step to an external kernel launcher";
   let description = [{
     For a step whose attention runs on another device (the CPU host program
-    of a Vulkan or CUDA run), replaces each planned `poot.attention` with a
-    call to a private external function `@poot_offload_<i>` taking the op's
-    operands and a caller-allocated output as flat 1-D buffers, in the
-    generated kernels' argument order (query, key, value, [key_shared],
-    [mask], [read], [len], out). The declaration carries
+    of a Vulkan or CUDA run), replaces each planned fused op
+    (`poot.attention`, `poot.block_topk`, `poot.selected_attention`, numbered
+    in program order) with a call to a private external function
+    `@poot_offload_<i>` taking the op's operands and a caller-allocated
+    output as flat 1-D buffers, in the generated kernels' argument order
+    (query, key, value, [key_shared], [mask], [read], [len], out; scores,
+    q_pos, out; query, key, value, block_ids, q_pos, out). The declaration carries
     `llvm.emit_c_interface`, so the compiled step calls
     `_mlir_ciface_poot_offload_<i>(descriptors...)`, which the runtime
     provides (it launches the attention's GPU kernels). The op's
@@ -534,7 +553,10 @@ def PootGPUAttentionLaunches
     `poot-attention-to-calls`); this pass launches those kernels over the
     same buffers: the planner's grid and `lanes` threads, and for a split
     schedule a plan-local scratch buffer, the partials launch and the
-    combine launch (one workgroup per row, folded over the X limit).
+    combine launch (one workgroup per row, folded over the X limit). The
+    sparse indexer's `poot.block_topk` and `poot.selected_attention` calls
+    launch the same way from their own requests; a call whose request is
+    none of the three is an error, not a guess.
 
     Before:
     ```mlir

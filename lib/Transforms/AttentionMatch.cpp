@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Transforms/AttentionMatch.h"
+#include "mlir/IR/IRMapping.h"
 
 #include "lib/Transforms/AttentionMatchDetail.h"
 #include "lib/Transforms/MatchSupport.h"
@@ -170,4 +171,17 @@ MatchStatus mlir::poot::matchAttentionChain(ExpOp exp, AttentionChain &chain,
   if (failed(foldScoreSteps(walk.steps, live, chain.transform, d)))
     return MatchStatus::Declined;
   return MatchStatus::Matched;
+}
+
+Value mlir::poot::rebuildQuery(OpBuilder &builder, const QuerySource &query,
+                               SmallVectorImpl<Operation *> &created) {
+  Value value = query.base;
+  for (Operation *op : llvm::reverse(query.movement)) {
+    IRMapping mapping;
+    mapping.map(op->getOperand(0), value);
+    Operation *clone = builder.clone(*op, mapping);
+    created.push_back(clone);
+    value = clone->getResult(0);
+  }
+  return value;
 }

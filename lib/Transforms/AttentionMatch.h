@@ -153,6 +153,12 @@ MatchStatus matchAttentionChain(ExpOp exp, AttentionChain &chain,
 /// `t` on the axis `keyAxisFromEnd` places from the last (0 for scores
 /// `[.., Lk]`, 1 for K/V rows `[.., Lk, D]`). `keepWhenTrue` says whether the
 /// select keeps its chain operand when the condition holds.
+/// The query as the fused op reads it: the data movement that stood between
+/// a folded scale and the score matmul, cloned over the unscaled base at the
+/// builder's insertion point (`created` collects the clones).
+Value rebuildQuery(OpBuilder &builder, const QuerySource &query,
+                   SmallVectorImpl<Operation *> &created);
+
 std::optional<LiveBound> matchLiveBound(Value cond, bool keepWhenTrue,
                                         int64_t keyAxisFromEnd,
                                         int64_t keyLength, std::string &why);

@@ -25,6 +25,7 @@
 #include "lib/Transforms/AttentionMatch.h"
 #include "lib/Transforms/MatchSupport.h"
 #include "lib/Transforms/RangeProofs.h"
+#include "lib/Transforms/SelectionMatch.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
@@ -235,17 +236,7 @@ LogicalResult ChainRewriter::buildMask(std::string &why) {
 }
 
 Value ChainRewriter::buildQuery() {
-  // Data movement that stood between a folded scale and the score matmul,
-  // rebuilt over the unscaled value.
-  Value value = chain.query.base;
-  for (Operation *op : llvm::reverse(chain.query.movement)) {
-    IRMapping mapping;
-    mapping.map(op->getOperand(0), value);
-    Operation *clone = rewriter.clone(*op, mapping);
-    created.push_back(clone);
-    value = clone->getResult(0);
-  }
-  return unfold(value);
+  return unfold(rebuildQuery(rewriter, chain.query, created));
 }
 
 Value ChainRewriter::denseOperand(const KVSource &kv) {
@@ -437,6 +428,9 @@ struct AttentionRewrite
       AttentionChain chain;
       Decline decline;
       MatchStatus status = matchAttentionChain(exp, chain, decline);
+      // The sparse indexer's chain: poot-select-blocks forms it.
+      if (status == MatchStatus::Matched && isBlockSelectionCandidate(chain))
+        continue;
       if (status == MatchStatus::Matched &&
           succeeded(
               ChainRewriter(chain, rewriter, proofs, remarks).run(decline)))

@@ -2,7 +2,8 @@
 //
 // `poot-fuse-attention` is the attention rewrite the way compile runs it:
 // canonicalize (the matcher's canonical form), RoPE recognition, the rewrite,
-// then CSE of the masks and lengths the rewrite normalized. poot-opt and
+// the selection pass (the sparse indexer's chains, which the rewrite leaves
+// to it), then CSE of the masks and lengths the rewrites normalized. poot-opt and
 // Python (`poot_mlir.compiler.fuse_attention`) share this one definition.
 //
 //===----------------------------------------------------------------------===//
@@ -21,5 +22,8 @@ void poot::buildFuseAttentionPipeline(
   PootAttentionRewriteOptions rewrite;
   rewrite.remarks = options.remarks;
   pm.addNestedPass<func::FuncOp>(createPootAttentionRewrite(rewrite));
+  PootSelectBlocksOptions select;
+  select.remarks = options.remarks;
+  pm.addNestedPass<func::FuncOp>(createPootSelectBlocks(select));
   pm.addPass(createCSEPass());
 }

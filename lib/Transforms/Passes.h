@@ -26,12 +26,14 @@ struct FuseAttentionPipelineOptions
     : public PassPipelineOptions<FuseAttentionPipelineOptions> {
   PassOptions::Option<bool> remarks{
       *this, "remarks",
-      llvm::cl::desc("Remark on every attention candidate the rewrite declines"),
+      llvm::cl::desc("Remark on every attention or selection candidate the passes decline"),
       llvm::cl::init(false)};
 };
 
-/// canonicalize, poot-recognize-rope, poot-attention-rewrite, cse: the
-/// tracer's attention chains become poot.attention, nothing else changes.
+/// canonicalize, poot-recognize-rope, poot-attention-rewrite,
+/// poot-select-blocks, cse: the tracer's attention chains become
+/// poot.attention (and the sparse indexer's poot.block_topk +
+/// poot.selected_attention), nothing else changes.
 void buildFuseAttentionPipeline(OpPassManager &pm,
                                 const FuseAttentionPipelineOptions &options);
 

@@ -93,6 +93,15 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     more than 2^32 - 1 elements (`BufferBytes`: no device buffer binds it).
     Every refusal is an error whose message starts with its reason tag.
 
+    The block-selected ops get their own requests (PlanSelection.cpp):
+    `poot.selected_attention` a `#poot.selected_attention_request` with the
+    same lane rule, split rule (over its `visited = (K + 1) * block_size`
+    positions instead of Lk) and grid fold, never warp decode;
+    `poot.block_topk` a `#poot.block_topk_request` (one workgroup per
+    (batch row, query row), at most 64 lanes and no more than the blocks).
+    Refusals carry the same tags (`DtypeLowering` for non-f32, `AttentionLds`,
+    `ScratchBytes`, `GridLimit`).
+
     Before:
     ```mlir
     %o = poot.attention %q, %k, %v {scale = 0.125 : f64} : ...
@@ -230,10 +239,13 @@ def PootAttentionRewrite : Pass<"poot-attention-rewrite", "::mlir::func::FuncOp"
     Anything else is left exactly as it was: chains whose operands the op
     cannot type, non-F32 element types (the generated kernel is F32 only,
     including the f32 softmax between converts from and to f16/bf16),
-    unproven lengths, fills other than -inf or the lowest finite value, the
-    sparse indexer's top-k selection. With `remarks=true` every declined
-    candidate emits one remark naming the failed check, at the op where the
-    match stopped (the user's source line, from the frontend).
+    unproven lengths, fills other than -inf or the lowest finite value. With
+    `remarks=true` every declined candidate emits one remark naming the
+    failed check, at the op where the match stopped (the user's source line,
+    from the frontend). A chain whose only mask is the sparse indexer's
+    block-selection visibility (`select(visible, s, -inf)`, no live length)
+    is not this pass's candidate: it stays as it is, with no remark, for
+    `poot-select-blocks`, which runs next.
 
     Before (decode, GQA n_rep = 4, causal mask `%mask`):
     ```mlir
@@ -262,6 +274,70 @@ def PootAttentionRewrite : Pass<"poot-attention-rewrite", "::mlir::func::FuncOp"
   let options = [
     Option<"remarks", "remarks", "bool", /*default=*/"false",
            "Emit one remark for every declined candidate, naming the failed check, at the op it stopped at">
+  ];
+  let dependentDialects = ["::mlir::poot::PootDialect"];
+}
+
+def PootSelectBlocks : Pass<"poot-select-blocks", "::mlir::func::FuncOp"> {
+  let summary = "Form poot.block_topk and poot.selected_attention from the sparse indexer's chains";
+  let description = [{
+    The selection pass. Runs after `poot-attention-rewrite` (which leaves a
+    chain whose scores are hidden by the block-selection mask to it) and
+    reads the chains `frontend/sparse.py` emits:
+
+    - block top-k: `top_k(select(j < p / bs, blk, -inf), K)` whose indices
+      are fixed up by `select(i < p / bs, i, -1)` becomes
+      `poot.block_topk(blk, q_pos) k = K block_size = bs` (the block scores
+      `blk [B, Lq, NB]` stay as they are computed); every fix-up's result is
+      replaced by the op's;
+    - selected attention: an attention chain (the attention rewrite's
+      matcher reads it: scale, softcap, GQA/MQA repeats, transposed key
+      layouts) whose only masking is `select(visible, s, -inf)` with
+      `visible = (any_k(ids[k] == t / bs) | t / bs == p / bs) & t <= p`
+      becomes `poot.selected_attention(q, k, v, ids, q_pos) block_size = bs`
+      (no mask operand).
+
+    The tensors of both chains may broadcast in any layout numpy allows (a
+    `[B, Lq, 1]` position column or a bare `[1, 1]`, the mask as
+    `[B, 1, Lq, Lk]` or `[1, Lq, Lk]`), compares may be written either way
+    round, and `and`/`or`/`eq` take their operands in either order. The
+    positions may be an argument or the iota of a prefill (row i at i).
+
+    Declined chains keep their primitive form and, with `remarks=true`, say
+    why (`block top-k not formed: <check>`, `selected attention not formed:
+    <check>`): a non-f32 element type (the kernels are F32 only), an
+    additive mask or a live length beside the selection (the op has neither),
+    values escaping the chain, or a condition that is not the selection.
+    Paged K/V compose by reading the gathered view: `poot.selected_attention`
+    has no read map (the seed keeps indexer attention over the gathered view).
+
+    Before (decode, one query row at `%p`, K = 2, bs = 4, Lk = 32):
+    ```mlir
+    %own = poot.div %p, %c4 : (tensor<1x1xi32>, tensor<i32>) -> tensor<1x1xi32>
+    %bid = poot.iota dim = 2 : tensor<1x1x8xi32>
+    %cand = poot.compare lt, %bid, %own : ...
+    %cs = poot.select %cand, %blk, %ninf : ...
+    %vals, %idx = poot.top_k %cs k = 2 : ...
+    %ok = poot.compare lt, %idx, %own : ...
+    %ids = poot.select %ok, %idx, %m1 : ...
+    %t = poot.iota dim = 2 : tensor<1x1x32xi32>
+    %kb = poot.div %t, %c4 : ...
+    ... %vis = poot.and (poot.or %listed, %ownk), (poot.compare le, %t, %p)
+    %s1 = poot.select %vis, %s, %ninf : ...      (then the softmax, the PV matmul)
+    ```
+    After:
+    ```mlir
+    %ids = poot.block_topk %blk, %p k = 2 block_size = 4
+        : tensor<1x1x8xf32>, tensor<1x1xi32> -> tensor<1x1x2xi32>
+    %o = poot.selected_attention %q, %k, %v, %ids, %p block_size = 4
+        {scale = 0.35355339059327379 : f64}
+        : tensor<1x4x1x8xf32>, tensor<1x2x32x8xf32>, tensor<1x2x32x8xf32>,
+          tensor<1x1x2xi32>, tensor<1x1xi32> -> tensor<1x4x1x8xf32>
+    ```
+  }];
+  let options = [
+    Option<"remarks", "remarks", "bool", /*default=*/"false",
+           "Emit a remark for every declined candidate, naming the failed check">
   ];
   let dependentDialects = ["::mlir::poot::PootDialect"];
 }

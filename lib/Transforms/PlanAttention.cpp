@@ -9,8 +9,10 @@
 
 #include "lib/Transforms/Passes.h"
 
+#include "lib/Transforms/PlanCommon.h"
+#include "lib/Transforms/PlanSelection.h"
+
 #include "llvm/ADT/bit.h"
-#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace mlir::poot {
@@ -27,28 +29,6 @@ constexpr int64_t kMaxLanes = 64;
 constexpr int64_t kMaxSplits = 16;
 constexpr int64_t kMinChunk = 128;
 constexpr int64_t kFloatBytes = 4;
-
-struct Grid {
-  int64_t x = 0, y = 0;
-};
-
-/// `a * b`, or nullopt when the product overflows int64 (shapes are
-/// arbitrary static sizes; a count that does not fit is refused, not wrapped).
-std::optional<int64_t> mul(std::optional<int64_t> a, int64_t b) {
-  return a ? llvm::checkedMul(*a, b) : std::nullopt;
-}
-
-/// Folds `count` workgroups onto (x, y); nullopt when even that does not fit.
-/// The options are checked (>= 1) before any op is planned.
-std::optional<Grid> foldGrid(int64_t count, int64_t maxX, int64_t maxY) {
-  assert(count >= 1 && maxX >= 1 && "checked by the caller");
-  Grid grid;
-  grid.x = std::min(count, maxX);
-  grid.y = llvm::divideCeil(count, grid.x);
-  if (grid.y > maxY)
-    return std::nullopt;
-  return grid;
-}
 
 /// The request's mask kind: none, one mask for every head, or per head.
 MaskKind maskKindOf(AttentionOp op) {
@@ -272,32 +252,15 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
   planWarpDecode(AttentionOp op, int64_t batch, int64_t qHeads, int64_t kvHeads,
                  int64_t qLen, int64_t keyLen, int64_t keyWidth,
                  int64_t sharedWidth, int64_t valueWidth) {
-    constexpr int64_t warp = 32, warps = 4, maxRegisters = 128;
+    constexpr int64_t warp = 32, warps = 4;
     int64_t nRep = qHeads / kvHeads;
-    if (target != DeviceTarget::NVVM || qLen != 1 || keyWidth % warp ||
-        sharedWidth % warp || valueWidth % warp)
-      return std::nullopt;
-    // Overflowing sizes are far past every limit: keep the seed's schedules
-    // (which refuse them with a typed reason).
-    std::optional<int64_t> registers =
-        mul(nRep, keyWidth / warp + sharedWidth / warp + valueWidth / warp + 2);
-    std::optional<int64_t> ldsBytes =
-        mul(mul(mul(warps, nRep), valueWidth + 2), kFloatBytes);
-    if (!registers || !ldsBytes || *registers > maxRegisters ||
-        *ldsBytes > workgroupMemory)
+    if (target != DeviceTarget::NVVM || qLen != 1 ||
+        !warpDecodeFits(nRep, keyWidth, sharedWidth, valueWidth,
+                        workgroupMemory))
       return std::nullopt;
     // At most k's and q's element counts (below 2^63).
     int64_t groups = batch * kvHeads, rows = batch * qHeads;
-    // Splits: enough workgroups to keep loads in flight (about 32 per SM,
-    // measured on the H200: bench/NOTES.md), chunks of at least 128 keys, and
-    // at most 128 partials per row so the combine launch stays light.
-    constexpr int64_t workgroupsPerUnit = 32, maxWarpSplits = 128;
-    int64_t splits = std::max<int64_t>(
-        1, std::min<int64_t>(
-               {(int64_t)llvm::divideCeil(
-                    mul(workgroupsPerUnit, computeUnits).value_or(INT64_MAX),
-                    groups),
-                keyLen / kMinChunk, maxWarpSplits}));
+    int64_t splits = warpDecodeSplits(groups, keyLen, computeUnits);
     // A scratch whose size overflows fits no buffer.
     int64_t scratchBytes =
         mul(mul(mul(rows, splits), valueWidth + 2), kFloatBytes)
@@ -325,6 +288,11 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
                     splits, (int64_t)llvm::divideCeil(keyLen, splits), grid->x,
                     grid->y, /*q_block=*/0, /*key_block=*/0));
     return success();
+  }
+
+  DeviceLimits deviceLimits() {
+    return {target, workgroupMemory, maxGridX,      maxGridY,
+            computeUnits, maxBufferBytes, maxAllocBytes};
   }
 
   /// SPIR-V has no two-byte select: a bf16/f16 chain that stays primitive
@@ -361,6 +329,8 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
       if (auto attention = dyn_cast<AttentionOp>(op))
         if (mlir::failed(planOne(attention)))
           failed = true;
+      if (mlir::failed(planSelectionOp(op, deviceLimits())))
+        failed = true;
     });
     if (failed)
       signalPassFailure();

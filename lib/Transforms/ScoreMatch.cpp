@@ -47,22 +47,6 @@ static bool leadsToScores(Value value, int depth = 0) {
   return false;
 }
 
-/// True when `cond` is computed from a `poot.top_k` (the sparse indexer's
-/// block selection, left to the selection pass).
-static bool dependsOnTopK(Value cond) {
-  llvm::SetVector<Operation *> seen;
-  SmallVector<Value> stack{cond};
-  while (!stack.empty() && seen.size() < 512) {
-    Operation *def = stack.pop_back_val().getDefiningOp();
-    if (!def || !seen.insert(def))
-      continue;
-    if (isa<TopKOp>(def))
-      return true;
-    llvm::append_range(stack, def->getOperands());
-  }
-  return false;
-}
-
 /// `c * tanh(x / c)` or `c * tanh(x * (1/c))`, either operand order:
 /// returns x and c.
 static std::optional<std::pair<Value, double>> readSoftcap(MulOp outer) {
@@ -111,13 +95,6 @@ static LogicalResult readMaskSelect(SelectOp select, ScoreStep &step,
                 select);
   Value fill = keepWhenTrue ? select.getOnFalse() : select.getOnTrue();
   next = keepWhenTrue ? select.getOnTrue() : select.getOnFalse();
-  if (dependsOnTopK(select.getCond()))
-    return fail(decline,
-                "the -inf select of the scores keeps the blocks a "
-                "'poot.top_k' selected: a sparse block selection, which is "
-                "not a live length or a dense mask (left to the selection "
-                "pass)",
-                select);
   if (!isNegInf(fill) && !isLowestFinite(fill)) {
     Type element = tensorOf(fill).getElementType();
     double value = *splatDouble(fill);

@@ -66,7 +66,9 @@ def test_compile_cpu_fuses_and_lists_the_planned_attention(rng, tmp_path):
     assert str(module) == before, "compile_cpu must not change the caller's module"
     assert count_ops(module, "poot.attention") == 0
     manifest = _manifest(path)
-    assert manifest["fusion"] == {"enabled": True, "attention": 1, "declined": []}
+    assert manifest["fusion"] == {
+        "enabled": True, "attention": 1, "block_topk": 0, "selected_attention": 0, "declined": []
+    }
     [entry] = manifest["attention"]
     request = entry["request"]
     assert (request["batch"], request["q_heads"], request["kv_heads"], request["key_len"]) == (1, 4, 2, CAP)
@@ -83,7 +85,9 @@ def test_fuse_false_compiles_the_primitive_chain(rng, tmp_path):
     module, _ = decode_step()
     path = compile_cpu(module, tmp_path / "a", fuse=False)
     manifest = _manifest(path)
-    assert manifest["fusion"] == {"enabled": False, "attention": 0, "declined": []}
+    assert manifest["fusion"] == {
+        "enabled": False, "attention": 0, "block_topk": 0, "selected_attention": 0, "declined": []
+    }
     assert manifest["attention"] == []
     assert manifest["notes"] == ["nothing to plan: @step has no poot.attention "
                                  "(fusion was off (fuse=False) and the module has none)"]
@@ -198,7 +202,7 @@ def test_trace_every_pass_of_fuse_attention_and_compile_gpu(tmp_path):
     report = fuse_attention(module, trace=trace)
     assert report.attention == 1
     assert [d.argument for d in trace.dumps] == [
-        "canonicalize", "poot-recognize-rope", "poot-attention-rewrite", "cse"
+        "canonicalize", "poot-recognize-rope", "poot-attention-rewrite", "poot-select-blocks", "cse"
     ]
     gpu_trace = PassTrace(print_ir_after=["poot-plan-attention"], timing=True)
     compile_gpu(ATTENTION, devices.SM_90, tmp_path / "g", trace=gpu_trace)

@@ -191,3 +191,50 @@ def test_torch_tensors_are_borrowed_without_copies(artifacts, backend, rng):
     _check(out.cpu().numpy(), _cases().reference(form, ins))
     with pytest.raises(Exception, match="shape"):
         cuda.prepare(art, dict(t, q=t["q"][..., :-1].contiguous()))
+
+
+# --- block selection (issue 14): poot.block_topk feeding poot.selected_attention ---------
+
+
+@pytest.mark.parametrize(
+    "case_id, schedule",
+    [("verify_decode_b4@sparse", "warp_decode"), ("decode_b1_32k@sparse", "warp_decode"),
+     ("prefill64_8k@sparse", "streaming")],
+)
+def test_block_selection_matches_reference(case_id, schedule, artifacts, backend, rng):
+    """The sparse step of bench/sparse_cases.py on the device: the ids bit for
+    bit and the output within 1e-5 of the float64 reference, through the
+    generic runner and through `prepare` (the ids stay on the device between
+    the two ops). The decode rows include one in the first block (own block
+    only) and one with fewer complete blocks than K."""
+    import sparse_cases
+    from sparse_h200 import host_inputs, reference_numpy
+
+    from poot_mlir.runtime.gpu import GpuArtifact
+
+    name = case_id.split("@")[0]
+    form = next(f for f in sparse_cases.bench_forms() if f.name == name)
+    if artifacts.compile:
+        from poot_mlir.compiler import devices, gpu
+
+        path = gpu.compile_gpu(sparse_cases.sparse_text(form), devices.SM_90, artifacts.tmp / case_id)
+    else:
+        index_path = artifacts.prebuilt / "sparse_index.json"
+        if not index_path.exists():
+            pytest.fail(f"no {index_path}: run `python bench/sparse_build.py` on the build machine",
+                        pytrace=False)
+        entry = json.loads(index_path.read_text())[case_id]
+        path = artifacts.prebuilt / entry["path"]
+    art = GpuArtifact(path, backend=backend)
+    assert art.manifest["attention"][1]["request"]["schedule"] == schedule
+    ins = host_inputs(form, rng)
+    ids_ref, out_ref, _ = reference_numpy(form, ins)
+    res = art.run(ins)
+    np.testing.assert_array_equal(res.named["ids"], ids_ref)
+    rel = np.linalg.norm((res.named["out"] - out_ref).ravel()) / np.linalg.norm(out_ref.ravel())
+    assert rel <= TOL, f"relative error {rel:.3e} > {TOL}"
+    step = cuda.prepare(art, ins)
+    step.poison()
+    step.launch()
+    np.testing.assert_array_equal(step.result("ids"), ids_ref)
+    assert np.array_equal(step.result("out"), res.named["out"])

@@ -284,14 +284,16 @@ def test_attention_forms_property(dims, form, mask_axes, softcap, live, seed) ->
 
 
 def brute_block_topk(scores: np.ndarray, q_pos: np.ndarray, k: int, bs: int) -> np.ndarray:
+    """The tracer's chain by hand: non-candidates score -inf, rank by
+    (NaN last, descending, lower id), then non-candidates become -1."""
     B, Lq, blocks = scores.shape
     out = np.full((B, Lq, k), -1)
     for b, i in np.ndindex(B, Lq):
-        p = int(q_pos[b, i])
-        row = [float(s) for s in scores[b, i]]
-        candidates = [j for j in range(blocks) if j < p // bs]
-        candidates.sort(key=lambda j: (math.isnan(row[j]), 0 if math.isnan(row[j]) else -row[j], j))
-        out[b, i, : min(k, len(candidates))] = candidates[:k]
+        own = math.floor(int(q_pos[b, i]) / bs)
+        key = [float(s) if j < own else -math.inf for j, s in enumerate(scores[b, i])]
+        order = sorted(range(blocks), key=lambda j: (math.isnan(key[j]), 0 if math.isnan(key[j]) else -key[j], j))
+        listed = [j if j < own else -1 for j in order[:k]]
+        out[b, i, : len(listed)] = listed
     return out
 
 

@@ -127,13 +127,9 @@ Value AttentionEmitter::score(const AttentionBuffers &bufs, Value row,
   return s;
 }
 
-void AttentionEmitter::emitLaneScan(const AttentionBuffers &bufs, Value row,
-                                    Value split, Value lane, Value lds) {
+Value AttentionEmitter::emitLaneInit(Value lane, Value lds) {
   int64_t dv = req.getValueWidth();
-  int64_t stride = dv + 2;
-  Value base = mul(lane, index(stride));
-  Value ninf = f32(-std::numeric_limits<double>::infinity());
-
+  Value base = mul(lane, index(dv + 2));
   // Initial state: o = 0, m = -inf, l = 0.
   {
     auto init = scf::ForOp::create(b, loc, index(0), index(dv), index(1));
@@ -141,29 +137,24 @@ void AttentionEmitter::emitLaneScan(const AttentionBuffers &bufs, Value row,
     b.setInsertionPointToStart(init.getBody());
     store(f32(0.0), lds, add(base, init.getInductionVar()));
   }
+  store(f32(-std::numeric_limits<double>::infinity()), lds,
+        add(base, index(dv)));
+  store(f32(0.0), lds, add(base, index(dv + 1)));
+  return base;
+}
+
+void AttentionEmitter::emitVisit(const AttentionBuffers &bufs, Value row,
+                                 Value batch, Value head, Value g, Value t,
+                                 Value base, Value lds) {
+  int64_t dv = req.getValueWidth();
+  Value ninf = f32(-std::numeric_limits<double>::infinity());
   Value mIdx = add(base, index(dv));
   Value lIdx = add(base, index(dv + 1));
-  store(ninf, lds, mIdx);
-  store(f32(0.0), lds, lIdx);
-
-  auto [batch, head] = batchAndHead(row);
-  int64_t nRep = req.getQHeads() / req.getKvHeads();
-  Value g = arith::DivUIOp::create(b, loc, head, index(nRep));
-
-  // This split's chunk of the visible keys: [split * chunk, min(+chunk, end)).
-  Value end = keyEnd(bufs, batch);
-  Value begin = mul(split, index(req.getChunk()));
-  Value chunkEnd =
-      arith::MinSIOp::create(b, loc, add(begin, index(req.getChunk())), end);
-  auto keys = scf::ForOp::create(b, loc, add(begin, lane), chunkEnd,
-                                 index(req.getLanes()));
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(keys.getBody());
-  Value t = keys.getInductionVar();
   Value s = score(bufs, row, batch, head, g, t);
   // A -inf score adds exactly zero weight: skip it (NaN still propagates).
   Value visible = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, s, ninf);
   auto ifVisible = scf::IfOp::create(b, loc, visible, /*withElse=*/false);
+  OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&ifVisible.getThenRegion().front());
   Value m = load(lds, mIdx);
   Value mNew = arith::MaximumFOp::create(b, loc, m, s);
@@ -183,6 +174,25 @@ void AttentionEmitter::emitLaneScan(const AttentionBuffers &bufs, Value row,
     store(o, lds, oIdx);
   }
   store(mNew, lds, mIdx);
+}
+
+void AttentionEmitter::emitLaneScan(const AttentionBuffers &bufs, Value row,
+                                    Value split, Value lane, Value lds) {
+  Value base = emitLaneInit(lane, lds);
+  auto [batch, head] = batchAndHead(row);
+  int64_t nRep = req.getQHeads() / req.getKvHeads();
+  Value g = arith::DivUIOp::create(b, loc, head, index(nRep));
+
+  // This split's chunk of the visible keys: [split * chunk, min(+chunk, end)).
+  Value end = keyEnd(bufs, batch);
+  Value begin = mul(split, index(req.getChunk()));
+  Value chunkEnd =
+      arith::MinSIOp::create(b, loc, add(begin, index(req.getChunk())), end);
+  auto keys = scf::ForOp::create(b, loc, add(begin, lane), chunkEnd,
+                                 index(req.getLanes()));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(keys.getBody());
+  emitVisit(bufs, row, batch, head, g, keys.getInductionVar(), base, lds);
 }
 
 void AttentionEmitter::emitLaneCombine(const AttentionBuffers &bufs, Value row,

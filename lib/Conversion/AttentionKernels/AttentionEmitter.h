@@ -63,9 +63,19 @@ public:
   /// The split-KV combine launch, for one lane of one row's workgroup.
   void emitSplitCombine(const AttentionBuffers &bufs, Value row, Value lane);
 
-private:
+  // The pieces of the lane scan, for schedules that visit another key set
+  // (the selected-attention kernel): the same lane state and update.
+
+  /// Sets the lane's state in `lds` to (o = 0, m = -inf, l = 0); returns its
+  /// base offset lane * (Dv + 2).
+  Value emitLaneInit(Value lane, Value lds);
+  /// Folds key t of (row, b, h, kv group g) into the lane state at `base`.
+  void emitVisit(const AttentionBuffers &bufs, Value row, Value b, Value h,
+                 Value g, Value t, Value base, Value lds);
   /// The batch row b and query head h of a row index.
   std::pair<Value, Value> batchAndHead(Value row);
+
+private:
   /// Number of visible keys of batch row b: Lk, or clamp(len[b], 0, Lk).
   Value keyEnd(const AttentionBuffers &bufs, Value b);
   /// Score of key t for (row, b, h): transform(q . key(t)) + mask.

@@ -1,13 +1,15 @@
 //===- AttentionToCalls.cpp - offload attention from a CPU host step ------===//
 //
 // The host program of a GPU run: every primitive stays on the CPU, and each
-// poot.attention becomes a call the runtime answers by launching the op's
-// generated GPU kernels (runtime.hybrid). The call passes flat buffers in the
-// kernels' own argument order, so the runtime binds them unchanged.
+// fused op (poot.attention, poot.block_topk, poot.selected_attention) becomes
+// a call the runtime answers by launching the op's generated GPU kernels
+// (runtime.hybrid). The call passes flat buffers in the kernels' own argument
+// order, so the runtime binds them unchanged.
 //
 //===----------------------------------------------------------------------===//
 
 #include "lib/Conversion/AttentionKernels/KernelSignature.h"
+#include "lib/Conversion/AttentionKernels/SelectionEmitter.h"
 #include "lib/Conversion/AttentionKernels/TensorBridge.h"
 #include "lib/Conversion/Passes.h"
 
@@ -29,25 +31,31 @@ struct AttentionToCalls
     : poot::impl::PootAttentionToCallsBase<AttentionToCalls> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<AttentionOp> ops;
-    module.walk([&](AttentionOp op) { ops.push_back(op); });
+    // Every fused op in program order: the runtime numbers them the same way.
+    SmallVector<Operation *> ops;
+    module.walk([&](Operation *op) {
+      if (isa<AttentionOp, BlockTopKOp, SelectedAttentionOp>(op))
+        ops.push_back(op);
+    });
     for (auto [i, op] : llvm::enumerate(ops)) {
-      auto req = op->getAttrOfType<AttentionRequestAttr>(
-          PootDialect::kRequestAttrName);
+      Attribute req = op->getAttr(PootDialect::kRequestAttrName);
       if (!req) {
-        op.emitError("poot.attention has no poot.request: run "
-                     "poot-plan-attention first");
+        op->emitError() << op->getName()
+                        << " has no poot.request: run poot-plan-attention first";
         return signalPassFailure();
       }
       OpBuilder b(op);
-      Location loc = op.getLoc();
+      Location loc = op->getLoc();
       SmallVector<Value> args;
-      for (Value operand : KernelSignature::orderedInputs(op))
+      auto attention = dyn_cast<AttentionOp>(op);
+      for (Value operand : attention ? KernelSignature::orderedInputs(attention)
+                                     : SelectionSignature::orderedInputs(op))
         args.push_back(flatReadBuffer(b, loc, operand));
-      auto resultType = cast<RankedTensorType>(op.getType());
+      auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
       Value out = memref::AllocOp::create(
           b, loc,
-          MemRefType::get({resultType.getNumElements()}, b.getF32Type()));
+          MemRefType::get({resultType.getNumElements()},
+                          resultType.getElementType()));
       args.push_back(out);
 
       std::string name = ("poot_offload_" + Twine(i)).str();
@@ -63,8 +71,9 @@ struct AttentionToCalls
       // A whole-step GPU pipeline launches these in place of the call.
       if (Attribute kernels = op->getAttr("poot.kernels"))
         call->setAttr("poot.kernels", kernels);
-      op.getResult().replaceAllUsesWith(tensorFromFlat(b, loc, out, resultType));
-      op.erase();
+      op->getResult(0).replaceAllUsesWith(
+          tensorFromFlat(b, loc, out, resultType));
+      op->erase();
     }
   }
 };

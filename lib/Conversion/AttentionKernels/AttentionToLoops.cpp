@@ -10,6 +10,7 @@
 #include "lib/Conversion/AttentionKernels/AttentionEmitter.h"
 #include "lib/Conversion/AttentionKernels/CpuAttentionKernel.h"
 #include "lib/Conversion/AttentionKernels/KernelSignature.h"
+#include "lib/Conversion/AttentionKernels/SelectionEmitter.h"
 #include "lib/Conversion/AttentionKernels/TensorBridge.h"
 #include "lib/Conversion/Passes.h"
 
@@ -145,6 +146,9 @@ struct AttentionToLoops
     for (AttentionOp op : ops)
       if (failed(lower(op)))
         return signalPassFailure();
+    // poot.block_topk and poot.selected_attention: SelectionToLoops.cpp.
+    if (failed(lowerSelectionToLoops(getOperation())))
+      return signalPassFailure();
   }
 };
 

@@ -8,6 +8,7 @@
 
 #include "lib/Conversion/AttentionKernels/AttentionEmitter.h"
 #include "lib/Conversion/AttentionKernels/KernelSignature.h"
+#include "lib/Conversion/AttentionKernels/SelectionEmitter.h"
 #include "lib/Conversion/AttentionKernels/WarpDecodeKernel.h"
 #include "lib/Conversion/Passes.h"
 
@@ -35,19 +36,22 @@ struct GenerateKernels
     : poot::impl::PootGenerateAttentionKernelsBase<GenerateKernels> {
   using PootGenerateAttentionKernelsBase::PootGenerateAttentionKernelsBase;
 
-  /// Workgroup memory of `floats` f32, declared as the target lowers it.
+  /// Workgroup memory of `floats` words (f32 unless `element` says
+  /// otherwise), declared as the target lowers it.
   Value workgroupBuffer(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
-                        int64_t floats) {
+                        int64_t floats, Type element = Type()) {
+    if (!element)
+      element = b.getF32Type();
     if (target == DeviceTarget::SPIRV) {
       // SPIR-V: memref.alloc in memory space 3 maps to Workgroup storage
       // (a workgroup attribution crashes GPUFuncOpConversion in LLVM 22).
-      auto type = MemRefType::get({floats}, b.getF32Type(), AffineMap(),
+      auto type = MemRefType::get({floats}, element, AffineMap(),
                                   b.getI64IntegerAttr(3));
       return memref::AllocOp::create(b, loc, type);
     }
     auto space = gpu::AddressSpaceAttr::get(b.getContext(),
                                             gpu::AddressSpace::Workgroup);
-    auto type = MemRefType::get({floats}, b.getF32Type(), AffineMap(), space);
+    auto type = MemRefType::get({floats}, element, AffineMap(), space);
     return func.addWorkgroupAttribution(type, loc);
   }
 
@@ -141,6 +145,181 @@ struct GenerateKernels
     gpu::ReturnOp::create(b, loc);
   }
 
+  /// The workgroup id folded over (x, y), the lane, and an scf.if over the
+  /// workgroups that exist (`count`), its body the insertion point.
+  std::pair<Value, Value> beginWorkgroup(OpBuilder &b, Location loc,
+                                         int64_t gridX, int64_t count) {
+    Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+    Value lane = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value wg = arith::AddIOp::create(
+        b, loc, bx,
+        arith::MulIOp::create(b, loc, by,
+                              arith::ConstantIndexOp::create(b, loc, gridX)));
+    Value inRange = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ult, wg,
+        arith::ConstantIndexOp::create(b, loc, count));
+    auto ifInRange = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
+    b.setInsertionPointToStart(&ifInRange.getThenRegion().front());
+    return {wg, lane};
+  }
+
+  /// One kernel of a selection op: `body(b, args, wg, lane, lds)` inside
+  /// the in-range branch, `lds` one workgroup buffer per (words, element
+  /// type) of `memory`.
+  void emitSelectionKernel(
+      OpBuilder &moduleBuilder, Location loc, StringRef name, TypeRange types,
+      int64_t lanes, int64_t gridX, int64_t count,
+      ArrayRef<std::pair<int64_t, Type>> memory,
+      function_ref<void(OpBuilder &, ValueRange, Value, Value, ValueRange)> body) {
+    gpu::GPUFuncOp func = createKernel(moduleBuilder, loc, name, types, lanes);
+    OpBuilder b(func.getBody());
+    b.setInsertionPointToStart(&func.getBody().front());
+    SmallVector<Value> lds;
+    for (auto [words, element] : memory)
+      lds.push_back(workgroupBuffer(b, loc, func, words, element));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      // The whole workgroup takes the same branch (wg is uniform), so the
+      // barriers inside it are reached by every thread or by none.
+      auto [wg, lane] = beginWorkgroup(b, loc, gridX, count);
+      body(b, func.getArguments(), wg, lane, lds);
+    }
+    if (target == DeviceTarget::SPIRV)
+      for (Value buffer : lds)
+        memref::DeallocOp::create(b, loc, buffer);
+    gpu::ReturnOp::create(b, loc);
+  }
+
+  void emitBlockTopK(OpBuilder &kb, BlockTopKOp op, BlockTopKRequestAttr req,
+                     SmallVectorImpl<StringRef> &names) {
+    SelectionSignature sig(op);
+    auto launch = SelectionSignature::Launch::Stream;
+    int64_t rows = req.getBatch() * req.getQLen();
+    MLIRContext *ctx = &getContext();
+    emitSelectionKernel(
+        kb, op.getLoc(), "topk", sig.argumentTypes(ctx, launch),
+        req.getLanes(), req.getGridX(), rows,
+        {{req.getLanes(), Float32Type::get(ctx)},
+         {req.getLanes(), IntegerType::get(ctx, 32)}},
+        [&](OpBuilder &b, ValueRange args, Value wg, Value lane, ValueRange lds) {
+          BlockTopKEmitter emitter(b, op.getLoc(), req);
+          emitter.emitRow(sig.bind(args, launch), wg, lds[0], lds[1],
+                          [&](function_ref<void(Value)> phase) {
+                            phase(lane);
+                            gpu::BarrierOp::create(b, op.getLoc());
+                          });
+        });
+    names.push_back("topk");
+  }
+
+  void emitSelectedAttention(OpBuilder &kb, SelectedAttentionOp op,
+                             SelectedAttentionRequestAttr req,
+                             SmallVectorImpl<StringRef> &names) {
+    using Launch = SelectionSignature::Launch;
+    SelectionSignature sig(op);
+    Location loc = op.getLoc();
+    double scale = op.getScale().convertToDouble();
+    std::optional<double> softcap;
+    if (op.getSoftcap())
+      softcap = op.getSoftcap()->convertToDouble();
+    int64_t splits = req.getSplits();
+    int64_t rows = req.getBatch() * req.getQHeads() * req.getQLen();
+    Launch first = splits > 1 ? Launch::Partials : Launch::Stream;
+    if (req.getSchedule() == AttentionSchedule::WarpDecode) {
+      // NVIDIA decode: a workgroup of warps per (batch row, KV group, split).
+      int64_t lds = kWarpsPerGroup * (req.getQHeads() / req.getKvHeads()) *
+                    (req.getValueWidth() + 2);
+      emitSelectionKernel(
+          kb, loc, "warp", sig.argumentTypes(&getContext(), first),
+          req.getLanes(), req.getGridX(),
+          req.getBatch() * req.getKvHeads() * splits,
+          {{lds, Float32Type::get(&getContext())}},
+          [&](OpBuilder &b, ValueRange args, Value wg, Value tid, ValueRange mem) {
+            SelectedAttentionEmitter emitter(b, loc, req, scale, softcap);
+            emitter.emitWarpDecode(sig.bind(args, first), wg, tid, mem[0]);
+          });
+      names.push_back("warp");
+    } else {
+      StringRef name = splits > 1 ? "partials" : "stream";
+      emitSelectionKernel(
+          kb, loc, name, sig.argumentTypes(&getContext(), first),
+          req.getLanes(), req.getGridX(), rows * splits,
+          {{req.getLanes() * (req.getValueWidth() + 2),
+            Float32Type::get(&getContext())}},
+          [&](OpBuilder &b, ValueRange args, Value wg, Value lane,
+              ValueRange lds) {
+            Value mem = lds[0];
+            SelectedAttentionEmitter emitter(b, loc, req, scale, softcap);
+            SelectionBuffers bufs = sig.bind(args, first);
+            Value splitsV = arith::ConstantIndexOp::create(b, loc, splits);
+            Value row = arith::DivUIOp::create(b, loc, wg, splitsV);
+            Value split = arith::RemUIOp::create(b, loc, wg, splitsV);
+            emitter.emitLaneScan(bufs, row, split, lane, mem);
+            gpu::BarrierOp::create(b, loc);
+            emitter.emitLaneCombine(bufs, row, split, lane, mem);
+          });
+      names.push_back(name);
+    }
+    if (splits == 1)
+      return;
+    emitSelectionKernel(
+        kb, loc, "combine", sig.argumentTypes(&getContext(), Launch::Combine),
+        req.getLanes(), req.getGridX(), rows, {},
+        [&](OpBuilder &b, ValueRange args, Value wg, Value lane, ValueRange) {
+          SelectedAttentionEmitter emitter(b, loc, req, scale, softcap);
+          emitter.emitSplitCombine(sig.bind(args, Launch::Combine), wg, lane);
+        });
+    names.push_back("combine");
+  }
+
+  /// A gpu.module per poot.block_topk / poot.selected_attention, its kernels
+  /// recorded on the op as `poot.kernels`.
+  LogicalResult generateSelectionKernels(ModuleOp module,
+                                         SymbolTable &symbols) {
+    SmallVector<Operation *> ops;
+    module.walk([&](Operation *op) {
+      if (isa<BlockTopKOp, SelectedAttentionOp>(op))
+        ops.push_back(op);
+    });
+    bool failed = false;
+    int64_t topkCount = 0, selectedCount = 0;
+    for (Operation *op : ops) {
+      Attribute req = op->getAttr(PootDialect::kRequestAttrName);
+      auto topk = dyn_cast<BlockTopKOp>(op);
+      if (!req || (topk ? !isa<BlockTopKRequestAttr>(req)
+                        : !isa<SelectedAttentionRequestAttr>(req))) {
+        op->emitError() << op->getName()
+                        << " has no poot.request: run poot-plan-attention first";
+        failed = true;
+        continue;
+      }
+      module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                      UnitAttr::get(&getContext()));
+      OpBuilder b(module.getBodyRegion());
+      b.setInsertionPointToEnd(module.getBody());
+      std::string moduleName =
+          topk ? ("poot_block_topk_" + Twine(topkCount++)).str()
+               : ("poot_selected_attention_" + Twine(selectedCount++)).str();
+      auto gpuModule = gpu::GPUModuleOp::create(b, op->getLoc(), moduleName);
+      symbols.insert(gpuModule);
+      OpBuilder kb(gpuModule.getBodyRegion());
+      kb.setInsertionPointToStart(gpuModule.getBody());
+      SmallVector<StringRef> names;
+      if (topk)
+        emitBlockTopK(kb, topk, cast<BlockTopKRequestAttr>(req), names);
+      else
+        emitSelectedAttention(kb, cast<SelectedAttentionOp>(op),
+                              cast<SelectedAttentionRequestAttr>(req), names);
+      SmallVector<Attribute> kernels;
+      for (StringRef name : names)
+        kernels.push_back(SymbolRefAttr::get(
+            gpuModule.getNameAttr(), {FlatSymbolRefAttr::get(&getContext(), name)}));
+      op->setAttr("poot.kernels", ArrayAttr::get(&getContext(), kernels));
+    }
+    return failure(failed);
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<AttentionOp> ops;
@@ -189,6 +368,8 @@ struct GenerateKernels
       }
       op->setAttr("poot.kernels", ArrayAttr::get(&getContext(), kernels));
     }
+    if (mlir::failed(generateSelectionKernels(module, symbols)))
+      failed = true;
     if (failed)
       signalPassFailure();
   }

@@ -18,7 +18,7 @@ void poot::emitWarpDecode(OpBuilder &b, Location loc, AttentionRequestAttr req,
                           const AttentionSignature &sig, double scale,
                           std::optional<double> softcap,
                           const AttentionBuffers &bufs, Value wg, Value tid,
-                          Value lds) {
+                          Value lds, const WarpKeyMap *keyMap) {
   KernelBuilder e(b, loc);
   const int64_t hq = req.getQHeads(), hkv = req.getKvHeads(), nrep = hq / hkv;
   const int64_t dk = req.getKeyWidth(), ds = req.getSharedWidth(),
@@ -32,7 +32,7 @@ void poot::emitWarpDecode(OpBuilder &b, Location loc, AttentionRequestAttr req,
   Value batch = e.divui(groupRow, hkv), g = e.remui(groupRow, hkv);
 
   // This split's chunk of the visible keys.
-  Value end = e.index(lk);
+  Value end = e.index(keyMap ? keyMap->end : lk);
   if (sig.length) {
     Value len = e.indexOf(e.load(bufs.length, batch));
     end = arith::MinSIOp::create(
@@ -63,11 +63,8 @@ void poot::emitWarpDecode(OpBuilder &b, Location loc, AttentionRequestAttr req,
   const int64_t perHead = 2 + jv;
   auto keys = scf::ForOp::create(b, loc, e.add(begin, warp), chunkEnd,
                                  e.index(kWarpsPerGroup), init);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(keys.getBody());
-    Value t = keys.getInductionVar();
-    ValueRange state = keys.getRegionIterArgs();
+  // One key's step for every head of the group: the next state.
+  auto step = [&](Value t, ValueRange state) -> SmallVector<Value> {
     // Row bases of key t: dense [B, Hkv, Lk, D] or paged pools.
     Value row;
     if (sig.read) {
@@ -131,7 +128,28 @@ void poot::emitWarpDecode(OpBuilder &b, Location loc, AttentionRequestAttr req,
         next.push_back(e.add(e.mul(state[r * perHead + 2 + j], rescale),
                              e.mul(w, vv[j])));
     }
-    scf::YieldOp::create(b, loc, next);
+    return next;
+  };
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(keys.getBody());
+    ValueRange state = keys.getRegionIterArgs();
+    if (!keyMap) {
+      scf::YieldOp::create(b, loc, step(keys.getInductionVar(), state));
+    } else {
+      // A position that visits nothing keeps the state (and loads nothing).
+      auto [t, visit] = keyMap->map(batch, keys.getInductionVar());
+      auto ifVisit = scf::IfOp::create(b, loc, ValueRange(state).getTypes(),
+                                       visit, /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(&ifVisit.getThenRegion().front());
+        scf::YieldOp::create(b, loc, step(t, state));
+        b.setInsertionPointToStart(&ifVisit.getElseRegion().front());
+        scf::YieldOp::create(b, loc, state);
+      }
+      scf::YieldOp::create(b, loc, ifVisit.getResults());
+    }
   }
 
   // Publish each warp's states, then fold them over the warps.

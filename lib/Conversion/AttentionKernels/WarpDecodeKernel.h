@@ -23,13 +23,23 @@ namespace mlir::poot {
 constexpr int64_t kWarpSize = 32;
 constexpr int64_t kWarpsPerGroup = 4;
 
+/// For a schedule that visits another key set than [0, len) (the selected
+/// attention): the warps stride over positions u of the split's chunk of
+/// [0, end), and `map(batch, u)` gives the key t of position u and whether
+/// to visit it (warp-uniform: one warp handles one position).
+struct WarpKeyMap {
+  int64_t end;
+  function_ref<std::pair<Value, Value>(Value batch, Value u)> map;
+};
+
 /// Emits the body of the warp-decode kernel for workgroup `wg` and thread
 /// `tid`; `lds` holds kWarpsPerGroup * n_rep * (Dv + 2) floats. Writes the
 /// normalised output (splits == 1) or the split's partial states.
 void emitWarpDecode(OpBuilder &b, Location loc, AttentionRequestAttr req,
                     const AttentionSignature &sig, double scale,
                     std::optional<double> softcap, const AttentionBuffers &bufs,
-                    Value wg, Value tid, Value lds);
+                    Value wg, Value tid, Value lds,
+                    const WarpKeyMap *keyMap = nullptr);
 
 } // namespace mlir::poot
 

@@ -5,7 +5,9 @@
 // the kernel symbols). After bufferization the call's operands are the
 // step's own device buffers; this pass replaces the call by the kernels'
 // launches over them: the planner's grid, one workgroup of `lanes`, and for
-// a split schedule the plan-local scratch and the combine launch.
+// a split schedule the plan-local scratch and the combine launch. The
+// sparse indexer's poot.block_topk and poot.selected_attention calls are
+// launched by the same rule from their own requests.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +29,30 @@ using namespace mlir::poot;
 
 namespace {
 
+/// What the launches of one planned call depend on, read from whichever
+/// request the planner recorded.
+struct LaunchShape {
+  int64_t lanes, gridX, gridY, splits, rows, valueWidth;
+};
+
+std::optional<LaunchShape> launchShapeOf(Attribute request) {
+  if (auto req = dyn_cast<AttentionRequestAttr>(request))
+    return LaunchShape{req.getLanes(), req.getGridX(), req.getGridY(),
+                       req.getSplits(),
+                       req.getBatch() * req.getQHeads() * req.getQLen(),
+                       req.getValueWidth()};
+  if (auto req = dyn_cast<SelectedAttentionRequestAttr>(request))
+    return LaunchShape{req.getLanes(), req.getGridX(), req.getGridY(),
+                       req.getSplits(),
+                       req.getBatch() * req.getQHeads() * req.getQLen(),
+                       req.getValueWidth()};
+  if (auto req = dyn_cast<BlockTopKRequestAttr>(request))
+    return LaunchShape{req.getLanes(), req.getGridX(), req.getGridY(),
+                       /*splits=*/1, req.getBatch() * req.getQLen(),
+                       /*valueWidth=*/0};
+  return std::nullopt;
+}
+
 struct AttentionLaunches
     : poot::impl::PootGPUAttentionLaunchesBase<AttentionLaunches> {
   void runOnOperation() override {
@@ -37,8 +63,14 @@ struct AttentionLaunches
         calls.push_back(call);
     });
     for (func::CallOp call : calls) {
-      auto req = call->getAttrOfType<AttentionRequestAttr>(
-          PootDialect::kRequestAttrName);
+      std::optional<LaunchShape> req =
+          launchShapeOf(call->getAttr(PootDialect::kRequestAttrName));
+      if (!req) {
+        call.emitError("poot-gpu-attention-launches: the call's poot.request "
+                       "is not a planned attention, block top-k or selected "
+                       "attention request");
+        return signalPassFailure();
+      }
       auto kernels = call->getAttrOfType<ArrayAttr>("poot.kernels");
       if (!kernels || kernels.empty()) {
         call.emitError("poot-gpu-attention-launches: the attention call has "
@@ -53,28 +85,33 @@ struct AttentionLaunches
       };
       SmallVector<Value> operands(call.getOperands());
       Value out = operands.pop_back_val();
-      gpu::KernelDim3 block{c(req.getLanes()), c(1), c(1)};
-      int64_t rows = req.getBatch() * req.getQHeads() * req.getQLen();
-      bool split = req.getSplits() > 1;
+      gpu::KernelDim3 block{c(req->lanes), c(1), c(1)};
+      int64_t rows = req->rows;
+      bool split = req->splits > 1;
       auto launch = [&](Attribute kernel, gpu::KernelDim3 grid,
                         ValueRange args) {
         gpu::LaunchFuncOp::create(b, loc, cast<SymbolRefAttr>(kernel), grid,
                                   block, Value(), args);
       };
-      gpu::KernelDim3 grid{c(req.getGridX()), c(req.getGridY()), c(1)};
+      gpu::KernelDim3 grid{c(req->gridX), c(req->gridY), c(1)};
       if (!split) {
         SmallVector<Value> args(operands);
         args.push_back(out);
         launch(kernels[0], grid, args);
       } else {
         // The partials of every (row, split), then one combine per row.
-        int64_t floats = rows * req.getSplits() * (req.getValueWidth() + 2);
+        int64_t floats = rows * req->splits * (req->valueWidth + 2);
         Value scratch = memref::AllocOp::create(
             b, loc, MemRefType::get({floats}, b.getF32Type()));
         SmallVector<Value> args(operands);
         args.push_back(scratch);
         launch(kernels[0], grid, args);
-        int64_t x = std::min(rows, req.getGridX());
+        if (kernels.size() < 2) {
+          call.emitError("poot-gpu-attention-launches: a split plan needs "
+                         "its combine kernel in poot.kernels");
+          return signalPassFailure();
+        }
+        int64_t x = std::min(rows, req->gridX);
         gpu::KernelDim3 combineGrid{c(x), c((rows + x - 1) / x), c(1)};
         launch(kernels[1], combineGrid, ValueRange{scratch, out});
         memref::DeallocOp::create(b, loc, scratch);

@@ -52,7 +52,7 @@ from .. import errors
 from ..ir import DenseI64ArrayAttr, DictAttr, Module, StringAttr
 from . import devices
 from .fuse import Fusion, fuse_for_compile, log, nothing_to_plan, warn_declined
-from .gpu import attention_entry, attention_ops
+from .gpu import FUSED_OPS, attention_entry, attention_ops
 from .pipeline import parse_module, run_pipeline
 from .signature import function_signature
 from .trace import PassTrace
@@ -191,7 +191,7 @@ def _lower(
     func_op = _select_function(mod, func)
     signature = function_signature(func_op)
     notes = []
-    planned = _planned_attention(mod, device, trace) if fusion.attention else []
+    planned = _planned_attention(mod, device, trace) if fusion.fused else []
     if not planned:
         notes.append(nothing_to_plan(signature["name"], fusion))
         log.info("compile_cpu: %s", notes[-1])
@@ -205,12 +205,12 @@ def _lower(
 
 
 def _planned_attention(mod: Module, device: "devices.Device | None", trace) -> list[dict[str, Any]]:
-    """Plan every poot.attention of `mod` for the CPU (the plan the CPU
+    """Plan every fused op of `mod` for the CPU (the plan the CPU
     pipeline makes again: same planner, same options) and describe each for
     the manifest: its request, scale and source location."""
     options = f"target=cpu max-grid-y={_CPU_MAX_GRID_Y}" + _plan_options(device)
     run_pipeline(mod, f"builtin.module(poot-plan-attention{{{options}}})", trace=trace)
-    return [attention_entry(op) for op in attention_ops(mod)]
+    return [attention_entry(op) for op in attention_ops(mod, tuple(FUSED_OPS))]
 
 
 def _record_in_place(mod: Module, signature: dict[str, Any]) -> None:
@@ -369,7 +369,7 @@ def compile_cpu(
     `find_openmp`) or "serial"; by default omp on a multi-core host with an
     OpenMP runtime installed.
 
-    `offload_arity` (one argument count per poot.attention, in order) makes
+    `offload_arity` (one argument count per fused op, in program order) makes
     the step a host program: each attention becomes a call the runtime
     answers through the exported `poot_attention_hook` (compiler.hybrid).
     """

@@ -3,13 +3,14 @@
     from poot_mlir.compiler import fuse_attention
     report = fuse_attention(module, remarks=True)   # rewrites `module` in place
     report.attention                                # poot.attention ops now in it
+    report.block_topk, report.selected_attention    # the sparse indexer's fused ops
     report.remarks                                  # why each declined chain stayed
 
 It runs the C++ pipeline `poot-fuse-attention` (canonicalize,
-poot-recognize-rope, poot-attention-rewrite, cse) -- the same definition
-poot-opt registers -- and raises `errors.CompileError` carrying MLIR's
-diagnostics when a pass fails. `compile_cpu`, `compile_gpu` and
-`compile_hybrid` run it themselves (`fuse=False` turns that off).
+poot-recognize-rope, poot-attention-rewrite, poot-select-blocks, cse) -- the
+same definition poot-opt registers -- and raises `errors.CompileError`
+carrying MLIR's diagnostics when a pass fails. `compile_cpu`, `compile_gpu`
+and `compile_hybrid` run it themselves (`fuse=False` turns that off).
 """
 
 from __future__ import annotations
@@ -36,8 +37,13 @@ class FuseReport:
     attention: int
     """Number of `poot.attention` ops in the module afterwards."""
     remarks: list[str] = field(default_factory=list)
-    """One line per declined candidate ("<loc>: attention not fused: <check>"),
+    """One line per declined candidate ("<loc>: attention not fused: <check>",
+    "block top-k not formed: ...", "selected attention not formed: ..."),
     collected only with `remarks=True`."""
+    block_topk: int = 0
+    """Number of `poot.block_topk` ops afterwards (the selection pass)."""
+    selected_attention: int = 0
+    """Number of `poot.selected_attention` ops afterwards."""
 
 
 def pipeline(remarks: bool = False) -> str:
@@ -63,7 +69,9 @@ def fuse_attention(
     module: Module, remarks: bool = False, *, trace: PassTrace | None = None
 ) -> FuseReport:
     """Rewrites every recognized primitive attention chain of `module` into
-    one `poot.attention`, in place; everything else is left as it was.
+    one `poot.attention` (the sparse indexer's block selection into
+    `poot.block_topk` + `poot.selected_attention`), in place; everything else
+    is left as it was.
 
     With `remarks=True`, every chain the rewrite declines is reported in
     `FuseReport.remarks`, naming the check that failed and where the chain
@@ -77,7 +85,13 @@ def fuse_attention(
         )
     collected: list[str] | None = [] if remarks else None
     run_pipeline(module, pipeline(remarks), trace=trace, remarks=collected)
-    return FuseReport(module, count_ops(module, "poot.attention"), collected or [])
+    return FuseReport(
+        module,
+        count_ops(module, "poot.attention"),
+        collected or [],
+        count_ops(module, "poot.block_topk"),
+        count_ops(module, "poot.selected_attention"),
+    )
 
 
 @dataclass
@@ -89,9 +103,23 @@ class Fusion:
     """`poot.attention` ops in the module afterwards."""
     declined: list[str] = field(default_factory=list)
     """The rewrite's remark for every chain it left unfused."""
+    block_topk: int = 0
+    selected_attention: int = 0
+    """The selection pass's `poot.block_topk` / `poot.selected_attention`."""
+
+    @property
+    def fused(self) -> int:
+        """Fused ops of every kind (what the planner has to plan)."""
+        return self.attention + self.block_topk + self.selected_attention
 
     def to_json(self) -> dict[str, Any]:
-        return {"enabled": self.enabled, "attention": self.attention, "declined": self.declined}
+        return {
+            "enabled": self.enabled,
+            "attention": self.attention,
+            "block_topk": self.block_topk,
+            "selected_attention": self.selected_attention,
+            "declined": self.declined,
+        }
 
 
 def fuse_for_compile(module: Module, enabled: bool, what: str, trace: PassTrace | None) -> Fusion:
@@ -101,7 +129,13 @@ def fuse_for_compile(module: Module, enabled: bool, what: str, trace: PassTrace 
     declined: list[str] = []
     if enabled:
         run_pipeline(module, pipeline(True), trace=trace, remarks=declined)
-    fusion = Fusion(enabled, count_ops(module, "poot.attention"), declined)
+    fusion = Fusion(
+        enabled,
+        count_ops(module, "poot.attention"),
+        declined,
+        count_ops(module, "poot.block_topk"),
+        count_ops(module, "poot.selected_attention"),
+    )
     warn_declined(declined, what)
     return fusion
 

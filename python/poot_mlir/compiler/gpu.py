@@ -2,15 +2,20 @@
 
 `compile_gpu(module, device, out_dir)` runs `poot-to-{spirv,nvvm,rocdl}` (plan,
 generate, lower), then writes a self-contained artifact: one kernel file per
-poot.attention (SPIR-V binary, PTX, or ROCDL LLVM-dialect text) and
-`manifest.json` — the function signature, each attention's request, and its
-launch sequence (kernel, entry, grid, block, buffer names). A runtime that
-imports no MLIR (poot_mlir.runtime.gpu) executes it.
+fused op (SPIR-V binary, PTX, or ROCDL LLVM-dialect text) and `manifest.json`
+— the function signature and, per fused op in program order (the list is
+called "attention"), its kind (`op`: attention, block_topk,
+selected_attention), request, operands, result buffer (`out`: dtype and
+element count, `value`: its name for later ops) and launch sequence (kernel,
+entry, grid, block, buffer names). A runtime that imports no MLIR
+(poot_mlir.runtime.gpu) executes it.
 
-GPU artifacts cover the fused attention ops: every operand of a poot.attention
-must be a function argument and its result a function result. A step whose
-other primitives must also run on the device is refused with CompileError
-(run it on the CPU target).
+GPU artifacts cover the fused ops: every operand must be a function argument
+or the result of an earlier fused op (block_topk's ids feeding
+selected_attention stay on the device), and every result must be a function
+result or feed a later fused op. A step whose other primitives must also run
+on the device is refused with CompileError (run it on the CPU target, or
+`compile_hybrid`).
 """
 
 from __future__ import annotations
@@ -45,13 +50,18 @@ def fold_grid(count: int, grid_x: int) -> tuple[int, int, int]:
     return (x, -(-count // x), 1)
 
 
-def launch_plan(request: dict[str, Any], operands: list[str], kernels: list[tuple[str, str]]):
+def launch_plan(
+    request: dict[str, Any],
+    operands: list[str],
+    kernels: list[tuple[str, str]],
+    order: "tuple[str, ...] | None" = None,
+):
     """The launches of one attention (mirrors KernelSignature's arg order).
 
     Every schedule starts with one launch over the planner's grid (streaming,
     split-KV partials, warp decode); a split schedule (splits > 1) writes the
     scratch and adds the combine launch, one workgroup per row."""
-    inputs = [name for name in _ARG_ORDER if name in operands]
+    inputs = [name for name in (order or _ARG_ORDER) if name in operands]
     rows = request["batch"] * request["q_heads"] * request["q_len"]
     block = [request["lanes"], 1, 1]
     split = request["splits"] > 1
@@ -82,6 +92,39 @@ def launch_plan(request: dict[str, Any], operands: list[str], kernels: list[tupl
 #: Kernel argument order of the inputs (KernelSignature in C++).
 _ARG_ORDER = ("query", "key", "value", "key_shared", "mask", "read", "len")
 
+#: Operand names of the selection ops, in op (and kernel-argument) order
+#: (SelectionSignature in C++).
+_SELECTION_OPERANDS = {
+    "block_topk": ("scores", "q_pos"),
+    "selected_attention": ("query", "key", "value", "block_ids", "q_pos"),
+}
+
+
+def selection_launch_plan(kind: str, request: dict[str, Any], kernels: list[tuple[str, str]]):
+    """The launches of a poot.block_topk (one: a workgroup per (batch row,
+    query row)) or a poot.selected_attention (the planner's grid, then the
+    combine when split: the attention schedules' rule)."""
+    if kind == "block_topk":
+        (file, entry) = kernels[0]
+        return [
+            {
+                "kernel": file,
+                "entry": entry,
+                "grid": [request["grid_x"], request["grid_y"], 1],
+                "block": [request["lanes"], 1, 1],
+                "args": ["scores", "q_pos", "out"],
+            }
+        ]
+    return launch_plan(request, list(_SELECTION_OPERANDS[kind]), kernels, order=_SELECTION_OPERANDS[kind])
+
+
+def _scratch_floats(request: dict[str, Any]) -> int:
+    """The split-KV scratch of an attention schedule (0 when not split)."""
+    if request.get("splits", 1) <= 1:
+        return 0
+    rows = request["batch"] * request["q_heads"] * request["q_len"]
+    return rows * request["splits"] * (request["value_width"] + 2)
+
 
 def _attention_operands(op) -> dict[str, Any]:
     """Operand name -> Value of a poot.attention (optional ones present)."""
@@ -108,26 +151,40 @@ def _attention_operands(op) -> dict[str, Any]:
     return out
 
 
-def attention_ops(module: Module) -> list[Any]:
-    """Every poot.attention in the functions of `module`, in order."""
+#: The fused ops a GPU artifact runs, by the manifest's "op" kind.
+FUSED_OPS = {
+    "poot.attention": "attention",
+    "poot.block_topk": "block_topk",
+    "poot.selected_attention": "selected_attention",
+}
+
+
+def attention_ops(module: Module, kinds: "tuple[str, ...]" = ("poot.attention",)) -> list[Any]:
+    """Every op named in `kinds` (default: poot.attention) in the functions
+    of `module`, in program order (the order poot-attention-to-calls numbers
+    its calls)."""
     found = []
     for func_op in module.body.operations:
         if func_op.operation.name != "func.func" or not func_op.regions[0].blocks:
             continue
         for op in func_op.regions[0].blocks[0].operations:
-            if op.operation.name == "poot.attention":
+            if op.operation.name in kinds:
                 found.append(op)
     return found
 
 
 def attention_entry(op) -> dict[str, Any]:
-    """What every manifest says about a planned poot.attention: its request,
-    scale, and where it came from (the user's source line when traced)."""
-    return {
+    """What every manifest says about a planned fused op: its kind, request,
+    scale (block_topk has none), and where it came from (the user's source
+    line when traced)."""
+    entry = {
+        "op": FUSED_OPS[op.operation.name],
         "request": parse_request(str(op.attributes["poot.request"])),
-        "scale": float(str(op.attributes["scale"]).split(" ")[0]),
         "location": where(op.location),
     }
+    if "scale" in op.attributes:
+        entry["scale"] = float(str(op.attributes["scale"]).split(" ")[0])
+    return entry
 
 
 def _find_func(module: Module, name: str | None):
@@ -194,7 +251,7 @@ def compile_gpu(
     run_pipeline(mod, f"builtin.module(poot-to-{device.target}{{{options}}})", trace=trace)
     # (After the pipeline: the planner's refusals name their cause first.)
     func_op = _find_func(mod, func)
-    if not fusion.attention:
+    if not fusion.fused:
         name = StringAttr(func_op.attributes["sym_name"]).value
         declined = "".join(f"\n  {remark}" for remark in fusion.declined)
         raise errors.CompileError(
@@ -215,27 +272,36 @@ def compile_gpu(
     out.mkdir(parents=True, exist_ok=True)
     objects = _kernel_objects(mod, device.target)
     attentions = []
+    produced: dict[str, str] = {}  # result of an earlier fused op -> its value name
     for op in func_op.regions[0].blocks[0].operations:
         name = op.operation.name
         if name in ("func.return",):
             continue
-        if name != "poot.attention":
+        if name not in FUSED_OPS:
             raise errors.CompileError(
                 f"GPU targets run the fused attention only; {name} must run on the "
                 "CPU target (compile this step with target='cpu')"
             )
+        kind = FUSED_OPS[name]
         request = parse_request(str(op.attributes["poot.request"]))
+        if kind == "attention":
+            named = _attention_operands(op)
+        else:
+            named = dict(zip(_SELECTION_OPERANDS[kind], op.operands))
         operands = {}
-        for key, value in _attention_operands(op).items():
-            if not isinstance(value, BlockArgument) and not BlockArgument.isinstance(value):
+        for key, value in named.items():
+            if isinstance(value, BlockArgument):
+                operands[key] = arg_names[BlockArgument(value).arg_number]
+            elif _value_key(value) in produced:
+                operands[key] = produced[_value_key(value)]
+            else:
                 raise errors.CompileError(
-                    f"poot.attention operand {key} is computed in the step; GPU "
-                    "artifacts need it to be a function argument"
+                    f"{name} operand {key} is computed in the step; GPU artifacts need "
+                    "it to be a function argument or the result of an earlier fused op"
                 )
-            operands[key] = arg_names[BlockArgument(value).arg_number]
         outputs = returned.get(_value_key(op.results[0]), [])
-        if not outputs:
-            raise errors.CompileError("poot.attention's result is not a function result")
+        value_name = f"%{len(attentions)}"
+        produced[_value_key(op.results[0])] = value_name
         kernels = []
         for ref in ArrayAttr(op.attributes["poot.kernels"]):
             module_name, entry = re.findall(r"@\"?([\w.]+)\"?", str(ref))
@@ -245,20 +311,31 @@ def compile_gpu(
                 # The LLVM IR of the kernels (amdgpu_kernel), for compile_hsaco.
                 (out / f"{module_name}.ll").write_bytes(objects[module_name + ".ll"])
             kernels.append((file, entry))
-        attentions.append(
-            {
-                **attention_entry(op),
-                "operands": operands,
-                "outputs": outputs,
-                "launches": launch_plan(request, list(operands), kernels),
-                "scratch_floats": (
-                    request["batch"] * request["q_heads"] * request["q_len"]
-                    * request["splits"] * (request["value_width"] + 2)
-                    if request["splits"] > 1
-                    else 0
-                ),
-            }
-        )
+        result_type = op.results[0].type
+        entry = {
+            **attention_entry(op),
+            "operands": operands,
+            "outputs": outputs,
+            "value": value_name,
+            "out": {
+                "dtype": "i32" if kind == "block_topk" else "f32",
+                "count": _element_count(result_type),
+            },
+            "launches": (
+                launch_plan(request, list(operands), kernels)
+                if kind == "attention"
+                else selection_launch_plan(kind, request, kernels)
+            ),
+            "scratch_floats": 0 if kind == "block_topk" else _scratch_floats(request),
+        }
+        attentions.append(entry)
+    used = {source for a in attentions for source in a["operands"].values()}
+    for entry in attentions:
+        if not entry["outputs"] and entry["value"] not in used:
+            raise errors.CompileError(
+                f"a fused {entry['op']}'s result is neither a function result nor used by a "
+                "later fused op"
+            )
     manifest = {
         "format": ARTIFACT_FORMAT,
         "target": device.target,
@@ -289,6 +366,15 @@ def buffer_plan(signature: dict[str, Any], attentions: list[dict[str, Any]]) -> 
     arena = max((a["scratch_floats"] * 4 for a in attentions), default=0)
     io = sum(nbytes(e) for e in signature["inputs"]) + sum(nbytes(e) for e in signature["outputs"])
     return {"scratch_arena_bytes": arena, "peak_bytes": io + arena}
+
+
+def _element_count(tensor_type) -> int:
+    """Element count of a static tensor type, from its printed form."""
+    dims = str(tensor_type)[len("tensor<") :].split("x")[:-1]
+    count = 1
+    for dim in dims:
+        count *= int(dim)
+    return count
 
 
 def _value_key(value) -> str:

@@ -5,10 +5,12 @@ whole model step — RMSNorm, projections, RoPE, the MLP and the cache writes
 around each attention — `compile_hybrid` builds:
 
     out/host/        the step compiled for the CPU (`compile_cpu`), with every
-                     poot.attention turned into a call to the runtime
+                     fused op (poot.attention, poot.block_topk,
+                     poot.selected_attention) turned into a call to the runtime
                      (`poot-attention-to-calls`, exported `poot_attention_hook`)
-    out/attention_i/ one GPU artifact per attention: its planned, generated
-                     and lowered kernels for `device` (SPIR-V, PTX)
+    out/attention_i/ one GPU artifact per fused op, in program order: its
+                     planned, generated and lowered kernels for `device`
+                     (SPIR-V, PTX)
     out/manifest.json
 
 `runtime.hybrid.HybridArtifact` runs it: the host step calls back into the
@@ -23,11 +25,18 @@ from pathlib import Path
 from typing import Any
 
 from .. import errors
-from ..ir import Module, StringAttr
+from ..ir import IntegerAttr, Module, StringAttr
 from . import devices
 from .cpu import compile_cpu
 from .fuse import fuse_for_compile
-from .gpu import ARTIFACT_FORMAT, _attention_operands, attention_ops, compile_gpu
+from .gpu import (
+    _SELECTION_OPERANDS,
+    ARTIFACT_FORMAT,
+    FUSED_OPS,
+    _attention_operands,
+    attention_ops,
+    compile_gpu,
+)
 from .pipeline import parse_module
 from .trace import PassTrace
 
@@ -57,6 +66,32 @@ def standalone_attention(op, name: str) -> str:
     )
 
 
+def standalone_selection(op, name: str) -> str:
+    """MLIR text of a function holding just this poot.block_topk or
+    poot.selected_attention, its operands as arguments named like the
+    kernel arguments."""
+    kind = op.operation.name.removeprefix("poot.")
+    names = _SELECTION_OPERANDS[kind]
+    operands = dict(zip(names, op.operands))
+    args = ", ".join(f'%{n}: {operands[n].type} {{poot.name = "{n}"}}' for n in names)
+    result = op.results[0].type
+    uses = ", ".join(f"%{n}" for n in names)
+    types = ", ".join(str(operands[n].type) for n in names)
+    bs = IntegerAttr(op.attributes["block_size"]).value
+    if kind == "block_topk":
+        k = IntegerAttr(op.attributes["k"]).value
+        body = f"%o = poot.block_topk {uses} k = {k} block_size = {bs} : {types} -> {result}"
+    else:
+        attrs = [f"scale = {op.attributes['scale']}"]
+        if "softcap" in op.attributes:
+            attrs.append(f"softcap = {op.attributes['softcap']}")
+        body = f"%o = poot.selected_attention {uses} block_size = {bs} {{{', '.join(attrs)}}} : {types} -> {result}"
+    return (
+        f"func.func @{name}({args}) -> ({result} {{poot.name = \"out\"}}) {{\n"
+        f"  {body}\n  return %o : {result}\n}}\n"
+    )
+
+
 def compile_hybrid(
     module: "Module | str | Path",
     device: devices.Device,
@@ -77,14 +112,15 @@ def compile_hybrid(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     kernels, arity = [], []
-    for index, op in enumerate(attention_ops(mod)):
+    for index, op in enumerate(attention_ops(mod, tuple(FUSED_OPS))):
         directory = f"attention_{index}"
-        compile_gpu(
-            standalone_attention(op, f"attention_{index}"), device, out / directory,
-            fuse=False, trace=trace,
-        )
+        if op.operation.name == "poot.attention":
+            text, operands = standalone_attention(op, directory), len(_attention_operands(op))
+        else:
+            text, operands = standalone_selection(op, directory), len(op.operands)
+        compile_gpu(text, device, out / directory, fuse=False, trace=trace)
         kernels.append(directory)
-        arity.append(len(_attention_operands(op)) + 1)
+        arity.append(operands + 1)
     compile_cpu(mod, out / "host", func=func, offload_arity=arity, fuse=False, trace=trace)
     manifest = {
         "format": ARTIFACT_FORMAT,

@@ -11,7 +11,11 @@ keys `t <= p` whose block is selected or is its own (unfinished) block. At most
 `sparse_block_topk` is the primitive form of `poot.block_topk(scores, q_pos,
 k = K, block_size = bs)` applied to the block scores, and
 `sparse_selected_attention` as a whole is the primitive form of
-`poot.selected_attention(q, k, v, ids, q_pos)`.
+`poot.selected_attention(q, k, v, ids, q_pos)`: the selection pass
+(`poot-select-blocks`, in `fuse_attention`) forms both ops from exactly these
+chains (docs/sparse-selection.md). NaN block scores rank as `top_k` ranks
+them, below the non-candidates' -inf; poot.block_topk is defined the same
+way, so fusing never changes the ids.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ documented here so every consumer sees the same answer):
 - i32 arithmetic wraps (two's complement), including `div` of INT_MIN by -1
   and `abs`/`neg` of INT_MIN.
 - `top_k` and `block_topk` order NaN below every number (the stable sort of
-  `-operand` numpy performs puts NaN last).
+  `-operand` numpy performs puts NaN last); in `block_topk` that includes
+  the -inf of the non-candidate blocks, as in the tracer's chain.
 - The fused attention ops hold their running values in float32 for 16-bit
   inputs (the generated kernel's accumulators are floats) and round the
   result to the input dtype once.
@@ -457,17 +458,19 @@ def _floor_div(x: np.ndarray, d: int) -> np.ndarray:
 
 
 def block_topk(scores: np.ndarray, q_pos: np.ndarray, *, k: int, block_size: int) -> np.ndarray:
-    """`poot.block_topk`: for row (b, i) at `p = q_pos[b, i]`, the `k` blocks
-    `j < p // block_size` with the highest `scores[b, i, j]` (descending, ties
-    to the lower id), padded with -1."""
+    """`poot.block_topk`: for row (b, i) at `p = q_pos[b, i]`, the candidates
+    are the blocks `j < p // block_size`. Every block is ranked by
+    `scores[b, i, j]` if it is a candidate, else -inf, in `top_k`'s order
+    (descending, NaN below every number, ties to the lower id); the first
+    `k` are listed (past NB: -1) and every non-candidate among them becomes
+    -1 -- exactly the tracer's chain. With numeric scores: the `k` best
+    candidates, then -1s; a NaN-scored candidate ranks below the
+    non-candidates' -inf, so it is listed only when nothing else is left."""
     blocks = scores.shape[-1]
-    ids = np.arange(blocks)
     own = _floor_div(q_pos, block_size)[..., None]  # [B, Lq, 1]
-    candidate = np.broadcast_to(ids < own, scores.shape)
-    keys = -np.asarray(scores).astype(np.float64)
-    # Sort by: candidates first, then descending score, then lower id.
-    order = np.lexsort((np.broadcast_to(ids, scores.shape), keys, ~candidate), axis=-1)
-    order = order[..., : min(k, blocks)]
+    candidate = np.broadcast_to(np.arange(blocks) < own, scores.shape)
+    keys = np.where(candidate, np.asarray(scores).astype(np.float64), -np.inf)
+    order = np.argsort(-keys, axis=-1, kind="stable")[..., : min(k, blocks)]
     chosen = np.where(np.take_along_axis(candidate, order, axis=-1), order, -1)
     if k > blocks:
         pad = np.full(scores.shape[:-1] + (k - blocks,), -1)

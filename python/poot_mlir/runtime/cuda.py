@@ -43,6 +43,7 @@ import numpy as np
 
 from ..errors import BindError, PootError, ShapeBindError
 from . import binding
+from .gpu import result_buffer
 
 
 class CudaError(PootError, RuntimeError):
@@ -686,23 +687,28 @@ def prepare(artifact: Any, inputs: Mapping[str, Any], outputs: Mapping[str, Any]
         buffers[port.key] = buf
 
     out_buffers: dict[str, Any] = {}
+    values: dict[str, Any] = {}  # device results a later fused op reads
     launches = []
     scratch = []
     for attention in artifact.manifest["attention"]:
-        request = attention["request"]
-        count = request["batch"] * request["q_heads"] * request["q_len"] * request["value_width"]
+        dtype, count = result_buffer(attention)
         names = attention["outputs"]
         given = [n for n in names if outputs and n in outputs]
         if given:
             dev = as_device(outputs[given[0]])
-            if dev is None or dev.nbytes < count * 4 or dev.dtype != np.float32:
-                raise ShapeBindError(f"output {given[0]!r} must be a float32 CUDA tensor of {count} elements")
+            if dev is None or dev.nbytes < count * dtype.itemsize or dev.dtype != dtype:
+                raise ShapeBindError(f"output {given[0]!r} must be a {dtype} CUDA tensor of {count} elements")
             out = DeviceBuffer(dev.ptr, dev.nbytes, None, keep=dev.owner)
         else:
-            out = backend.alloc(count * 4)
+            out = backend.alloc(count * dtype.itemsize)
         for n in names:
             out_buffers[n] = out
-        local = {operand: buffers[arg] for operand, arg in attention["operands"].items()}
+        if "value" in attention:
+            values[attention["value"]] = out
+        local = {
+            operand: values[source] if source in values else buffers[source]
+            for operand, source in attention["operands"].items()
+        }
         local["out"] = out
         if attention["scratch_floats"]:
             local["scratch"] = backend.alloc(attention["scratch_floats"] * 4)

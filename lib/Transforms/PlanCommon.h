@@ -1,0 +1,87 @@
+//===- PlanCommon.h - what every planner shares -------------------*- C++ -*-===//
+//
+// The device description the planners read (the options of
+// poot-plan-attention) and the launch-grid fold every schedule uses.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef POOT_LIB_TRANSFORMS_PLANCOMMON_H
+#define POOT_LIB_TRANSFORMS_PLANCOMMON_H
+
+#include "lib/Transforms/DeviceTarget.h"
+
+#include "llvm/Support/CheckedArithmetic.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdint>
+#include <optional>
+
+namespace mlir::poot {
+
+/// A device as the planner sees it (poot-plan-attention's options).
+struct DeviceLimits {
+  DeviceTarget target;
+  int64_t workgroupMemory, maxGridX, maxGridY, computeUnits, maxBufferBytes,
+      maxAllocBytes;
+};
+
+struct Grid {
+  int64_t x = 0, y = 0;
+};
+
+/// `a * b`, or nullopt when the product overflows int64 (shapes are
+/// arbitrary static sizes; a count that does not fit is refused, not wrapped).
+inline std::optional<int64_t> mul(std::optional<int64_t> a, int64_t b) {
+  return a ? llvm::checkedMul(*a, b) : std::nullopt;
+}
+
+/// Folds `count` workgroups onto (x, y); nullopt when even that does not fit.
+/// The options are checked (>= 1) before any op is planned.
+inline std::optional<Grid> foldGrid(int64_t count, int64_t maxX, int64_t maxY) {
+  assert(count >= 1 && maxX >= 1 && "checked by the caller");
+  Grid grid;
+  grid.x = std::min(count, maxX);
+  grid.y = llvm::divideCeil(count, grid.x);
+  if (grid.y > maxY)
+    return std::nullopt;
+  return grid;
+}
+
+/// The warp-decode schedule's shape rule (WarpDecodeKernel.h: a workgroup of
+/// 4 warps per KV group): head widths of whole warps, the group's running
+/// state modest in registers, its warps' states in workgroup memory.
+/// Overflowing sizes are far past every limit: false keeps the seed's
+/// schedules (which refuse them with a typed reason).
+inline bool warpDecodeFits(int64_t nRep, int64_t keyWidth, int64_t sharedWidth,
+                           int64_t valueWidth, int64_t workgroupMemory) {
+  constexpr int64_t warp = 32, warps = 4, maxRegisters = 128, floatBytes = 4;
+  if (keyWidth % warp || sharedWidth % warp || valueWidth % warp)
+    return false;
+  std::optional<int64_t> registers =
+      mul(nRep, keyWidth / warp + sharedWidth / warp + valueWidth / warp + 2);
+  std::optional<int64_t> ldsBytes =
+      mul(mul(mul(warps, nRep), valueWidth + 2), floatBytes);
+  return registers && ldsBytes && *registers <= maxRegisters &&
+         *ldsBytes <= workgroupMemory;
+}
+
+/// Splits of a warp-decode launch over `positions` keys per group: enough
+/// workgroups to keep loads in flight (about 32 per compute unit, measured
+/// on the H200: bench/NOTES.md), chunks of at least 128 positions, and at
+/// most 128 partials per row so the combine launch stays light.
+inline int64_t warpDecodeSplits(int64_t groups, int64_t positions,
+                                int64_t computeUnits) {
+  constexpr int64_t workgroupsPerUnit = 32, minChunk = 128, maxSplits = 128;
+  return std::max<int64_t>(
+      1, std::min<int64_t>(
+             {(int64_t)llvm::divideCeil(
+                  mul(workgroupsPerUnit, computeUnits).value_or(INT64_MAX),
+                  groups),
+              positions / minChunk, maxSplits}));
+}
+
+} // namespace mlir::poot
+
+#endif // POOT_LIB_TRANSFORMS_PLANCOMMON_H
