@@ -196,3 +196,31 @@ def test_wgpu_kernels_run_on_raw_vulkan_too(tmp_path, rng):
         got, want = sess.step(inputs).named["logits"], ref.step(inputs).named["logits"]
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * float(np.abs(want).max()))
     art.close()
+
+
+_CHILD = """
+import json, sys
+import numpy as np
+from poot_mlir.runtime.program import ProgramArtifact
+art = ProgramArtifact(sys.argv[1], "wgpu-lavapipe")
+state = {p.state: np.zeros(p.shape, p.dtype) for p in art.signature.args if p.state is not None}
+sess = art.session(state)
+program = art.programs[art.signature.name]
+art.kernel(next(c["launch"] for c in program["commands"] if "launch" in c))
+mlir = sorted(m for m in sys.modules if m.split(".")[0] == "mlir" or "_mlir_libs" in m
+              or m.startswith(("poot_mlir.ir", "poot_mlir.dialects", "poot_mlir.passmanager",
+                               "poot_mlir.compiler")))
+print(json.dumps({"mlir_modules": mlir, "state": sorted(sess.state)}))
+"""
+
+
+def test_the_wgpu_runtime_imports_no_mlir(tmp_path):
+    """Loading a whole-step artifact, a session and a kernel on wgpu
+    imports no MLIR bindings and no compiler module."""
+    require("wgpu")
+    path = compile_step_gpu(str(paged_module()), WGPU, tmp_path / "paged")
+    out = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["mlir_modules"] == [] and result["state"]
