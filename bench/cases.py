@@ -200,7 +200,7 @@ def verify_cases() -> list[tuple[str, Form, dict, str]]:
 
     def both(form: Form, **extra):
         cases.append((form.name + "-split", form, dict(extra), "split_kv"))
-        cases.append((form.name + "-stream", form, dict(extra, compute_units=1, max_buffer_bytes=1),
+        cases.append((form.name + "-stream", form, dict(extra, compute_units=1, max_splits=1),
                       "streaming"))
 
     both(Form("dense", batch=2, q_heads=4, kv_heads=4, key_len=1000))
@@ -226,7 +226,7 @@ def verify_cases() -> list[tuple[str, Form, dict, str]]:
     lane_form = Form("lanes", batch=2, q_heads=4, kv_heads=2, key_len=1000)
     for lanes in (64, 32, 8, 1):
         cases.append((f"lanes{lanes}-stream", lane_form,
-                      dict(compute_units=1, max_buffer_bytes=1, workgroup_memory=lanes * 66 * 4),
+                      dict(compute_units=1, max_splits=1, workgroup_memory=lanes * 66 * 4),
                       "streaming"))
     cases.append(("lanes16-split", lane_form, dict(workgroup_memory=16 * 66 * 4), "split_kv"))
     # 2-D grid fold: X limited to 7 (not a divisor of the count: a ragged tail).

@@ -111,6 +111,8 @@ void mlir::poot::registerAllPasses() {
   poot::registerPootGPUAttentionLaunches();
   poot::registerPootGPUHostToParallel();
   poot::registerPootGPUSPIRVEntryABI();
+  poot::registerPootSPIRVBuildNonFinite();
+  poot::registerPootSPIRVSignedOperands();
   poot::registerPootGPUSerializeProgram();
   poot::registerPootCPUExpandStridedCopies();
   poot::registerPootCPUWidenBoolMemrefs();

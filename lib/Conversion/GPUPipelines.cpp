@@ -33,6 +33,7 @@ void addPlanAndGenerate(OpPassManager &pm, DeviceTarget target,
   plan.computeUnits = o.computeUnits;
   plan.maxBufferBytes = o.maxBufferBytes;
   plan.maxAllocBytes = o.maxAllocBytes;
+  plan.maxSplits = o.maxSplits;
   pm.addPass(createPootPlanAttention(plan));
   PootGenerateAttentionKernelsOptions generate;
   generate.target = target;
@@ -88,21 +89,33 @@ void registerChecked(
 
 /// The SPIR-V lowering of every gpu.module: Vulkan 1.0 + storage buffers;
 /// math.exp/tanh become GLSL.std.450 ops. A whole step (`everyType`) also
-/// stores bytes (bools), two-byte and f64 values: the 8/16-bit storage
-/// extensions and the Int8/16/64, Float16/64 capabilities (Vulkan 1.2
-/// devices, lavapipe included, have them).
-static void addSPIRVLowering(OpPassManager &pm, bool everyType) {
+/// stores two-byte and f64 values (the 16-bit storage extension and the
+/// Int16/64, Float16/64 capabilities) and, for a Vulkan client, bytes (bools):
+/// the 8-bit storage extension and Int8 (Vulkan 1.2 devices, lavapipe
+/// included, have them). For wgpu, whose naga reads no 8-bit types, the
+/// target env leaves them out, and upstream's SPIR-V type conversion keeps
+/// bytes in 32-bit words (loads shift and mask, stores are atomic and/or on
+/// the word): the buffers' bytes are laid out the same. Non-finite float
+/// constants are built from their bits for every client (naga refuses them
+/// as literals; a Vulkan driver folds the bitcast); for wgpu, signed
+/// instructions also get signed-typed operands (naga reads signedness from
+/// the type).
+static void addSPIRVLowering(OpPassManager &pm, bool everyType,
+                             SPIRVClient client) {
   GpuSPIRVAttachTargetOptions attach;
   attach.spirvVersion = "v1.0";
   attach.spirvCapabilities = {"Shader"};
   attach.spirvExtensions = {"SPV_KHR_storage_buffer_storage_class"};
   if (everyType) {
-    for (const char *cap : {"Int8", "Int16", "Int64", "Float16", "Float64",
-                            "StorageBuffer8BitAccess",
+    for (const char *cap : {"Int16", "Int64", "Float16", "Float64",
                             "StorageBuffer16BitAccess"})
       attach.spirvCapabilities.push_back(cap);
-    attach.spirvExtensions.push_back("SPV_KHR_8bit_storage");
     attach.spirvExtensions.push_back("SPV_KHR_16bit_storage");
+    if (client == SPIRVClient::Vulkan) {
+      attach.spirvCapabilities.push_back("Int8");
+      attach.spirvCapabilities.push_back("StorageBuffer8BitAccess");
+      attach.spirvExtensions.push_back("SPV_KHR_8bit_storage");
+    }
   }
   attach.deviceId = spirv::TargetEnvAttr::kUnknownDeviceID;
   pm.addPass(createGpuSPIRVAttachTarget(attach));
@@ -113,6 +126,9 @@ static void addSPIRVLowering(OpPassManager &pm, bool everyType) {
   pm.addPass(createConvertGPUToSPIRVPass());
   OpPassManager &spirvModule = pm.nest<spirv::ModuleOp>();
   spirvModule.addPass(spirv::createSPIRVLowerABIAttributesPass());
+  spirvModule.addPass(createPootSPIRVBuildNonFinite());
+  if (client == SPIRVClient::Wgpu)
+    spirvModule.addPass(createPootSPIRVSignedOperands());
   spirvModule.addPass(spirv::createSPIRVUpdateVCEPass());
 }
 
@@ -147,7 +163,7 @@ static void addROCDLLowering(OpPassManager &pm,
 void mlir::poot::buildPootToSPIRVPipeline(OpPassManager &pm,
                                           const PootSPIRVPipelineOptions &o) {
   addPlanAndGenerate(pm, DeviceTarget::SPIRV, o);
-  addSPIRVLowering(pm, /*everyType=*/false);
+  addSPIRVLowering(pm, /*everyType=*/false, o.client);
 }
 
 void mlir::poot::buildPootToNVVMPipeline(OpPassManager &pm,
@@ -170,7 +186,7 @@ void mlir::poot::buildPootStepToSPIRVPipeline(
     addPlanAndGenerate(p, DeviceTarget::SPIRV, o);
   });
   pm.addPass(createPootGPUSPIRVEntryABI());
-  addSPIRVLowering(pm, /*everyType=*/true);
+  addSPIRVLowering(pm, /*everyType=*/true, o.client);
 }
 
 void mlir::poot::buildPootStepToNVVMPipeline(

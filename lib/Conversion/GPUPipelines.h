@@ -51,10 +51,28 @@ struct PootDeviceOptions : public PassPipelineOptions<Derived> {
   Opt::Option<int64_t> maxAllocBytes{
       *this, "max-alloc-bytes", llvm::cl::desc("Largest allocation"),
       llvm::cl::init(int64_t(1) << 32)};
+  Opt::Option<int64_t> maxSplits{
+      *this, "max-splits",
+      llvm::cl::desc("Most split-KV partitions per row (1: never split)"),
+      llvm::cl::init(128)};
 };
 
+/// Who reads the SPIR-V: a Vulkan driver, or wgpu, whose shader translator
+/// (naga) has no 8-bit types (WGSL has none).
+enum class SPIRVClient { Vulkan, Wgpu };
+
 struct PootSPIRVPipelineOptions
-    : public PootDeviceOptions<PootSPIRVPipelineOptions> {};
+    : public PootDeviceOptions<PootSPIRVPipelineOptions> {
+  Opt::Option<SPIRVClient> client{
+      *this, "client", llvm::cl::desc("Who reads the SPIR-V"),
+      llvm::cl::init(SPIRVClient::Vulkan),
+      llvm::cl::values(
+          clEnumValN(SPIRVClient::Vulkan, "vulkan",
+                     "a Vulkan 1.2 driver: bytes stored as bytes"),
+          clEnumValN(SPIRVClient::Wgpu, "wgpu",
+                     "wgpu (naga): bytes and bools kept in 32-bit words")),
+  };
+};
 
 /// What gpu-module-to-binary makes of an NVVM kernel module.
 enum class NVVMFormat { Isa, Bin };

@@ -643,6 +643,59 @@ def PootGPUSPIRVEntryABI
   let dependentDialects = ["::mlir::spirv::SPIRVDialect"];
 }
 
+def PootSPIRVBuildNonFinite
+    : Pass<"poot-spirv-build-nonfinite", "::mlir::spirv::ModuleOp"> {
+  let summary = "Build non-finite float constants from their bits";
+  let description = [{
+    naga (wgpu's shader translator) refuses a SPIR-V module with an
+    infinite or NaN float literal ("Float literal is infinite"), and the
+    kernels have them: the softmax's running maximum starts at -inf, a masked
+    score is -inf. This rewrites every `spirv.Constant` of a float scalar or
+    vector type with a non-finite element into an integer constant of the
+    same width holding its bits and a `spirv.Bitcast` to the float type: the
+    same value, which naga reads as an expression, not a literal. Raw Vulkan
+    drivers fold the bitcast, so the pipelines run it for every client.
+
+    Before:
+    ```mlir
+    %ninf = spirv.Constant 0xFF800000 : f32
+    ```
+    After:
+    ```mlir
+    %bits = spirv.Constant -8388608 : i32
+    %ninf = spirv.Bitcast %bits : i32 to f32
+    ```
+  }];
+}
+
+def PootSPIRVSignedOperands
+    : Pass<"poot-spirv-signed-operands", "::mlir::spirv::ModuleOp"> {
+  let summary = "Give signed integer instructions operands of a signed type";
+  let description = [{
+    MLIR's integers are signless and serialize as SPIR-V's unsigned
+    `OpTypeInt 32 0`; the instruction says how to read them (`OpSDiv`,
+    `OpConvertSToF`, `SAbs`). naga (wgpu's shader translator) types each
+    value by its declared signedness instead, and so computes `OpSDiv`,
+    `SAbs`, `OpConvertSToF` and `OpConvertFToS` on such operands as unsigned
+    (-7 / 2 = 2147483644). For every instruction that reads or makes signed
+    integers, this bitcasts its integer operands (a shift's amount excepted)
+    and its integer result to the signed type of the same width: the same
+    bits, which naga reads as signed. Run for the wgpu client only.
+
+    Before:
+    ```mlir
+    %q = spirv.SDiv %a, %b : i32
+    ```
+    After:
+    ```mlir
+    %sa = spirv.Bitcast %a : i32 to si32
+    %sb = spirv.Bitcast %b : i32 to si32
+    %sq = spirv.SDiv %sa, %sb : si32
+    %q = spirv.Bitcast %sq : si32 to i32
+    ```
+  }];
+}
+
 def PootGPUSerializeProgram
     : Pass<"poot-gpu-serialize-program", "::mlir::ModuleOp"> {
   let summary = "Write each host function's buffers and launches as a program";

@@ -68,6 +68,10 @@ struct PootToLLVMCPUPipelineOptions
           clEnumValN(CPUParallel::Omp, "omp",
                      "as OpenMP worksharing loops (the library needs "
                      "libomp)"))};
+  PassOptions::Option<int64_t> maxSplits{
+      *this, "max-splits",
+      llvm::cl::desc("Most split-KV partitions per row (1: never split)"),
+      llvm::cl::init(128)};
   PassOptions::Option<int64_t> maxGridX{
       *this, "max-grid-x",
       llvm::cl::desc("Largest workgroup count per grid dimension (>= 1)"),

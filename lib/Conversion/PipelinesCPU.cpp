@@ -97,6 +97,7 @@ void poot::buildPootToLLVMCPUPipeline(
   plan.maxGridX = options.maxGridX;
   plan.maxGridY = int64_t(1) << 31; // loops: only the X fold is recorded
   plan.vectorWidth = options.vectorWidth;
+  plan.maxSplits = options.maxSplits;
   pm.addPass(createPootPlanAttention(plan));
   if (options.attention == CPUAttention::Offload)
     pm.addPass(createPootAttentionToCalls());

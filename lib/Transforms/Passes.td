@@ -139,7 +139,10 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     Option<"maxBufferBytes", "max-buffer-bytes", "int64_t", /*default=*/"1073741824",
            "Largest single buffer (storage buffer range) in bytes">,
     Option<"maxAllocBytes", "max-alloc-bytes", "int64_t", /*default=*/"4294967296",
-           "Largest allocation the device can make, in bytes">
+           "Largest allocation the device can make, in bytes">,
+    Option<"maxSplits", "max-splits", "int64_t", /*default=*/"128",
+           "Most split-KV partitions per row any schedule may use (>= 1; 1: "
+           "never split). Each schedule has its own smaller bound too">
   ];
   let dependentDialects = ["::mlir::poot::PootDialect"];
 }

@@ -133,7 +133,8 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
     int64_t splits = 1;
     if (qLen == 1 && rows < computeUnits) {
       int64_t want = llvm::divideCeil(computeUnits, rows);
-      splits = std::min({kMaxSplits, want, keyLen / kMinChunk});
+      splits = std::min({kMaxSplits, want, keyLen / kMinChunk,
+                         maxSplits.getValue()});
       if (splits < 2)
         splits = 1;
     }
@@ -191,6 +192,10 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
                         int64_t valueWidth) {
     constexpr int64_t kCpuMinChunk = 512, kMaxKeyBlock = 256,
                       kQueryRowsPerItem = 16;
+    // An item's row state lives on its thread's stack (CpuAttentionKernel):
+    // keep it well inside the smallest default thread stack (OpenMP's
+    // workers get 4 MiB on 64-bit hosts).
+    constexpr int64_t kStackBudget = int64_t(1) << 20;
     int64_t width = std::max<int64_t>(
         1, int64_t(llvm::bit_floor(
                uint64_t(std::max<int64_t>(1, vectorWidth)))));
@@ -199,40 +204,61 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
     };
     while (width > 1 && !divides(width))
       width /= 2;
-    int64_t rowBytes = (keyWidth + sharedWidth + valueWidth) * kFloatBytes;
+    // Shapes are arbitrary static sizes: a byte count that overflows is
+    // past every limit (INT64_MAX), never wrapped.
+    int64_t rowBytes =
+        mul(keyWidth + sharedWidth + valueWidth, kFloatBytes).value_or(INT64_MAX);
     int64_t keyBlock = width;
     while (keyBlock * 2 <= kMaxKeyBlock &&
-           keyBlock * 2 * rowBytes <= workgroupMemory &&
+           mul(keyBlock * 2, rowBytes).value_or(INT64_MAX) <= workgroupMemory &&
            keyBlock < keyLen)
       keyBlock *= 2;
     int64_t nRep = qHeads / kvHeads;
-    // The largest divisor of Lq <= 16 / n_rep: whole blocks, no guards.
+    // The largest divisor of Lq <= 16 / n_rep: whole blocks, no guards;
+    // smaller while the item's row state does not fit the stack budget.
+    auto stateBytes = [&](int64_t qBlock) {
+      std::optional<int64_t> floats =
+          llvm::checkedAdd(keyBlock, valueWidth + 2);
+      return mul(mul(mul(floats.value_or(INT64_MAX), nRep), qBlock),
+                 kFloatBytes)
+          .value_or(INT64_MAX);
+    };
     int64_t qBlock = std::max<int64_t>(
         1, std::min<int64_t>(qLen, kQueryRowsPerItem / nRep));
-    while (qLen % qBlock)
+    while (qBlock > 1 && (qLen % qBlock || stateBytes(qBlock) > kStackBudget))
       --qBlock;
+    if (stateBytes(qBlock) > kStackBudget)
+      return op.emitError()
+             << "AttentionLds: the CPU schedule's row state for " << nRep
+             << " heads of value width " << valueWidth << " needs "
+             << stateBytes(qBlock) << " bytes of a thread's stack; the budget is "
+             << kStackBudget << " bytes";
     int64_t items = batch * kvHeads * llvm::divideCeil(qLen, qBlock);
     int64_t splits = 1;
     if (qLen == 1 && items < 2 * computeUnits)
       splits = std::clamp<int64_t>(
           std::min<int64_t>(llvm::divideCeil(2 * computeUnits, items),
                             keyLen / kCpuMinChunk),
-          1, kMaxSplits);
+          1, std::min<int64_t>(kMaxSplits, maxSplits));
     int64_t laneBytes = (valueWidth + 2) * kFloatBytes;
     int64_t rows = batch * qHeads * qLen;
     // Threads only for work worth a parallel region (the same 2^18
     // multiply-adds as the CPU matmuls): a small step forks no team.
     constexpr int64_t kMinParallelWork = int64_t(1) << 18;
-    int64_t work = rows * keyLen * (keyWidth + sharedWidth + valueWidth);
+    int64_t work = mul(mul(rows, keyLen), keyWidth + sharedWidth + valueWidth)
+                       .value_or(INT64_MAX);
     int64_t chunks =
         work < kMinParallelWork
             ? 1
-            : std::min<int64_t>(items * splits, std::max<int64_t>(1, computeUnits));
-    if (splits > 1 && rows * splits * laneBytes > maxAllocBytes)
+            : std::min<int64_t>(items * splits,
+                                std::max<int64_t>(1, computeUnits));
+    int64_t scratchBytes =
+        mul(mul(rows, splits), laneBytes).value_or(INT64_MAX);
+    if (splits > 1 && scratchBytes > maxAllocBytes)
       return op.emitError()
-             << "ScratchBytes: the split-KV scratch needs "
-             << rows * splits * laneBytes << " bytes; the device can allocate "
-             << maxAllocBytes.getValue() << " bytes";
+             << "ScratchBytes: the split-KV scratch needs " << scratchBytes
+             << " bytes; the device can allocate " << maxAllocBytes.getValue()
+             << " bytes";
     op->setAttr(PootDialect::kRequestAttrName,
                 AttentionRequestAttr::get(
                     op.getContext(), batch, qHeads, kvHeads, qLen, keyLen,
@@ -260,7 +286,8 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
       return std::nullopt;
     // At most k's and q's element counts (below 2^63).
     int64_t groups = batch * kvHeads, rows = batch * qHeads;
-    int64_t splits = warpDecodeSplits(groups, keyLen, computeUnits);
+    int64_t splits = std::min<int64_t>(
+        warpDecodeSplits(groups, keyLen, computeUnits), maxSplits);
     // A scratch whose size overflows fits no buffer.
     int64_t scratchBytes =
         mul(mul(mul(rows, splits), valueWidth + 2), kFloatBytes)
@@ -291,8 +318,8 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
   }
 
   DeviceLimits deviceLimits() {
-    return {target, workgroupMemory, maxGridX,      maxGridY,
-            computeUnits, maxBufferBytes, maxAllocBytes};
+    return {target,       workgroupMemory, maxGridX,      maxGridY,
+            computeUnits, maxBufferBytes,  maxAllocBytes, maxSplits};
   }
 
   /// SPIR-V has no two-byte select: a bf16/f16 chain that stays primitive
@@ -313,7 +340,8 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
   /// dimension cannot run anything.
   LogicalResult initialize(MLIRContext *context) override {
     for (auto [name, value] : {std::pair{"max-grid-x", maxGridX.getValue()},
-                               std::pair{"max-grid-y", maxGridY.getValue()}})
+                               std::pair{"max-grid-y", maxGridY.getValue()},
+                               std::pair{"max-splits", maxSplits.getValue()}})
       if (value < 1)
         return emitError(UnknownLoc::get(context))
                << "poot-plan-attention: " << name << " must be >= 1, got "

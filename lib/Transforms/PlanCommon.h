@@ -24,7 +24,7 @@ namespace mlir::poot {
 struct DeviceLimits {
   DeviceTarget target;
   int64_t workgroupMemory, maxGridX, maxGridY, computeUnits, maxBufferBytes,
-      maxAllocBytes;
+      maxAllocBytes, maxSplits;
 };
 
 struct Grid {

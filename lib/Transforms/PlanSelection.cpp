@@ -114,7 +114,9 @@ LogicalResult planSelectedAttention(SelectedAttentionOp op,
   if (device.target == DeviceTarget::NVVM && qLen == 1 &&
       warpDecodeFits(nRep, keyWidth, 0, valueWidth, device.workgroupMemory)) {
     int64_t groups = batch * kvHeads, rows = batch * qHeads;
-    int64_t splits = warpDecodeSplits(groups, visited, device.computeUnits);
+    int64_t splits = std::min<int64_t>(
+        warpDecodeSplits(groups, visited, device.computeUnits),
+        device.maxSplits);
     int64_t scratchBytes = rows * splits * (valueWidth + 2) * kWordBytes;
     if (splits > 1 && (scratchBytes > device.maxBufferBytes ||
                        !foldGrid(groups * splits, device.maxGridX, device.maxGridY)))
@@ -142,7 +144,7 @@ LogicalResult planSelectedAttention(SelectedAttentionOp op,
   int64_t splits = 1;
   if (qLen == 1 && rows < device.computeUnits) {
     int64_t want = llvm::divideCeil(device.computeUnits, rows);
-    splits = std::min({kMaxSplits, want, visited / kMinChunk});
+    splits = std::min({kMaxSplits, want, visited / kMinChunk, device.maxSplits});
     if (splits < 2)
       splits = 1;
   }

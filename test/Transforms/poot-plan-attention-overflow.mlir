@@ -6,3 +6,4 @@ func.func @lane_overflow(%q: tensor<1x1x1x16xf32>, %k: tensor<1x1x1x16xf32>, %v:
   %o = poot.attention %q, %k, %v {scale = 0.25 : f64} : tensor<1x1x1x16xf32>, tensor<1x1x1x16xf32>, tensor<1x1x1x4611686018427387904xf32> -> tensor<1x1x1x4611686018427387904xf32>
   return %o : tensor<1x1x1x4611686018427387904xf32>
 }
+

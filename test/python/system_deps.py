@@ -8,7 +8,7 @@ it cost and the command that installs it (conftest.py prints it). Under
 these packages, so a missing one there is a broken CI, not a reason to skip.
 A CUDA device is the exception: CI has no GPU, so those tests skip there too.
 
-    require("vulkan")          # in a test or fixture
+    require("vulkan")          # in a test or fixture (also "wgpu", "spirv-tools", ...)
     @pytest.mark.requires("ptxas")
 """
 
@@ -44,6 +44,13 @@ def _vulkan() -> str | None:
 
     ok, why = vk.available("lavapipe")
     return None if ok else why.split("; install")[0]  # the summary names the install
+
+
+def _wgpu() -> str | None:
+    from poot_mlir.runtime import wgpu
+
+    ok, why = wgpu.available("lavapipe")
+    return None if ok else why.split("; pip install")[0]
 
 
 def _tools(*names: str) -> Callable[[], str | None]:
@@ -92,6 +99,9 @@ DEPENDENCIES = {
     d.name: d
     for d in (
         Dependency("vulkan", "a Vulkan driver (Mesa lavapipe)", APT_VULKAN, _vulkan),
+        Dependency(
+            "wgpu", "wgpu-py on lavapipe", f'pip install "wgpu==0.32.0" and {APT_VULKAN}', _wgpu
+        ),
         Dependency("spirv-tools", "spirv-as / spirv-val", APT_VULKAN, _tools("spirv-as", "spirv-val")),
         Dependency("vulkan-validation", "the Vulkan validation layer", APT_VULKAN, _validation_layer),
         Dependency(

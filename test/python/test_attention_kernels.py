@@ -20,7 +20,7 @@ from attention_cases import FORMS, Form, assert_matches, build
 from system_deps import ptxas_path, require
 from poot_mlir import errors, oracle
 from poot_mlir.compiler import devices, gpu
-from poot_mlir.runtime.gpu import GpuArtifact, VulkanBackend
+from poot_mlir.runtime.gpu import GpuArtifact, VulkanBackend, WgpuBackend
 
 LAVAPIPE = devices.VULKAN_LAVAPIPE
 
@@ -39,17 +39,25 @@ def schedules(form: Form) -> dict[str, devices.Device]:
     }
 
 
-@pytest.fixture(scope="module")
-def vulkan():
-    require("vulkan")
-    backend = VulkanBackend(prefer="lavapipe")
+@pytest.fixture(scope="module", params=["vulkan", "wgpu"])
+def vulkan(request):
+    """Lavapipe through raw Vulkan, then through wgpu (kernels compiled for
+    it: `for_backend`)."""
+    require(request.param)
+    backend = (WgpuBackend if request.param == "wgpu" else VulkanBackend)(prefer="lavapipe")
     yield backend
     backend.close()
 
 
+def for_backend(device: devices.Device, backend) -> devices.Device:
+    """`device` as the SPIR-V client `backend` runs (the limits are lavapipe's
+    either way)."""
+    return device.with_limits(client="wgpu") if isinstance(backend, WgpuBackend) else device
+
+
 def run_case(form, device, rng, vulkan, tmp_path):
     text, inputs = build(form, rng)
-    path = gpu.compile_gpu(text, device, tmp_path / "artifact")
+    path = gpu.compile_gpu(text, for_backend(device, vulkan), tmp_path / "artifact")
     manifest = GpuArtifact(path, backend=vulkan).manifest
     out = GpuArtifact(path, backend=vulkan).run(inputs).outputs[0]
     ref = oracle.run(text, inputs, reference=True).outputs[0]
@@ -86,7 +94,8 @@ def test_split_kv_matches_streaming(rng, vulkan, tmp_path):
     text, inputs = build(form, rng)
     outs = {}
     for name, cus in (("stream", 1), ("split", 64)):
-        path = gpu.compile_gpu(text, LAVAPIPE.with_limits(compute_units=cus), tmp_path / name)
+        device = for_backend(LAVAPIPE.with_limits(compute_units=cus), vulkan)
+        path = gpu.compile_gpu(text, device, tmp_path / name)
         art = GpuArtifact(path, backend=vulkan)
         outs[name] = art.run(inputs).outputs[0]
         assert art.manifest["attention"][0]["request"]["splits"] == (1 if name == "stream" else 4)
@@ -101,7 +110,7 @@ def test_live_length_never_reads_past_len(rng, vulkan, tmp_path):
     inputs["len"] = np.array([7, 300], dtype=np.int32)
     inputs["k"][0, :, 7:] = np.nan
     inputs["v"][0, :, 7:] = np.nan
-    path = gpu.compile_gpu(text, LAVAPIPE.with_limits(compute_units=64), tmp_path / "a")
+    path = gpu.compile_gpu(text, for_backend(LAVAPIPE.with_limits(compute_units=64), vulkan), tmp_path / "a")
     out = GpuArtifact(path, backend=vulkan).run(inputs).outputs[0]
     ref = oracle.run(text, inputs, reference=True).outputs[0]
     assert not np.isnan(out).any()
@@ -111,7 +120,7 @@ def test_live_length_never_reads_past_len(rng, vulkan, tmp_path):
 def test_bad_bind_is_refused_before_dispatch(rng, vulkan, tmp_path):
     form = Form("paged", pool=700)
     text, inputs = build(form, rng)
-    path = gpu.compile_gpu(text, LAVAPIPE, tmp_path / "a")
+    path = gpu.compile_gpu(text, for_backend(LAVAPIPE, vulkan), tmp_path / "a")
     inputs["read"][1, 3] = 700  # outside the pool
     with pytest.raises(errors.RangeBindError, match="read"):
         GpuArtifact(path, backend=vulkan).run(inputs)
@@ -349,7 +358,7 @@ def test_cpu_and_lavapipe_agree(rng, vulkan, tmp_path):
         compile_cpu(text, tmp_path / "cpu", device=CPU.with_limits(compute_units=64))
     ).run(inputs).outputs[0]
     gpu_out = GpuArtifact(
-        gpu.compile_gpu(text, LAVAPIPE.with_limits(compute_units=64), tmp_path / "gpu"),
+        gpu.compile_gpu(text, for_backend(LAVAPIPE.with_limits(compute_units=64), vulkan), tmp_path / "gpu"),
         backend=vulkan,
     ).run(inputs).outputs[0]
     np.testing.assert_allclose(cpu_out, gpu_out, rtol=1e-5, atol=1e-7)
@@ -370,7 +379,7 @@ func.func @step(%q0: tensor<1x4x1x16xf32> {poot.name = "q0"}, %k0: tensor<1x2x51
     shapes = {"q0": (1, 4, 1, 16), "k0": (1, 2, 512, 16), "v0": (1, 2, 512, 16),
               "q1": (1, 4, 1, 16), "k1": (1, 2, 1024, 16), "v1": (1, 2, 1024, 8)}
     inputs = {n: rng.standard_normal(s, dtype=np.float32) for n, s in shapes.items()}
-    path = gpu.compile_gpu(text, LAVAPIPE.with_limits(compute_units=64), tmp_path / "a")
+    path = gpu.compile_gpu(text, for_backend(LAVAPIPE.with_limits(compute_units=64), vulkan), tmp_path / "a")
     art = GpuArtifact(path, backend=vulkan)
     scratch = [a["scratch_floats"] * 4 for a in art.manifest["attention"]]
     assert all(scratch) and scratch[0] != scratch[1]

@@ -21,3 +21,13 @@ def test_decode_example_on_vulkan_matches_oracle(capsys):
     out = capsys.readouterr().out
     assert "the whole step as kernels, state on the device" in out
     assert "every step matched the float64 oracle" in out
+
+
+@pytest.mark.requires("wgpu")
+def test_decode_example_on_wgpu_matches_oracle(capsys):
+    """The same decoder, the whole step as SPIR-V kernels compiled for wgpu
+    and planned from the adapter's limits, run through wgpu (lavapipe in CI)."""
+    assert decode.main(["--steps", "4", "--cap", "16", "--target", "wgpu"]) == 0
+    out = capsys.readouterr().out
+    assert "compiled for wgpu " in out and "state on the device" in out
+    assert "every step matched the float64 oracle" in out

@@ -1,7 +1,8 @@
 """Whole steps on a GPU: every primitive and the attention as kernels, the
 state resident on the device and written in place (compiler.step_gpu,
-runtime.program), on Mesa lavapipe, against the float64 oracle on fresh
-random inputs; PTX for sm_90 through ptxas; ROCDL IR.
+runtime.program), on Mesa lavapipe through raw Vulkan and through wgpu,
+against the float64 oracle on fresh random inputs; PTX for sm_90 through
+ptxas; ROCDL IR.
 """
 
 from __future__ import annotations
@@ -32,17 +33,29 @@ from test_cpu_ops import _OPS, _program, assert_matches  # noqa: E402
 from test_cpu_runtime import SLOTS, _inputs as paged_inputs, _state as paged_state  # noqa: E402
 from test_cpu_runtime import paged_module  # noqa: E402
 
-LAVAPIPE = devices.VULKAN_LAVAPIPE
+
+#: Each device-backed fixture runs on lavapipe twice: raw Vulkan, and wgpu
+#: with SPIR-V compiled for it. name -> (system dependency, device, backend)
+RUNTIMES = {
+    "vulkan": ("vulkan", devices.VULKAN_LAVAPIPE, "lavapipe"),
+    "wgpu": ("wgpu", devices.WGPU_LAVAPIPE, "wgpu-lavapipe"),
+}
 
 
-@pytest.fixture(scope="module")
-def decoder(tmp_path_factory):
-    require("vulkan")
+def _runtime(request):
+    dependency, device, backend = RUNTIMES[request.param]
+    require(dependency)
+    return device, backend
+
+
+@pytest.fixture(scope="module", params=list(RUNTIMES))
+def decoder(request, tmp_path_factory):
+    device, backend = _runtime(request)
     config = DecoderConfig(layers=2, cap=16)
     tracer = build_decoder(config)
     reference = tracer.mlir()
-    path = compile_step_gpu(tracer.finish(), LAVAPIPE, tmp_path_factory.mktemp("step") / "dec")
-    art = ProgramArtifact(path, "lavapipe")
+    path = compile_step_gpu(tracer.finish(), device, tmp_path_factory.mktemp("step") / "dec")
+    art = ProgramArtifact(path, backend)
     yield config, reference, art
     art.close()
 
@@ -107,12 +120,12 @@ def test_arena_reuses_bytes(decoder) -> None:
     assert all(b["offset"] % 256 == 0 for b in temps)
 
 
-@pytest.fixture(scope="module")
-def paged(tmp_path_factory):
-    require("vulkan")
+@pytest.fixture(scope="module", params=list(RUNTIMES))
+def paged(request, tmp_path_factory):
+    device, backend = _runtime(request)
     text = str(paged_module())
-    path = compile_step_gpu(text, LAVAPIPE, tmp_path_factory.mktemp("step") / "paged")
-    art = ProgramArtifact(path, "lavapipe")
+    path = compile_step_gpu(text, device, tmp_path_factory.mktemp("step") / "paged")
+    art = ProgramArtifact(path, backend)
     yield text, art
     art.close()
 
@@ -150,12 +163,12 @@ def test_paged_step_with_failing_validation_between(paged, rng) -> None:
 _GPU_OPS = [op for op in _OPS if all(t not in op[2] for t in ("f16", "bf16", "f64"))]
 
 
-@pytest.fixture(scope="module")
-def primitives(tmp_path_factory):
-    require("vulkan")
+@pytest.fixture(scope="module", params=list(RUNTIMES))
+def primitives(request, tmp_path_factory):
+    device, backend = _runtime(request)
     text, names = _program(_GPU_OPS)
-    path = compile_step_gpu(text, LAVAPIPE, tmp_path_factory.mktemp("step") / "ops", fuse=False)
-    art = ProgramArtifact(path, "lavapipe")
+    path = compile_step_gpu(text, device, tmp_path_factory.mktemp("step") / "ops", fuse=False)
+    art = ProgramArtifact(path, backend)
     yield text, names, art
     art.close()
 

@@ -171,6 +171,7 @@ def _plan_options(device: "devices.Device | None") -> str:
     return (
         f" workgroup-memory={d.workgroup_memory} compute-units={d.compute_units}"
         f" max-grid-x={d.max_grid_x} vector-width={d.vector_width}"
+        f" max-splits={d.max_splits}"
     )
 
 

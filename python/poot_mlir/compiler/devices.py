@@ -2,8 +2,9 @@
 
 A description is plain data (no MLIR): the compiler passes it to the
 `poot-plan-attention` pass as options, and the artifact records it. Presets
-cover the devices we build for; `Device.custom(...)` describes any other, and
-`from_vulkan_properties` reads a real Vulkan device.
+cover the devices we build for; `Device.custom(...)` describes any other,
+`from_vulkan_properties` reads a real Vulkan device and `from_wgpu_limits` a
+wgpu adapter.
 """
 
 from __future__ import annotations
@@ -38,23 +39,37 @@ class Device:
     #: 4 SSE/NEON). > 0 plans the CPU's own attention schedule; 0 runs the
     #: GPU schedules as loops (the reference the GPU kernels are checked by).
     vector_width: int = 0
+    #: Who reads SPIR-V (target spirv): "vulkan" (a Vulkan driver) or "wgpu"
+    #: (naga: no 8-bit types, so bytes are kept in 32-bit words).
+    client: str = "vulkan"
+    #: Most split-KV partitions per row the planner may use (1: never split;
+    #: every schedule also has its own, smaller bound). A tuning and testing
+    #: knob: 1 forces the unsplit schedules.
+    max_splits: int = 128
 
     def pipeline_options(self) -> str:
         """The device description as pass-pipeline options."""
-        opts = (
+        return self._limit_options() + self._lowering_options()
+
+    def _limit_options(self) -> str:
+        return (
             f"workgroup-memory={self.workgroup_memory} "
             f"max-grid-x={self.max_grid_x} max-grid-y={self.max_grid_y} "
             f"compute-units={self.compute_units} "
             f"max-buffer-bytes={self.max_buffer_bytes} "
-            f"max-alloc-bytes={self.max_alloc_bytes}"
+            f"max-alloc-bytes={self.max_alloc_bytes} "
+            f"max-splits={self.max_splits}"
         )
-        if self.chip:
-            opts += f" chip={self.chip}"
+
+    def _lowering_options(self) -> str:
+        opts = f" chip={self.chip}" if self.chip else ""
+        if self.target == "spirv" and self.client != "vulkan":
+            opts += f" client={self.client}"
         return opts
 
     def plan_options(self) -> str:
         """Options of the `poot-plan-attention` pass alone."""
-        return f"target={self.target} " + self.pipeline_options().split(" chip=")[0]
+        return f"target={self.target} " + self._limit_options()
 
     def with_limits(self, **changes: Any) -> "Device":
         """A copy with some limits changed (e.g. a small X grid for tests)."""
@@ -174,6 +189,11 @@ VULKAN_LAVAPIPE = Device(
     subgroup_size=8,
 )
 
+#: Mesa lavapipe through wgpu (wgpu-py 0.32's Vulkan backend), read from the
+#: adapter's limits in CI: the same 32 KiB of workgroup storage and 128 MiB
+#: binding size as raw Vulkan; SPIR-V for naga.
+WGPU_LAVAPIPE = dataclasses.replace(VULKAN_LAVAPIPE, name="wgpu-lavapipe", client="wgpu")
+
 #: NVIDIA H200 (sm_90): 132 SMs, grid X up to 2^31 - 1. The generated kernels
 #: declare their lane state as *static* shared memory, which ptxas caps at
 #: 48 KiB per block (227 KiB needs dynamic shared memory and an opt-in), so
@@ -206,12 +226,12 @@ GFX942 = Device(
 )
 
 PRESETS: dict[str, Device] = {
-    d.name: d for d in (CPU, CPU_SEED, VULKAN_LAVAPIPE, SM_90, GFX942)
+    d.name: d for d in (CPU, CPU_SEED, VULKAN_LAVAPIPE, WGPU_LAVAPIPE, SM_90, GFX942)
 }
 
 
 def get(name: str) -> Device:
-    """A preset by name (cpu, cpu-seed, vulkan-lavapipe, sm_90, gfx942)."""
+    """A preset by name (cpu, cpu-seed, vulkan-lavapipe, wgpu-lavapipe, sm_90, gfx942)."""
     try:
         return PRESETS[name]
     except KeyError:
@@ -231,4 +251,37 @@ def from_vulkan_properties(props: Mapping[str, Any], name: str | None = None) ->
         max_buffer_bytes=int(props["max_storage_buffer_range"]),
         max_alloc_bytes=int(props.get("max_allocation_size", 4 * GiB)),
         subgroup_size=int(props.get("subgroup_size", 32)),
+    )
+
+
+def from_wgpu_limits(
+    limits: Mapping[str, Any],
+    name: str = "wgpu",
+    compute_units: int = 1,
+    subgroup_size: int = 32,
+) -> Device:
+    """The description of a wgpu adapter from its WebGPU limits (the
+    `adapter.limits` mapping of wgpu-py, or runtime.wgpu's
+    `Device.properties["limits"]`): workgroup storage, dispatch size and
+    binding size bound the planner; the invocations limit must admit the
+    generator's 64-lane workgroups. WebGPU reports no compute-unit count:
+    pass it (runtime.wgpu's properties estimate it for a CPU adapter)."""
+    invocations = int(limits["max-compute-invocations-per-workgroup"])
+    if invocations < 64 or int(limits["max-compute-workgroup-size-x"]) < 64:
+        raise ValueError(
+            f"adapter {name!r} runs {invocations} invocations per workgroup; "
+            "the attention kernels need 64"
+        )
+    grid = int(limits["max-compute-workgroups-per-dimension"])
+    return Device(
+        name=name,
+        target="spirv",
+        workgroup_memory=int(limits["max-compute-workgroup-storage-size"]),
+        max_grid_x=grid,
+        max_grid_y=grid,
+        compute_units=int(compute_units),
+        max_buffer_bytes=int(limits["max-storage-buffer-binding-size"]),
+        max_alloc_bytes=int(limits["max-buffer-size"]),
+        subgroup_size=int(subgroup_size),
+        client="wgpu",
     )

@@ -8,7 +8,8 @@
    fuses every layer's attention chain into one `poot.attention` and
    records how many in the artifact's manifest; the attention
    runs the generated kernel's schedule as loops, the primitives as linalg,
-   one shared object run in-process) — or, with `--target vulkan` / `cuda`,
+   one shared object run in-process) — or, with `--target vulkan` / `wgpu` /
+   `cuda`,
    the whole step as GPU kernels (`compiler.compile_step_gpu`: every
    primitive and the attention; Mesa lavapipe when there is no GPU), run by
    `runtime.program` with the KV caches resident on the device, written in
@@ -41,8 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cap", type=int, default=64, help="KV cache capacity")
     parser.add_argument("--seed", type=int, default=0, help="weight seed")
     parser.add_argument(
-        "--target", default="cpu", choices=["cpu", "vulkan", "cuda"],
-        help="cpu: everything in-process; vulkan/cuda: the whole step on the device",
+        "--target", default="cpu", choices=["cpu", "vulkan", "wgpu", "cuda"],
+        help="cpu: everything in-process; vulkan/wgpu/cuda: the whole step on the device",
     )
     parser.add_argument("--rtol", type=float, default=1e-4, help="logits tolerance vs the oracle")
     args = parser.parse_args(argv)
@@ -55,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="poot-decode-") as out:
-        if args.target in ("vulkan", "cuda"):
+        if args.target in ("vulkan", "wgpu", "cuda"):
             # The whole step on the device: every primitive and the attention
             # as kernels, the KV caches resident there and written in place.
             from ..compiler.step_gpu import compile_step_gpu
@@ -66,6 +67,16 @@ def main(argv: list[str] | None = None) -> int:
 
                 with Device() as probe:  # plan for the device we will run on
                     device = devices.from_vulkan_properties(probe.properties)
+            elif args.target == "wgpu":
+                from ..runtime import wgpu
+
+                with wgpu.Device() as probe:  # the adapter's WebGPU limits
+                    props = probe.properties
+                    device = devices.from_wgpu_limits(
+                        props["limits"], name=f"wgpu {props['device_name']}",
+                        compute_units=props["compute_units"] or 1,
+                        subgroup_size=props["subgroup_size"],
+                    )
             else:
                 from ..runtime.cuda import CudaBackend
 

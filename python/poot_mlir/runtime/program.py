@@ -8,7 +8,7 @@ per step writes the bound inputs, runs the validation prologue (if any),
 then the step's launches, and reads back the outputs. A state written in
 place never leaves the device; `Session.state` reads it back when asked.
 
-    art = ProgramArtifact("out/step", backend="vulkan")   # or "cuda"
+    art = ProgramArtifact("out/step", backend="vulkan")   # or "cuda", "wgpu"
     sess = art.session({"k0": k0, "v0": v0})
     res = sess.step({"x": x, "pos": 3})                    # binding.Result
     k0_now = sess.state["k0"]                              # read back
@@ -62,6 +62,27 @@ class _Vulkan:
 
     def close(self) -> None:
         self.device.close()
+
+
+class _Wgpu(_Vulkan):
+    """The program's device operations on runtime.wgpu (wgpu-py). Its
+    device takes the command list itself: launches and copies in order in
+    one submission (WebGPU orders them; no batching by hand)."""
+
+    def __init__(self, prefer: str) -> None:
+        from . import wgpu as wg
+
+        self.vk = wg
+        self.device = wg.Device(prefer=prefer)
+
+    def slice(self, buf: Any, offset: int, nbytes: int) -> Any:
+        return self.vk.BufferSlice(buf, offset, nbytes)
+
+    def copy(self, src: Any, dst: Any, nbytes: int) -> None:
+        self.device.copy(src, dst, nbytes)
+
+    def execute(self, commands: list[tuple]) -> None:
+        self.device.execute(commands)
 
 
 class _Cuda:
@@ -133,12 +154,34 @@ def _offset(buf: Any) -> int:
     return int(getattr(buf, "offset", 0))
 
 
+#: Backend names: raw Vulkan, CUDA, and wgpu (any adapter, or lavapipe's).
+BACKENDS = ("vulkan", "lavapipe", "cuda", "wgpu", "wgpu-lavapipe")
+
+
 def _device(backend: str) -> Any:
     if backend in ("vulkan", "lavapipe"):
         return _Vulkan("lavapipe" if backend == "lavapipe" else "any")
+    if backend in ("wgpu", "wgpu-lavapipe"):
+        return _Wgpu("lavapipe" if backend == "wgpu-lavapipe" else "any")
     if backend == "cuda":
         return _Cuda()
-    raise PootError(f"unknown GPU backend {backend!r} (vulkan, lavapipe, cuda)")
+    raise PootError(f"unknown GPU backend {backend!r} ({', '.join(BACKENDS)})")
+
+
+def check_client(manifest: dict[str, Any], on_wgpu: bool, path: Path) -> None:
+    """Refuse an artifact whose SPIR-V was compiled for raw Vulkan on a wgpu
+    backend (naga reads no 8-bit types nor non-finite literals): the message
+    says how to compile it for wgpu. Kernels compiled for wgpu run on raw
+    Vulkan too."""
+    if not on_wgpu:
+        return
+    device = manifest.get("device", {})
+    if manifest.get("target") == "spirv" and device.get("client", "vulkan") != "wgpu":
+        raise PootError(
+            f"{path} was compiled for {device.get('name', 'a Vulkan device')} (client "
+            f"{device.get('client', 'vulkan')!r}); the wgpu backend runs SPIR-V compiled for "
+            "wgpu: compile it with devices.WGPU_LAVAPIPE or a Device with client='wgpu'"
+        )
 
 
 class ProgramArtifact:
@@ -152,6 +195,7 @@ class ProgramArtifact:
         self.manifest = json.loads(manifest_path.read_text())
         if self.manifest.get("format") != "poot-artifact/1" or self.manifest.get("kind") != "program":
             raise PootError(f"{manifest_path} is not a whole-step GPU artifact")
+        check_client(self.manifest, backend.startswith("wgpu"), self.path)
         self.signature = binding.Signature.from_json(self.manifest["function"])
         self.programs = self.manifest["programs"]
         self.device = _device(backend)

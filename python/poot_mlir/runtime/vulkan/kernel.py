@@ -40,20 +40,26 @@ CAPABILITY_NEEDS = {
 
 
 def check_kernel(
-    props: dict[str, Any], module: Module, ep: EntryPoint, num_buffers: int | None
+    props: dict[str, Any],
+    module: Module,
+    ep: EntryPoint,
+    num_buffers: int | None,
+    error: type[Exception] = KernelError,
 ) -> int:
     """Refuse, with a message naming the rule, what the device cannot run
-    (drivers crash or miscompute instead). Returns the buffer count."""
+    (drivers crash or miscompute instead). Returns the buffer count.
+    `error` is the class raised (runtime.wgpu, which reuses these checks on
+    its adapter's limits, raises its own KernelError)."""
     entry, dev = ep.name, props["device_name"]
     if ep.execution_model != E.GLCOMPUTE:
-        raise KernelError(
+        raise error(
             f"entry point {entry!r} is not a GLCompute shader (execution model "
             f"{ep.execution_model}); an OpenCL `Kernel` module needs an OpenCL "
             "runtime, not Vulkan"
         )
     if module.version > props["max_spirv_version"]:
         have, most = module.version, props["max_spirv_version"]
-        raise KernelError(
+        raise error(
             f"kernel {entry!r} is SPIR-V {have[0]}.{have[1]}; Vulkan "
             f"{props['api_version']} takes up to {most[0]}.{most[1]}"
         )
@@ -63,12 +69,12 @@ def check_kernel(
         if c in CAPABILITY_NEEDS and not props.get(CAPABILITY_NEEDS[c])
     )
     if missing:
-        raise KernelError(
+        raise error(
             f"kernel {entry!r} needs SPIR-V capabilities {missing}, which {dev} " "does not support"
         )
     for b in ep.bindings:
         if b.set != 0 or not b.is_storage_buffer:
-            raise KernelError(
+            raise error(
                 f"kernel {entry!r} declares a {b.storage_class} descriptor at (set "
                 f"{b.set}, binding {b.binding}); the ABI is storage buffers in set 0"
             )
@@ -76,24 +82,24 @@ def check_kernel(
         size, limit = ep.local_size, props["max_workgroup_size"]
         most = props["max_workgroup_invocations"]
         if any(s > m for s, m in zip(size, limit)) or math.prod(size) > most:
-            raise KernelError(
+            raise error(
                 f"kernel {entry!r} has workgroup size {size}; {dev} allows {limit} "
                 f"and {most} invocations in all"
             )
     if ep.workgroup_memory_bytes > props["max_workgroup_shared_memory"]:
-        raise KernelError(
+        raise error(
             f"kernel {entry!r} uses {ep.workgroup_memory_bytes} bytes of workgroup "
             f"memory; {dev} has {props['max_workgroup_shared_memory']}"
         )
     used = sorted({b.binding for b in ep.bindings})
     n = num_buffers if num_buffers is not None else (used[-1] + 1 if used else 0)
     if used and used[-1] >= n:
-        raise KernelError(
+        raise error(
             f"kernel {entry!r} uses binding {used[-1]} but num_buffers={n}: "
             "argument i must be binding i"
         )
     if n > props["max_per_stage_storage_buffers"]:
-        raise KernelError(
+        raise error(
             f"kernel {entry!r} takes {n} buffers; {dev} binds at most "
             f"{props['max_per_stage_storage_buffers']} storage buffers per stage"
         )

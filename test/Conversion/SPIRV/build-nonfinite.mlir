@@ -1,0 +1,28 @@
+// RUN: poot-opt %s --split-input-file --pass-pipeline='builtin.module(spirv.module(poot-spirv-build-nonfinite))' | FileCheck %s
+
+// -inf, +inf and NaN (scalars and vectors) become integer bits and a
+// bitcast; finite constants stay literals.
+// CHECK-LABEL: spirv.func @consts
+// CHECK-DAG: %[[NINF:.*]] = spirv.Constant -8388608 : i32
+// CHECK-DAG: spirv.Bitcast %[[NINF]] : i32 to f32
+// CHECK-DAG: %[[VEC:.*]] = spirv.Constant dense<[2139095040, 1065353216]> : vector<2xi32>
+// CHECK-DAG: spirv.Bitcast %[[VEC]] : vector<2xi32> to vector<2xf32>
+// CHECK-DAG: %[[NAN:.*]] = spirv.Constant 9221120237041090560 : i64
+// CHECK-DAG: spirv.Bitcast %[[NAN]] : i64 to f64
+// CHECK-DAG: spirv.Constant 1.500000e+00 : f32
+// CHECK-NOT: 0xFF800000
+spirv.module Logical GLSL450 requires #spirv.vce<v1.0, [Shader, Float64], []> {
+  spirv.GlobalVariable @out : !spirv.ptr<!spirv.struct<(!spirv.array<4 x f32, stride=4> [0])>, StorageBuffer>
+  spirv.func @consts() -> f32 "None" {
+    %ninf = spirv.Constant 0xFF800000 : f32
+    %vec = spirv.Constant dense<[0x7F800000, 1.0]> : vector<2xf32>
+    %nan = spirv.Constant 0x7FF8000000000000 : f64
+    %one = spirv.Constant 1.5 : f32
+    %x = spirv.CompositeExtract %vec[0 : i32] : vector<2xf32>
+    %a = spirv.FAdd %ninf, %x : f32
+    %b = spirv.FConvert %nan : f64 to f32
+    %c = spirv.FAdd %a, %b : f32
+    %d = spirv.FAdd %c, %one : f32
+    spirv.ReturnValue %d : f32
+  }
+}
