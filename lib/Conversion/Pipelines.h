@@ -94,8 +94,7 @@ void registerPootToLLVMCPUPipeline();
 void registerCPUPipelineDialectInterfaces(DialectRegistry &registry);
 
 /// Tensors to buffers with the donated state in place, for every target:
-/// empty-tensor elimination, one-shot bufferization at the function boundary
-/// with identity layouts, and poot-drop-aliased-results (each result that
+/// one-shot bufferization at the function boundary with identity layouts, and poot-drop-aliased-results (each result that
 /// is a donated argument's buffer leaves the signature, recorded on the
 /// module for the manifest).
 void addInPlaceBufferization(OpPassManager &pm);
