@@ -208,3 +208,36 @@ def test_session_needs_its_state(rng) -> None:
     sess = oracle.Session(STEP, {"c0": fresh_state(rng)["c0"]})
     with pytest.raises(MissingInputError, match="pool"):
         sess.step(good_inputs(rng))
+
+
+def test_one_binder_serves_the_oracle_and_the_runtimes(tmp_path) -> None:
+    """The oracle binds through runtime.binding over the description a
+    manifest carries: the same value, the same refusal text. A Python float
+    rounds to bf16 once (1 + 2^-8 + 2^-30 is above the midpoint: 1 + 2^-7),
+    not twice through f32 (which would land on the midpoint and tie to 1)."""
+    import json
+
+    from poot_mlir.compiler.cpu import compile_cpu
+    from poot_mlir.oracle import binding as oracle_binding
+    from poot_mlir.oracle.program import load
+    from poot_mlir.runtime import binding
+
+    text = (
+        'func.func @f(%x: tensor<bf16> {poot.name = "x"}, %p: tensor<i32> {poot.name = "p", '
+        "poot.range = #poot.range<0, 7>}) -> tensor<bf16> {\n"
+        "  return %x : tensor<bf16>\n}"
+    )
+    program = load(text)
+    manifest = json.loads((compile_cpu(text, tmp_path / "a") / "manifest.json").read_text())
+    from_manifest = binding.Signature.from_json(manifest["function"])
+    assert [p.key for p in program.signature.args] == [p.key for p in from_manifest.args]
+    assert [p.range for p in program.signature.args] == [p.range for p in from_manifest.args]
+    x, _ = oracle_binding.bind(program, {"x": 1 + 2**-8 + 2**-30, "p": 3})
+    assert float(x) == 1 + 2**-7
+    for bad in ({"x": 1.0, "p": 8}, {"x": np.float32(1.0), "p": 3}, {"x": 1.0}):
+        with pytest.raises(Exception) as from_oracle:
+            oracle_binding.bind(program, bad)
+        with pytest.raises(Exception) as from_runtime:
+            binding.bind(from_manifest, bad)
+        assert type(from_oracle.value) is type(from_runtime.value)
+        assert str(from_oracle.value) == str(from_runtime.value)

@@ -107,6 +107,26 @@ class Program:
         """State slot names of the arguments, in argument order."""
         return tuple(a.state for a in self.args if a.state is not None)
 
+    @property
+    def signature(self):
+        """The function as the shared binder (runtime.binding) reads it: the
+        same description an artifact's manifest gives the runtimes."""
+        from ..runtime import binding
+
+        def port(p: Port) -> "binding.Port":
+            return binding.Port(
+                role=p.role, index=p.index, key=p.key, name=p.name,
+                shape=tuple(p.spec.shape), element=p.spec.element, slot=p.slot,
+                state=p.state, range=p.range,
+                pool=self.write_map_pools.get(p.index) if p.role == "arg" else None,
+            )
+
+        return binding.Signature(
+            name=self.name,
+            args=tuple(port(p) for p in self.args),
+            results=tuple(port(p) for p in self.results),
+        )
+
 
 # --- attribute conversion ------------------------------------------------------
 

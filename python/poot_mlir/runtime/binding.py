@@ -27,6 +27,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from ..oracle import dtypes
 from . import dlpack
 from ..errors import (
     BindError,
@@ -43,15 +44,12 @@ FLOAT_DTYPES = ("f64", "f32", "f16", "bf16")
 
 
 def numpy_dtype(name: str) -> np.dtype:
-    """The numpy dtype of one of our element type names."""
-    if name == "bf16":
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
-    table = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "i32": np.int32, "i1": np.bool_}
-    if name not in table:
-        raise ValueError(f"unknown element type {name!r}")
-    return np.dtype(table[name])
+    """The numpy dtype of one of our element type names (the oracle's table:
+    one owner for the element types)."""
+    try:
+        return dtypes.dtype_of_element(name)
+    except TypeError:
+        raise ValueError(f"unknown element type {name!r}") from None
 
 
 @dataclass(frozen=True)
@@ -172,12 +170,9 @@ def step_inputs(inputs: Any) -> dict[str, Any]:
 
 
 def _round_float(raw: np.ndarray, element: str) -> np.ndarray:
-    """float64 values rounded to nearest even in `element`."""
-    wide = raw.astype(np.float64)
-    if element == "bf16":
-        # numpy has no direct f64 -> bf16; ml_dtypes rounds through f32.
-        return wide.astype(np.float32).astype(numpy_dtype("bf16"))
-    return wide.astype(numpy_dtype(element))
+    """float64 values rounded to nearest even in `element`, once (bf16 too:
+    the oracle's rounding, not a double rounding through f32)."""
+    return dtypes.round_float64(raw.astype(np.float64), numpy_dtype(element))
 
 
 def _python_value(port: Port, value: Any) -> np.ndarray:
