@@ -110,6 +110,8 @@ void mlir::poot::registerAllPasses() {
   poot::registerPootDropAliasedResults();
   poot::registerPootGPUAttentionLaunches();
   poot::registerPootGPUHostToParallel();
+  poot::registerPootGPUSplitReductions();
+  poot::registerPootGPUPromoteAccumulators();
   poot::registerPootGPUSPIRVEntryABI();
   poot::registerPootSPIRVBuildNonFinite();
   poot::registerPootSPIRVSignedOperands();

@@ -574,6 +574,82 @@ def PootGPUAttentionLaunches
                            "::mlir::memref::MemRefDialect"];
 }
 
+def PootGPUSplitReductions
+    : Pass<"poot-gpu-split-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Split the long reductions of narrow linalg ops (decode matmuls) over more threads";
+  let description = [{
+    Runs on linalg on tensors in a whole-step GPU pipeline, before
+    bufferization. A linalg op with one reduction loop, indexing maps that
+    are projected permutations, static f32 shapes and fewer parallel
+    iterations than `min-threads` (a decode step's matmul:
+    [1, d] x [d, n] has n) is rewritten by upstream `linalg::splitReduction`
+    with the largest power-of-two ratio that divides the reduction, brings
+    the parallel iterations to `min-threads` and leaves each thread at least
+    128 products: partial sums over an extra leading parallel dimension, then
+    a final reduction of `ratio` terms. (The summation order changes: f32
+    results move within rounding.)
+
+    Before:
+    ```mlir
+    %o = linalg.matmul ins(%x, %w : tensor<1x4096xf32>, tensor<4096x1024xf32>)
+                       outs(%init : tensor<1x1024xf32>) -> tensor<1x1024xf32>
+    ```
+    After (ratio 32):
+    ```mlir
+    %p = linalg.generic {iterator_types = ["parallel", "parallel",
+           "parallel", "reduction"]} ... -> tensor<32x1x1024xf32>
+    %o = linalg.generic {iterator_types = ["parallel", "parallel",
+           "reduction"]} ins(%p) outs(%init) -> tensor<1x1024xf32>
+    ```
+  }];
+  let options = [
+    Option<"minThreads", "min-threads", "int64_t", /*default=*/"32768",
+           "Parallel iterations to reach (a device's threads in flight)">
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def PootGPUPromoteAccumulators
+    : Pass<"poot-gpu-promote-accumulators", "::mlir::func::FuncOp"> {
+  let summary = "Carry a reduction loop's output element in a register, not through memory";
+  let description = [{
+    Runs on buffers after `convert-linalg-to-parallel-loops` in a whole-step
+    GPU pipeline. An `scf.for` inside an `scf.parallel` (a kernel-to-be)
+    whose body's only store writes a
+    loop-invariant element of a loop-invariant memref, which the body also
+    loads (and no other element of it) before the store, carries that value
+    as an iteration argument instead: one load before the loop, one store
+    after it. A body with nested regions or other side effects is left as
+    it is.
+
+    Before:
+    ```mlir
+    scf.for %k = %c0 to %c4096 step %c1 {
+      %a = memref.load %x[%c0, %k] : memref<1x4096xf32>
+      %b = memref.load %w[%k, %n] : memref<4096x1024xf32>
+      %c = memref.load %out[%c0, %n] : memref<1x1024xf32>
+      %p = arith.mulf %a, %b : f32
+      %s = arith.addf %c, %p : f32
+      memref.store %s, %out[%c0, %n] : memref<1x1024xf32>
+    }
+    ```
+    After:
+    ```mlir
+    %c0v = memref.load %out[%c0, %n] : memref<1x1024xf32>
+    %r = scf.for %k = %c0 to %c4096 step %c1 iter_args(%c = %c0v) -> (f32) {
+      ...
+      %s = arith.addf %c, %p : f32
+      scf.yield %s : f32
+    }
+    memref.store %r, %out[%c0, %n] : memref<1x1024xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def PootGPUHostToParallel
     : Pass<"poot-gpu-host-to-parallel", "::mlir::func::FuncOp"> {
   let summary = "Leave the host only allocations, views and launches";

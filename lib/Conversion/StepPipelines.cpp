@@ -45,6 +45,9 @@ void mlir::poot::addWholeStepPasses(
   PootCPUEntryABIOptions abi;
   pm.addPass(createPootCPUEntryABI(abi));
   pm.addPass(createLinalgElementwiseOpFusionPass());
+  // Decode matmuls: their reductions split over enough threads to fill
+  // the device.
+  pm.addNestedPass<func::FuncOp>(createPootGPUSplitReductions());
   // 3. Buffers, the state in place (the CPU pipeline's bufferization).
   addInPlaceBufferization(pm);
   pm.addPass(createPootGPUAttentionLaunches());
@@ -56,6 +59,8 @@ void mlir::poot::addWholeStepPasses(
   pm.addNestedPass<func::FuncOp>(memref::createFoldMemRefAliasOpsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // Reductions accumulate in registers, not through the output buffer.
+  pm.addNestedPass<func::FuncOp>(createPootGPUPromoteAccumulators());
   pm.addNestedPass<func::FuncOp>(createPootGPUHostToParallel());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createCanonicalizerPass());

@@ -121,17 +121,19 @@ def test_arena_reuses_bytes(decoder) -> None:
 
 
 def test_buffer_plan_matches_a_hand_count(tmp_path, rng) -> None:
-    """x[1,64] @ w1 -> h1 [1,256] (1024 B), h1 @ w2 -> h2 [1,128] (512 B),
-    h2 @ w3 -> out [1,64] (256 B). By hand: h1 and h2 are live together
-    while h2 is computed (1024 + 512 B); out is written after h1's last
-    read, so it reuses h1's bytes at offset 0: a 1536-byte arena, not the
-    1792-byte sum. The reuse is checked by running it against the oracle."""
+    """x[1,64] @ w1 -> h1 [1,192] (768 B), h1 @ w2 -> h2 [1,128] (512 B),
+    h2 @ w3 -> out [1,64] (256 B); every reduction is under 256 products,
+    so none is split (poot-gpu-split-reductions). By hand: h1 and h2 are
+    live together while h2 is computed (768 + 512 B); out is written after
+    h1's last read, so it reuses h1's bytes at offset 0: a 1280-byte arena,
+    not the 1536-byte sum. The reuse is checked by running it against the
+    oracle."""
     require("vulkan")
     from poot_mlir.frontend import Tracer, ops
 
+    shapes = (("x", (1, 64)), ("w1", (64, 192)), ("w2", (192, 128)), ("w3", (128, 64)))
     tr = Tracer("mlp")
-    x, w1 = tr.input("x", (1, 64)), tr.input("w1", (64, 256))
-    w2, w3 = tr.input("w2", (256, 128)), tr.input("w3", (128, 64))
+    x, w1, w2, w3 = (tr.input(name, shape) for name, shape in shapes)
     tr.output("out", ops.matmul(ops.matmul(ops.matmul(x, w1), w2), w3))
     reference = tr.mlir()
     path = compile_step_gpu(tr.finish(), devices.VULKAN_LAVAPIPE, tmp_path / "mlp")
@@ -139,14 +141,37 @@ def test_buffer_plan_matches_a_hand_count(tmp_path, rng) -> None:
     try:
         program = art.programs["mlp"]
         temps = [b for b in program["buffers"] if b["kind"] == "temp"]
-        assert sorted(b["bytes"] for b in temps) == [256, 512, 1024]
-        assert program["arena_bytes"] == 1024 + 512
+        assert sorted(b["bytes"] for b in temps) == [256, 512, 768]
+        assert program["arena_bytes"] == 768 + 512
         offsets = {b["bytes"]: b["offset"] for b in temps}
-        assert offsets[256] == offsets[1024] == 0 and offsets[512] == 1024
-        inputs = {
-            name: rng.standard_normal(shape, dtype=np.float32)
-            for name, shape in (("x", (1, 64)), ("w1", (64, 256)), ("w2", (256, 128)), ("w3", (128, 64)))
-        }
+        assert offsets[256] == offsets[768] == 0 and offsets[512] == 768
+        inputs = {name: rng.standard_normal(shape, dtype=np.float32) for name, shape in shapes}
+        got = art.run(inputs).named["out"]
+        want = oracle.run(reference, inputs, reference=True).named["out"]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
+    finally:
+        art.close()
+
+
+def test_decode_matmul_reductions_split_over_threads(tmp_path, rng) -> None:
+    """A decode matmul ([1, 2048] x [2048, 256]: 256 outputs) runs on 16x
+    the threads as partial sums plus a final reduction
+    (poot-gpu-split-reductions), matching the oracle."""
+    require("vulkan")
+    from poot_mlir.frontend import Tracer, ops
+
+    tr = Tracer("gemv")
+    x, w = tr.input("x", (1, 2048)), tr.input("w", (2048, 256))
+    tr.output("out", ops.matmul(x, w))
+    reference = tr.mlir()
+    path = compile_step_gpu(tr.finish(), devices.VULKAN_LAVAPIPE, tmp_path / "gemv")
+    art = ProgramArtifact(path, "lavapipe")
+    try:
+        program = art.programs["gemv"]
+        temps = [b["bytes"] for b in program["buffers"] if b["kind"] == "temp"]
+        assert 16 * 256 * 4 in temps  # the partials: ratio min(32768 / 256, 2048 / 128) = 16
+        inputs = {"x": rng.standard_normal((1, 2048), dtype=np.float32),
+                  "w": rng.standard_normal((2048, 256), dtype=np.float32)}
         got = art.run(inputs).named["out"]
         want = oracle.run(reference, inputs, reference=True).named["out"]
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
