@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Transforms/Passes.h"
+#include "lib/Transforms/RewriteSupport.h"
 
 #include "lib/Transforms/AttentionMatch.h"
 #include "lib/Transforms/MatchSupport.h"
@@ -53,13 +54,6 @@ static std::string locString(Location loc) {
 }
 
 namespace {
-
-/// Records erased ops so the pass never touches a candidate that an earlier
-/// rewrite removed.
-struct EraseTracker : RewriterBase::Listener {
-  llvm::DenseSet<Operation *> erased;
-  void notifyOperationErased(Operation *op) override { erased.insert(op); }
-};
 
 /// Builds one candidate's poot.attention.
 class ChainRewriter {
@@ -261,21 +255,7 @@ FailureOr<AttentionOp> ChainRewriter::attempt(const Operands &operands,
       transform.softcap ? rewriter.getF64FloatAttr(*transform.softcap)
                         : FloatAttr());
   std::string message;
-  LogicalResult verified = failure();
-  {
-    // Only this thread's diagnostics: functions are rewritten in parallel,
-    // and another function's remarks must reach their own handler.
-    uint64_t thread = llvm::get_threadid();
-    ScopedDiagnosticHandler capture(rewriter.getContext(), [&](Diagnostic &d) {
-      if (llvm::get_threadid() != thread)
-        return failure();
-      if (message.empty())
-        message = d.str();
-      return success();
-    });
-    verified = verify(attention, /*verifyRecursively=*/false);
-  }
-  if (succeeded(verified))
+  if (succeeded(verifyQuietly(attention, message)))
     return attention;
   rewriter.eraseOp(attention);
   why = "poot.attention cannot type this chain: " + message;
@@ -290,11 +270,11 @@ void ChainRewriter::replaceAndClean(AttentionOp attention) {
   Type resultType = chain.result->getResult(0).getType();
   if (replacement.getType() != resultType)
     replacement = build<ReshapeOp>(resultType, replacement);
-  llvm::SetVector<Operation *> worklist;
+  SmallVector<Operation *> roots;
   for (Value operand : chain.result->getOperands())
     if (Operation *def = operand.getDefiningOp())
-      worklist.insert(def);
-  worklist.insert(created.begin(), created.end());
+      roots.push_back(def);
+  llvm::append_range(roots, created);
   rewriter.replaceOp(chain.result, replacement);
   // A head-folded result the program views as [B, H, Lq, Dv] again reads
   // the op's result directly (the pipeline does not canonicalize after us).
@@ -303,18 +283,7 @@ void ChainRewriter::replaceAndClean(AttentionOp attention) {
       if (auto reshape = dyn_cast<ReshapeOp>(user);
           reshape && reshape.getType() == attention.getType())
         rewriter.replaceOp(reshape, attention.getResult());
-  llvm::DenseSet<Operation *> erased;
-  while (!worklist.empty()) {
-    Operation *op = worklist.pop_back_val();
-    if (erased.contains(op) || !isOpTriviallyDead(op))
-      continue;
-    for (Value operand : op->getOperands())
-      if (Operation *def = operand.getDefiningOp())
-        if (!erased.contains(def))
-          worklist.insert(def);
-    erased.insert(op);
-    rewriter.eraseOp(op);
-  }
+  eraseDeadFrom(rewriter, roots);
 }
 
 LogicalResult ChainRewriter::run(Decline &decline) {

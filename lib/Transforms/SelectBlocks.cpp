@@ -18,6 +18,8 @@
 #include "lib/Transforms/Passes.h"
 
 #include "lib/Transforms/AttentionMatch.h"
+#include "lib/Transforms/MatchSupport.h"
+#include "lib/Transforms/RewriteSupport.h"
 #include "lib/Transforms/SelectionMatch.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Matchers.h"
@@ -35,65 +37,14 @@ namespace mlir::poot {
 
 using namespace mlir;
 using namespace mlir::poot;
-
-static RankedTensorType tensorOf(Value value) {
-  return cast<RankedTensorType>(value.getType());
-}
+using match::isNegInf;
+using match::tensorOf;
 
 namespace {
-
-/// Records erased ops so the pass never touches a candidate that an earlier
-/// rewrite removed.
-struct EraseTracker : RewriterBase::Listener {
-  llvm::DenseSet<Operation *> erased;
-  void notifyOperationErased(Operation *op) override { erased.insert(op); }
-};
-
-/// Verifies `op` alone, capturing (not reporting) its first diagnostic.
-LogicalResult verifyQuietly(Operation *op, std::string &message) {
-  // Only this thread's diagnostics: functions are rewritten in parallel.
-  uint64_t thread = llvm::get_threadid();
-  ScopedDiagnosticHandler capture(op->getContext(), [&](Diagnostic &d) {
-    if (llvm::get_threadid() != thread)
-      return failure();
-    if (message.empty())
-      message = d.str();
-    return success();
-  });
-  return verify(op, /*verifyRecursively=*/false);
-}
-
-/// Erases `roots` and every op they used exclusively.
-void eraseDeadFrom(RewriterBase &rewriter, ArrayRef<Operation *> roots) {
-  llvm::SetVector<Operation *> worklist(roots.begin(), roots.end());
-  llvm::DenseSet<Operation *> erased;
-  while (!worklist.empty()) {
-    Operation *op = worklist.pop_back_val();
-    if (erased.contains(op) || !isOpTriviallyDead(op))
-      continue;
-    for (Value operand : op->getOperands())
-      if (Operation *def = operand.getDefiningOp())
-        if (!erased.contains(def))
-          worklist.insert(def);
-    erased.insert(op);
-    rewriter.eraseOp(op);
-  }
-}
 
 void eraseCreated(RewriterBase &rewriter, ArrayRef<Operation *> created) {
   for (Operation *op : llvm::reverse(created))
     rewriter.eraseOp(op);
-}
-
-bool isNegInf(Value value) {
-  Attribute attr;
-  if (!matchPattern(value, m_Constant(&attr)))
-    return false;
-  auto splat = dyn_cast<SplatElementsAttr>(attr);
-  if (!splat || !isa<FloatType>(splat.getElementType()))
-    return false;
-  APFloat f = splat.getSplatValue<APFloat>();
-  return f.isInfinity() && f.isNegative();
 }
 
 /// The -inf selects between an attention's score matmul and the exp of its
