@@ -13,6 +13,7 @@ present: CI installs lavapipe, so these tests never skip there.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 
@@ -175,36 +176,66 @@ def test_block_topk_kernel_orders_nan_like_the_chain(rng, vulkan, tmp_path):
     np.testing.assert_array_equal(cpu_ids.named["ids"], ref.named["ids"])
 
 
+@dataclasses.dataclass(frozen=True)
+class IndexerShape:
+    """A traced indexer step's shape: batch, heads, rows, keys, head width,
+    block size and top-k."""
+
+    B: int
+    Hq: int
+    Hkv: int
+    Lq: int
+    Lk: int
+    D: int
+    bs: int
+    K: int
+
+
+def indexer_step(shape: IndexerShape, softcap: "float | None" = None):
+    """The frontend's sparse_selected_attention over 4-wide index scores,
+    traced (the primitive chain the selection pass fuses)."""
+    from poot_mlir.frontend import Tracer, ops
+
+    s = shape
+    tr = Tracer("sparse")
+    q = tr.input("q", (s.B, s.Hq, s.Lq, s.D))
+    k = tr.input("k", (s.B, s.Hkv, s.Lk, s.D))
+    v = tr.input("v", (s.B, s.Hkv, s.Lk, s.D))
+    qi, ki = tr.input("q_idx", (s.B, s.Lq, 4)), tr.input("k_idx", (s.B, s.Lk, 4))
+    qpos = tr.input("q_pos", (s.B, s.Lq), "i32", range=(0, s.Lk - 1))
+    scores = ops.indexer_scores(qi, ki)
+    tr.output("out", ops.sparse_selected_attention(
+        q, k, v, scores, qpos, block_size=s.bs, top_k=s.K, softcap=softcap))
+    return tr.finish()
+
+
+def indexer_inputs(rng, shape: IndexerShape, positions) -> dict:
+    """Fresh random inputs of an indexer step, the query rows at `positions`."""
+    s = shape
+    return {
+        "q": rng.standard_normal((s.B, s.Hq, s.Lq, s.D), dtype=np.float32),
+        "k": rng.standard_normal((s.B, s.Hkv, s.Lk, s.D), dtype=np.float32),
+        "v": rng.standard_normal((s.B, s.Hkv, s.Lk, s.D), dtype=np.float32),
+        "q_idx": rng.standard_normal((s.B, s.Lq, 4), dtype=np.float32),
+        "k_idx": rng.standard_normal((s.B, s.Lk, 4), dtype=np.float32),
+        "q_pos": np.array(positions, np.int32),
+    }
+
+
 def test_traced_chain_runs_on_the_cpu(rng, tmp_path):
     """The frontend's sparse_selected_attention: fused by the selection pass,
     compiled for the CPU (the kernels' loops), equal to the oracle of the
     traced (primitive) program."""
     from poot_mlir.compiler import compile_cpu, fuse_attention
-    from poot_mlir.frontend import Tracer, ops
     from poot_mlir.runtime.cpu import CpuArtifact
     from rewrite_support import copy_module
 
-    tr = Tracer("sparse")
-    B, Hq, Hkv, Lq, Lk, D, bs, K = 2, 4, 2, 3, 64, 16, 8, 3
-    q = tr.input("q", (B, Hq, Lq, D))
-    k = tr.input("k", (B, Hkv, Lk, D))
-    v = tr.input("v", (B, Hkv, Lk, D))
-    qi, ki = tr.input("q_idx", (B, Lq, 4)), tr.input("k_idx", (B, Lk, 4))
-    qpos = tr.input("q_pos", (B, Lq), "i32", range=(0, Lk - 1))
-    scores = ops.indexer_scores(qi, ki)
-    tr.output("out", ops.sparse_selected_attention(q, k, v, scores, qpos, block_size=bs, top_k=K, softcap=6.0))
-    traced = tr.finish()
+    shape = IndexerShape(B=2, Hq=4, Hkv=2, Lq=3, Lk=64, D=16, bs=8, K=3)
+    traced = indexer_step(shape, softcap=6.0)
     fused = copy_module(traced)
     report = fuse_attention(fused)
     assert (report.block_topk, report.selected_attention) == (1, 1)
-    inputs = {
-        "q": rng.standard_normal((B, Hq, Lq, D), dtype=np.float32),
-        "k": rng.standard_normal((B, Hkv, Lk, D), dtype=np.float32),
-        "v": rng.standard_normal((B, Hkv, Lk, D), dtype=np.float32),
-        "q_idx": rng.standard_normal((B, Lq, 4), dtype=np.float32),
-        "k_idx": rng.standard_normal((B, Lk, 4), dtype=np.float32),
-        "q_pos": np.array([[2, 63, 30], [9, 17, 44]], np.int32),
-    }
+    inputs = indexer_inputs(rng, shape, [[2, 63, 30], [9, 17, 44]])
     got = CpuArtifact(compile_cpu(fused, tmp_path / "cpu")).run(inputs).outputs[0]
     want = oracle.run(traced, inputs, reference=True).outputs[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
@@ -342,33 +373,17 @@ def test_traced_chain_runs_as_a_whole_step_on_lavapipe(rng, tmp_path):
     poot.selected_attention as their generated kernels, equal to the oracle
     of the traced (primitive) program; the commands are launches only."""
     from poot_mlir.compiler.step_gpu import compile_step_gpu
-    from poot_mlir.frontend import Tracer, ops
     from poot_mlir.runtime.program import ProgramArtifact
 
-    tr = Tracer("sparse")
-    B, Hq, Hkv, Lq, Lk, D, bs, K = 1, 4, 2, 2, 96, 16, 8, 3
-    q = tr.input("q", (B, Hq, Lq, D))
-    k = tr.input("k", (B, Hkv, Lk, D))
-    v = tr.input("v", (B, Hkv, Lk, D))
-    qi, ki = tr.input("q_idx", (B, Lq, 4)), tr.input("k_idx", (B, Lk, 4))
-    qpos = tr.input("q_pos", (B, Lq), "i32", range=(0, Lk - 1))
-    scores = ops.indexer_scores(qi, ki)
-    tr.output("out", ops.sparse_selected_attention(q, k, v, scores, qpos, block_size=bs, top_k=K))
-    traced = tr.finish()
+    shape = IndexerShape(B=1, Hq=4, Hkv=2, Lq=2, Lk=96, D=16, bs=8, K=3)
+    traced = indexer_step(shape)
     path = compile_step_gpu(traced, LAVAPIPE.with_limits(compute_units=64), tmp_path / "step")
     manifest = json.loads((path / "manifest.json").read_text())
     assert manifest["fusion"]["block_topk"] == 1 and manifest["fusion"]["selected_attention"] == 1
     art = ProgramArtifact(path, "lavapipe")
     try:
         for positions in ([5, 95], [0, 40]):
-            inputs = {
-                "q": rng.standard_normal((B, Hq, Lq, D), dtype=np.float32),
-                "k": rng.standard_normal((B, Hkv, Lk, D), dtype=np.float32),
-                "v": rng.standard_normal((B, Hkv, Lk, D), dtype=np.float32),
-                "q_idx": rng.standard_normal((B, Lq, 4), dtype=np.float32),
-                "k_idx": rng.standard_normal((B, Lk, 4), dtype=np.float32),
-                "q_pos": np.array([positions], np.int32),
-            }
+            inputs = indexer_inputs(rng, shape, [positions])
             got = art.run(inputs).outputs[0]
             want = oracle.run(traced, inputs, reference=True).outputs[0]
             np.testing.assert_allclose(got, want, rtol=3e-5, atol=3e-6)

@@ -40,9 +40,6 @@ from ..errors import (
 
 Inputs = Mapping[str, Any] | Sequence[Any]
 
-FLOAT_DTYPES = ("f64", "f32", "f16", "bf16")
-
-
 def numpy_dtype(name: str) -> np.dtype:
     """The numpy dtype of one of our element type names (the oracle's table:
     one owner for the element types)."""
@@ -187,7 +184,7 @@ def _python_value(port: Port, value: Any) -> np.ndarray:
         # True is not a position or a number: a bool where a value belongs
         # is a bug in the caller, not 1.
         raise ShapeBindError(f"{port.describe()}: expected {port.element} values, got bools {value!r}")
-    if port.element in FLOAT_DTYPES:
+    if dtypes.is_float(port.dtype):
         return _round_float(raw, port.element)
     if raw.dtype.kind == "f":
         raise ShapeBindError(f"{port.describe()}: expected {port.element} values, got floats {value!r}")
