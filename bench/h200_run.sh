@@ -1,8 +1,8 @@
 #!/bin/bash
 # One device call: environment, verification, benchmark, sanitizers, pytest.
 # Usage (device tool, repo root, carry bench/artifacts): bash bench/h200_run.sh [stages]
-# Stages (default: env verify bench sanitize pytest): env verify bench sanitize pytest sparse proto
-# proto_sanitize ncu sass. Logs under $OUT (at most 8 files come back from a device call).
+# Stages (default: env verify bench sanitize pytest): env verify bench sanitize pytest sparse step
+# proto proto_sanitize ncu sass. (step needs `python bench/step_h200.py build bench/artifacts/step_h200`.) Logs under $OUT (at most 8 files come back from a device call).
 set -u
 export PYTHONPATH=python PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/poot_out}; mkdir -p "$OUT"
@@ -41,6 +41,12 @@ pytest)
   stamp pytest
   timeout 60 python3 -m pytest -q -p no:cacheprovider test/python/test_cuda_runtime.py > "$OUT/pytest.log" 2>&1; echo "pytest rc=$?"
   tail -3 "$OUT/pytest.log" ;;
+step)
+  stamp "step (whole decoder step: CUDA graphs, device tensors, vs torch)"
+  timeout 120 python3 -m pytest -q -p no:cacheprovider test/python/test_cuda_program.py > "$OUT/step_pytest.log" 2>&1
+  echo "step pytest rc=$?"; tail -3 "$OUT/step_pytest.log"
+  timeout 300 python3 -X faulthandler bench/step_h200.py run bench/artifacts/step_h200 > "$OUT/step.json" 2> "$OUT/step.log"
+  echo "step rc=$?"; tail -3 "$OUT/step.log"; grep -E "ms|launches|GBps" "$OUT/step.json" ;;
 proto)
   stamp proto
   timeout 200 python3 bench/proto_h200.py --only "${PROTO_ONLY:-}" --json "$OUT/proto.json" > "$OUT/proto.log" 2>&1; echo "proto rc=$?"

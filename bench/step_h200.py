@@ -158,17 +158,29 @@ def run(out: Path, verify_only: bool = False) -> None:
     art = ProgramArtifact(out / "llama", backend="cuda")
     state = {f"{kind}{l}": np.zeros((1, config["kv_heads"], config["cap"], hd), np.float32)
              for l in range(config["layers"]) for kind in "kv"}
-    sess = art.session(state, constants=weights)
     launches = sum(1 for c in art.programs[art.signature.name]["commands"] if "launch" in c)
     pos = 4096
     inputs = {"pos": np.int32(pos), "token": np.array([[7]], np.int32)}
-    for _ in range(3):
-        sess.step(inputs)
     n = 10
-    t0 = time.perf_counter()
-    for _ in range(n):
-        logits = sess.step(inputs).named["logits"]
-    poot_ms = (time.perf_counter() - t0) / n * 1e3
+
+    def per_step_ms(sess) -> float:
+        for _ in range(3):
+            sess.step(inputs)
+        t0 = time.perf_counter()
+        for _ in range(n):
+            sess.step(inputs)
+        return (time.perf_counter() - t0) / n * 1e3
+
+    # Launched command by command, then replayed as one CUDA graph (the
+    # session's default): step() wall time, inputs written and logits read.
+    sess = art.session(state, constants=weights, graph=False)
+    launches_ms = per_step_ms(sess)
+    del sess
+    sess = art.session(state, constants=weights)
+    poot_ms = per_step_ms(sess)
+    logits = sess.step(inputs).named["logits"]
+    ((_, graph, _),) = sess._built.values()
+    graph_device_ms = art.device.backend.time(graph.replay, iters=n)
 
     dev = torch.device("cuda")
     step = torch_decoder(config, weights, dev)
@@ -200,7 +212,9 @@ def run(out: Path, verify_only: bool = False) -> None:
     report["llama"] = {
         "config": config, "pos": pos, "launches_per_step": launches,
         "weight_GB": weight_bytes / 1e9,
-        "poot_ms_per_token": poot_ms, "torch_eager_ms": eager_ms, "torch_compile_ms": compiled_ms,
+        "poot_ms_per_token": poot_ms, "poot_launches_ms": launches_ms,
+        "poot_graph_device_ms": graph_device_ms,
+        "torch_eager_ms": eager_ms, "torch_compile_ms": compiled_ms,
         "poot_weight_GBps": weight_bytes / poot_ms / 1e6,
         "eager_weight_GBps": weight_bytes / eager_ms / 1e6,
         "poot_vs_torch_logits_rel_diff": agree,

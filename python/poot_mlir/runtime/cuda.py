@@ -288,7 +288,9 @@ class CudaGraph:
 
     def close(self) -> None:
         cu = self.backend.cu
-        if self.exec is not None:
+        # After the backend closed, the context (and the graph with it) is
+        # gone: destroying it then would touch freed driver state.
+        if self.exec is not None and not self.backend.closed:
             cu.cuGraphExecDestroy(self.exec)
             cu.cuGraphDestroy(self.graph)
             self.exec = self.graph = None
@@ -335,6 +337,8 @@ class CudaBackend:
             self.stream = stream if isinstance(stream, cu.CUstream) else cu.CUstream(int(stream))
             self._own_stream = False
         self._capture_stream = None
+        #: Instantiated graphs, destroyed before the context is released.
+        self._graphs: "weakref.WeakSet[CudaGraph]" = weakref.WeakSet()
         self._buffers: "weakref.WeakSet[DeviceBuffer]" = weakref.WeakSet()
         self._modules: list[Any] = []
         self.closed = False
@@ -509,7 +513,9 @@ class CudaBackend:
             count = int(cu.cuGraphGetNodes(graph, 0)[-1])
         except Exception:
             count = -1
-        return CudaGraph(self, graph, exec_, count)
+        made = CudaGraph(self, graph, exec_, count)
+        self._graphs.add(made)
+        return made
 
     def event(self) -> Any:
         return self._check("cuEventCreate", self.cu.cuEventCreate(0))
@@ -561,6 +567,8 @@ class CudaBackend:
             cu.cuCtxSynchronize()
         except Exception:
             pass
+        for graph in list(self._graphs):
+            graph.close()
         for buf in list(self._buffers):
             if buf.ptr:
                 cu.cuMemFree(cu.CUdeviceptr(buf.ptr))

@@ -91,7 +91,8 @@ class _Cuda:
     def __init__(self) -> None:
         from .cuda import CudaBackend, DeviceBuffer
 
-        self.backend = CudaBackend()
+        self.ordinal = 0  # the device CudaBackend() opens
+        self.backend = CudaBackend(self.ordinal)
         self._buffer = DeviceBuffer
 
     def alloc(self, nbytes: int) -> Any:
@@ -116,13 +117,57 @@ class _Cuda:
         self.backend.launch(launches)
 
     def copy(self, src: Any, dst: Any, nbytes: int) -> None:
-        from cuda.bindings import driver
+        self.enqueue([("copy", src, dst, nbytes)])
+        self.backend.synchronize()
 
-        self.backend._check("cuMemcpyDtoD", driver.cuMemcpyDtoD(int(dst.ptr), int(src.ptr), nbytes))
+    def enqueue(self, commands: list[tuple], stream: Any = None) -> None:
+        """The commands in order on `stream` (default: the backend's), not
+        waiting: launches and device-to-device copies, both capturable."""
+        from .cuda import LaunchSequence
+
+        backend = self.backend
+        s = backend.stream if stream is None else stream
+        launches: list[tuple] = []
+        for command in commands + [("end",)]:
+            if command[0] == "launch":
+                _, kernel, bufs, grid = command
+                launches.append((kernel, bufs, grid))
+                continue
+            if launches:
+                LaunchSequence(backend, launches).enqueue(s)
+                launches = []
+            if command[0] == "copy":
+                _, src, dst, nbytes = command
+                backend._check("cuMemcpyDtoDAsync", backend.cu.cuMemcpyDtoDAsync(
+                    backend.cu.CUdeviceptr(int(dst.ptr)), backend.cu.CUdeviceptr(int(src.ptr)),
+                    nbytes, s))
 
     def execute(self, commands: list[tuple]) -> None:
-        _execute(self, commands)
+        self.enqueue(commands)
         self.backend.synchronize()
+
+    def capture(self, commands: list[tuple]) -> Any:
+        """The commands as one instantiated CUDA graph (runtime.cuda.CudaGraph)."""
+        return self.backend.capture(lambda stream: self.enqueue(commands, stream))
+
+    def replay(self, graph: Any) -> None:
+        graph.replay()
+        self.backend.synchronize()
+
+    def device_input(self, value: Any) -> Any:
+        """A CUDA tensor's memory (runtime.cuda.DeviceArray) or None."""
+        from .cuda import as_device
+
+        return as_device(value)
+
+    def borrow(self, array: Any) -> Any:
+        return self._buffer(array.ptr, array.nbytes, None, keep=array.owner)
+
+    def device_output(self, buf: Any, dtype: np.dtype, shape: tuple[int, ...]) -> Any:
+        from .device_tensor import DeviceTensor
+
+        return DeviceTensor(int(buf.ptr), shape, dtype, self.ordinal, buf,
+                            lambda d, s: self.read(buf, d, s))
 
     def close(self) -> None:
         self.backend.close()
@@ -218,11 +263,14 @@ class ProgramArtifact:
         self,
         state: Mapping[str, np.ndarray] | None = None,
         constants: Mapping[str, Any] | None = None,
+        *,
+        graph: bool | None = None,
     ) -> "Session":
         """A device-resident session from `state`; `constants` (inputs that do
         not change between steps, such as weights) are bound and uploaded once
-        and are not given to `step`."""
-        return Session(self, state, constants)
+        (CUDA tensors: borrowed, not copied) and are not given to `step`.
+        `graph` (CUDA; default on): replay each step as one CUDA graph."""
+        return Session(self, state, constants, graph=graph)
 
     def run(self, inputs: Mapping[str, Any]) -> binding.Result:
         """One step from the given state (inputs by name, state included);
@@ -238,58 +286,103 @@ class ProgramArtifact:
         self.device.close()
 
 
+#: Address sets of borrowed inputs a session keeps a graph (or command list) for.
+_MAX_BUILT = 8
+
+
 class Session:
     """A device-resident session: the state stays on the device; a step
     binds its inputs before anything runs, runs the validation prologue,
     then the step. A refused bind or a failed validation leaves the device
-    state exactly as it was (nothing of the step has run)."""
+    state exactly as it was (nothing of the step has run).
+
+    On the CUDA backend:
+    - a step's commands (every launch and device copy of the program, the
+      copies of state not written in place included) are captured once as a
+      CUDA graph and replayed (`graph=False` launches them one by one). The
+      inputs are written into the session's buffers before each replay, so
+      pos/len and the other inputs may change between replays; the graph
+      reads them there.
+    - inputs and constants may be CUDA tensors (torch, CuPy, anything with
+      `__cuda_array_interface__` or DLPack): the kernels read their memory
+      directly, no copy (checked for shape and dtype; an input with a declared
+      range or a write map is read back once to check it). A new tensor
+      address means a new graph, captured once and kept (one per distinct set
+      of addresses: reuse input tensors to stay on one graph).
+    - `step(..., device_outputs=True)` returns the outputs as `DeviceTensor`s
+      over the session's result buffers (DLPack / `__cuda_array_interface__`,
+      no copy), valid until the next step.
+    """
 
     def __init__(
         self,
         artifact: ProgramArtifact,
         state: Mapping[str, np.ndarray] | None,
         constants: Mapping[str, Any] | None = None,
+        *,
+        graph: bool | None = None,
     ) -> None:
         self.artifact = artifact
         signature = artifact.signature
         dev = artifact.device
         state = dict(state or {})
-        self._constant = set(constants or {})
+        self._constant: set[str] = set()
+        self._graph = hasattr(dev, "capture") if graph is None else bool(graph)
+        if self._graph and not hasattr(dev, "capture"):
+            raise PootError(f"the {type(dev).__name__.strip('_').lower()} backend has no graph capture")
+        self._built: dict[tuple, Any] = {}
+        #: Arguments bound to memory the caller owns (CUDA tensors): index -> buffer.
+        self._borrowed: dict[int, Any] = {}
         unknown = sorted(set(state) - set(signature.state_names))
         if unknown:
             raise BindError(f"unknown state {unknown} (the function's state: {list(signature.state_names)})")
-        self._args = [dev.alloc(int(np.prod(p.shape)) * p.dtype.itemsize) for p in signature.args]
-        self._arena = dev.alloc(artifact.arena_bytes) if artifact.arena_bytes else None
-        for port, buf in zip(signature.args, self._args):
-            if port.state is None:
-                continue
-            if port.state not in state:
+        for port in signature.args:
+            if port.state is not None and port.state not in state:
                 raise BindError(f"no initial value for state {port.describe()}")
-            dev.write(buf, binding.normalize(port, state[port.state]))
-        self._buffers = {name: self._program_buffers(p) for name, p in artifact.programs.items()}
-        if constants:
-            self._constant = set()
-            for i, array in self._bind(constants, only=set(constants)):
-                dev.write(self._args[i], array)
-            self._constant = set(constants)
+        host, device = self._bind(constants or {}, only=set(constants or {}))
+        self._args = [
+            None if i in device else dev.alloc(int(np.prod(p.shape)) * p.dtype.itemsize)
+            for i, p in enumerate(signature.args)
+        ]
+        self._arena = dev.alloc(artifact.arena_bytes) if artifact.arena_bytes else None
+        for i, port in enumerate(signature.args):
+            if port.state is not None:
+                dev.write(self._args[i], binding.normalize(port, state[port.state]))
+        self._constants_buffers = {name: self._constant_buffers(p) for name, p in artifact.programs.items()}
+        for i, array in host:
+            dev.write(self._args[i], array)
+        self._fixed = dict(device)  # constants given as device tensors stay borrowed
+        self._constant = set(constants or {})
 
-    def _program_buffers(self, program: dict[str, Any]) -> list[Any]:
+    def _constant_buffers(self, program: dict[str, Any]) -> dict[int, Any]:
+        """The program's constant buffers (uploaded once), by buffer slot."""
         dev = self.artifact.device
+        out = {}
+        for slot, desc in enumerate(program["buffers"]):
+            if desc["kind"] == "constant":
+                buf = dev.alloc(desc["bytes"])
+                dev.write(buf, np.frombuffer(bytes.fromhex(desc["hex"]), np.uint8))
+                out[slot] = buf
+        return out
+
+    def _program_buffers(self, name: str, args: list[Any]) -> list[Any]:
+        dev = self.artifact.device
+        constants = self._constants_buffers[name]
         out = []
-        for desc in program["buffers"]:
+        for slot, desc in enumerate(self.artifact.programs[name]["buffers"]):
             if desc["kind"] == "arg":
-                out.append(self._args[desc["index"]])
+                out.append(args[desc["index"]])
             elif desc["kind"] == "temp":
                 out.append(dev.slice(self._arena, desc["offset"], desc["bytes"]))
             else:
-                buf = dev.alloc(desc["bytes"])
-                dev.write(buf, np.frombuffer(bytes.fromhex(desc["hex"]), np.uint8))
-                out.append(buf)
+                out.append(constants[slot])
         return out
 
-    def _commands(self, name: str) -> list[tuple]:
+    def _commands(self, name: str, bufs: list[Any], args: list[Any]) -> list[tuple]:
+        """The program's commands over `bufs`; the step's own program ends
+        with the copies of state results not written in place into their
+        argument buffers (the next step reads them there)."""
         program = self.artifact.programs[name]
-        bufs = self._buffers[name]
         commands = []
         for command in program["commands"]:
             if "launch" in command:
@@ -301,17 +394,54 @@ class Session:
             else:
                 copy = command["copy"]
                 commands.append(("copy", bufs[copy["from"]], bufs[copy["to"]], copy["bytes"]))
+        signature = self.artifact.signature
+        if name == signature.name:
+            slots = iter(program["results"])
+            for port in signature.results:
+                if port.in_place_of is not None:
+                    continue
+                slot = next(slots)
+                if port.state is not None:
+                    arg = next(i for i, a in enumerate(signature.args) if a.state == port.state)
+                    nbytes = int(np.prod(port.shape)) * port.dtype.itemsize
+                    commands.append(("copy", bufs[slot], args[arg], nbytes))
         return commands
+
+    def _run(self, name: str, borrowed: dict[int, Any]) -> list[Any]:
+        """Run program `name` with `borrowed` argument buffers; its buffers.
+        The buffers and commands (or graph) of each distinct set of borrowed
+        addresses are built once and kept."""
+        dev = self.artifact.device
+        key = (name, tuple(sorted((i, int(b.ptr)) for i, b in borrowed.items())))
+        built = self._built.get(key)
+        if built is None:
+            args = [borrowed.get(i, self._fixed.get(i, buf)) for i, buf in enumerate(self._args)]
+            bufs = self._program_buffers(name, args)
+            commands = self._commands(name, bufs, args)
+            runnable = dev.capture(commands) if self._graph else commands
+            if len(self._built) >= _MAX_BUILT:
+                del self._built[next(iter(self._built))]  # the oldest address set
+            # The borrowed buffers stay referenced by what was built from them.
+            built = self._built[key] = (bufs, runnable, dict(borrowed))
+        bufs, runnable, _ = built
+        if self._graph:
+            dev.replay(runnable)
+        else:
+            dev.execute(runnable)
+        return bufs
 
     def _bind(
         self, inputs: Mapping[str, Any], only: "set[str] | None" = None
-    ) -> list[tuple[int, np.ndarray]]:
+    ) -> tuple[list[tuple[int, np.ndarray]], dict[int, Any]]:
         """Check every non-state, non-constant input (or the ports named in
         `only`) before anything runs (the shared binder's rules; state and
-        constants are on the device already)."""
+        constants are on the device already). Host values come back as
+        (argument index, array) to write; CUDA tensors as borrowed buffers
+        by argument index."""
         if not isinstance(inputs, Mapping):
             raise BindError(f"step inputs must be a mapping of names to values, got {type(inputs).__name__}")
         signature = self.artifact.signature
+        dev = self.artifact.device
         ports = [
             p
             for p in signature.args
@@ -322,44 +452,63 @@ class Session:
                 raise BindError(f"state argument {port.describe()} comes from the session, not the inputs")
             if only is None and port.key in self._constant and port.key in inputs:
                 raise BindError(f"input {port.describe()} is a constant of this session")
-        sub = binding.Signature(signature.name, tuple(ports), signature.results)
-        arrays = binding.bind(sub, inputs)
         index = {id(p): i for i, p in enumerate(signature.args)}
-        return [(index[id(p)], a) for p, a in zip(ports, arrays)]
+        device: dict[int, Any] = {}
+        host_ports = []
+        for port in ports:
+            tensor = dev.device_input(inputs[port.key]) if port.key in inputs and hasattr(dev, "device_input") else None
+            if tensor is None:
+                host_ports.append(port)
+                continue
+            _check_device_tensor(port, tensor, dev)
+            device[index[id(port)]] = dev.borrow(tensor)
+        on_device = {signature.args[i].key for i in device}
+        host_inputs = {k: v for k, v in inputs.items() if k not in on_device}
+        sub = binding.Signature(signature.name, tuple(host_ports), signature.results)
+        arrays = binding.bind(sub, host_inputs)
+        return [(index[id(p)], a) for p, a in zip(host_ports, arrays)], device
 
-    def step(self, inputs: Mapping[str, Any]) -> binding.Result:
+    def step(self, inputs: Mapping[str, Any], *, device_outputs: bool = False) -> binding.Result:
+        """One step. `device_outputs=True` (CUDA): the outputs as
+        DeviceTensors over the session's buffers, not read back."""
         signature = self.artifact.signature
         dev = self.artifact.device
-        bound = self._bind(inputs)
-        for i, array in bound:
+        if device_outputs and not hasattr(dev, "device_output"):
+            raise PootError("device_outputs=True needs the CUDA backend")
+        host, borrowed = self._bind(inputs)
+        for i, array in host:
             dev.write(self._args[i], array)
         if signature.validate is not None:
             name, indices = signature.validate
-            dev.execute(self._commands(name))
+            bufs = self._run(name, borrowed)
             flags: list[Any] = [None] * len(signature.results)
             results = self.artifact.programs[name]["results"]
             for slot, i in zip(results, indices):
                 port = signature.results[i]
-                flags[i] = dev.read(self._buffers[name][slot], port.dtype, port.shape)
+                flags[i] = dev.read(bufs[slot], port.dtype, port.shape)
             binding.check_validation(signature, flags)
-        dev.execute(self._commands(signature.name))
+        bufs = self._run(signature.name, borrowed)
         program = self.artifact.programs[signature.name]
         remaining = iter(program["results"])
-        outputs: list[np.ndarray] = []
+        outputs: list[Any] = []
         for port in signature.results:
             if port.in_place_of is not None:
-                outputs.append(None)  # type: ignore[arg-type]
+                outputs.append(None)
                 continue
-            buf = self._buffers[signature.name][next(remaining)]
+            buf = bufs[next(remaining)]
             if port.state is not None:
-                # A state the step did not write in place: its new value
-                # becomes the argument buffer for the next step.
-                arg = next(i for i, a in enumerate(signature.args) if a.state == port.state)
-                dev.execute([("copy", buf, self._args[arg], int(np.prod(port.shape)) * port.dtype.itemsize)])
-                outputs.append(None)  # type: ignore[arg-type]
+                outputs.append(None)  # copied into its argument buffer by the program
                 continue
             outputs.append(dev.read(buf, port.dtype, port.shape))
         binding.check_validation(signature, outputs)
+        if device_outputs:
+            remaining = iter(program["results"])
+            for k, port in enumerate(signature.results):
+                if port.in_place_of is not None:
+                    continue
+                buf = bufs[next(remaining)]
+                if port.state is None and not port.slot == "validation":
+                    outputs[k] = dev.device_output(buf, port.dtype, port.shape)
         named = {p.key: v for p, v in zip(signature.results, outputs) if p.name is not None and v is not None}
         return binding.Result(outputs, named, {})
 
@@ -372,3 +521,24 @@ class Session:
             for port, buf in zip(self.artifact.signature.args, self._args)
             if port.state is not None
         }
+
+
+def _check_device_tensor(port: binding.Port, tensor: Any, dev: Any) -> None:
+    """A CUDA tensor bound to `port`: the binder's shape and dtype rules;
+    its range or write-map rule on a copy read back (a sync, small inputs)."""
+    from ..errors import ShapeBindError
+
+    if tuple(tensor.shape) != port.shape:
+        raise ShapeBindError(f"{port.describe()}: shape {tuple(tensor.shape)} does not match {port.spec()}")
+    if np.dtype(tensor.dtype) != port.dtype:
+        raise ShapeBindError(
+            f"{port.describe()}: dtype {np.dtype(tensor.dtype)} does not match {port.spec()} "
+            f"(expected {port.dtype})"
+        )
+    if port.range is None and port.slot != "write_map":
+        return
+    host = dev.read(dev.borrow(tensor), port.dtype, port.shape)
+    if port.slot == "write_map":
+        binding.check_write_map(port, host)
+    if port.range is not None:
+        binding.check_range(port, host)
