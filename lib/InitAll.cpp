@@ -115,6 +115,7 @@ void mlir::poot::registerAllPasses() {
   poot::registerPootGPUSPIRVEntryABI();
   poot::registerPootSPIRVBuildNonFinite();
   poot::registerPootSPIRVSignedOperands();
+  poot::registerPootSPIRVBf16AsI16();
   poot::registerPootGPUSerializeProgram();
   poot::registerPootCPUExpandStridedCopies();
   poot::registerPootCPUWidenBoolMemrefs();

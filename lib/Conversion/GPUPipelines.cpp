@@ -6,6 +6,7 @@
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Dialect/SPIRV/Transforms/Passes.h"
@@ -102,6 +103,15 @@ void registerChecked(
 /// the type).
 static void addSPIRVLowering(OpPassManager &pm, bool everyType,
                              SPIRVClient client) {
+  // Two-byte floats: math functions in f32, rounded once (GLSL.std.450's
+  // f16 forms are low-precision, and math-to-spirv would retype them);
+  // bf16 as its bits, its arithmetic in f32 rounded per op
+  // (poot-spirv-bf16-as-i16; upstream's SPIR-V types would read bf16
+  // buffers as f32).
+  pm.addPass(math::createMathExtendToSupportedTypes());
+  PootSPIRVBf16AsI16Options bits;
+  bits.sixteenBitInts = client == SPIRVClient::Vulkan;
+  pm.addPass(createPootSPIRVBf16AsI16(bits));
   GpuSPIRVAttachTargetOptions attach;
   attach.spirvVersion = "v1.0";
   attach.spirvCapabilities = {"Shader"};

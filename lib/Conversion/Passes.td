@@ -744,6 +744,47 @@ def PootSPIRVBuildNonFinite
   }];
 }
 
+def PootSPIRVBf16AsI16 : Pass<"poot-spirv-bf16-as-i16", "::mlir::ModuleOp"> {
+  let summary = "Carry bf16 values as their 16 bits (i16) for SPIR-V";
+  let description = [{
+    Vulkan has no bfloat16 type a portable device reports, and upstream's
+    SPIR-V type conversion turns a `memref<...xbf16>` into an array of f32
+    with half as many elements: the kernel then reads two-byte data as
+    four-byte floats. This pass first widens every arith op on bf16: it
+    computes in f32 on extended operands and rounds its result back to
+    bf16, one rounding per op as the oracle rounds (math functions were
+    extended by upstream `math-extend-to-supported-types` before it). Then
+    upstream's bf16 expansion patterns (those of `arith-expand{include-bf16}`)
+    turn every bf16<->f32 conversion into integer bit operations with
+    `arith.bitcast`s. What is
+    left of bf16 only moves bits: loads, stores, constants, selects,
+    loop-carried values, buffer types on the host and in kernel signatures.
+    This pass rewrites all of them to i16 (the same bits): a bf16 memref
+    becomes an i16 memref of the same shape, layout and memory space, a
+    bf16 constant its bit pattern, a bitcast between bf16 and i16 disappears.
+    A math function still on bf16 at that point is an error (it was not
+    extended), never a silent mis-lowering. Buffers keep their byte size:
+    the host program and the runtime are unchanged.
+
+    Before:
+    ```mlir
+    %v = memref.load %buf[%i] : memref<8xbf16>
+    %b = arith.bitcast %v : bf16 to i16
+    ```
+    After:
+    ```mlir
+    %b = memref.load %buf[%i] : memref<8xi16>
+    ```
+  }];
+  let options = [
+    Option<"sixteenBitInts", "sixteen-bit-ints", "bool", "true",
+           "The client reads 16-bit integers (raw Vulkan); without them "
+           "(wgpu: naga has no i16) a bf16 value is refused with "
+           "DtypeLowering">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def PootSPIRVSignedOperands
     : Pass<"poot-spirv-signed-operands", "::mlir::spirv::ModuleOp"> {
   let summary = "Give signed integer instructions operands of a signed type";

@@ -322,19 +322,6 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
             computeUnits, maxBufferBytes,  maxAllocBytes, maxSplits};
   }
 
-  /// SPIR-V has no two-byte select: a bf16/f16 chain that stays primitive
-  /// cannot be lowered there.
-  LogicalResult checkDtypeLowering(Operation *op) {
-    if (target != DeviceTarget::SPIRV || !isa<SelectOp>(op))
-      return success();
-    Type elem = getElementTypeOrSelf(op->getResult(0).getType());
-    if (elem.isF16() || elem.isBF16())
-      return op->emitError() << "DtypeLowering: SPIR-V cannot lower a "
-                                "two-byte select ("
-                             << elem << ")";
-    return success();
-  }
-
   /// The device description, checked once before anything is planned: the
   /// grid limits divide workgroup counts, so a device with no workgroup in a
   /// dimension cannot run anything.
@@ -352,8 +339,6 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
   void runOnOperation() override {
     bool failed = false;
     getOperation().walk([&](Operation *op) {
-      if (mlir::failed(checkDtypeLowering(op)))
-        failed = true;
       if (auto attention = dyn_cast<AttentionOp>(op))
         if (mlir::failed(planOne(attention)))
           failed = true;

@@ -26,14 +26,6 @@ func.func @dtype(%q: tensor<1x4x1x16xf16>, %k: tensor<1x4x8x16xf16>, %v: tensor<
 
 // -----
 
-func.func @select(%c: tensor<4xi1>, %a: tensor<4xbf16>, %b: tensor<4xbf16>) -> tensor<4xbf16> {
-  // expected-error @+1 {{DtypeLowering: SPIR-V cannot lower a two-byte select ('bf16')}}
-  %0 = poot.select %c, %a, %b : (tensor<4xi1>, tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
-  return %0 : tensor<4xbf16>
-}
-
-// -----
-
 // A buffer no device binds: q alone is 64 GiB (the device's largest buffer
 // is 1 GiB here). It used to reach SPIR-V type conversion, which truncates a
 // 2^36-element array to length 0 and aborts.

@@ -158,16 +158,6 @@ def test_refusal_dtype_lowering_attention(tmp_path):
         gpu.compile_gpu(refusal_text(dtype="f16"), LAVAPIPE, tmp_path)
 
 
-def test_refusal_dtype_lowering_two_byte_select(tmp_path):
-    text = """
-func.func @step(%c: tensor<4xi1>, %a: tensor<4xbf16>, %b: tensor<4xbf16>) -> tensor<4xbf16> {
-  %0 = poot.select %c, %a, %b : (tensor<4xi1>, tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
-  return %0 : tensor<4xbf16>
-}"""
-    with pytest.raises(errors.DtypeLowering, match="two-byte select"):
-        gpu.compile_gpu(text, LAVAPIPE, tmp_path)
-
-
 def test_refusal_grid_limit(tmp_path):
     device = LAVAPIPE.with_limits(max_grid_x=2, max_grid_y=1)
     with pytest.raises(errors.GridLimit, match="4 workgroups"):

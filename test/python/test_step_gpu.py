@@ -246,6 +246,89 @@ def test_every_primitive_on_lavapipe(primitives, rng) -> None:
         assert_matches(name, got.named[name], want.named[name])
 
 
+#: Two-byte floats on the GPU: every convert to and from f16/bf16 (f64 ones
+#: aside: GLSL.std.450 has no f64 math) and arithmetic, math, reductions,
+#: a matmul, compare and select in f16 and in bf16 (bf16 is carried as its
+#: bits on SPIR-V and computed per op in f32: poot-spirv-bf16-as-i16).
+_TWO_BYTE_OPS = [op for op in _OPS if "convert" in op[2] and "f64" not in op[2]
+                 and ("f16" in op[2] or "bf16" in op[2])] + [
+    (f"{p}_{name}", f"tensor<{shape}x{'i1' if name == 'lt' else t}>", text.format(t=t, x=x))
+    for p, t, x in (("h", "f16", "%h"), ("bf", "bf16", "%bf"))
+    for name, shape, text in (
+        ("add", "2x3x4", "poot.add {x}, {x} : (tensor<2x3x4x{t}>, tensor<2x3x4x{t}>) -> tensor<2x3x4x{t}>"),
+        ("mul", "2x3x4", "poot.mul {x}, {x} : (tensor<2x3x4x{t}>, tensor<2x3x4x{t}>) -> tensor<2x3x4x{t}>"),
+        ("exp", "2x3x4", "poot.exp {x} : tensor<2x3x4x{t}>"),
+        ("tanh", "2x3x4", "poot.tanh {x} : tensor<2x3x4x{t}>"),
+        ("rsum", "2x1x4", "poot.reduce sum {x} axis = 1 keepdim : tensor<2x3x4x{t}> -> tensor<2x1x4x{t}>"),
+        ("rmax", "2x3", "poot.reduce max {x} axis = 2 : tensor<2x3x4x{t}> -> tensor<2x3x{t}>"),
+        ("lt", "2x3x4", "poot.compare lt, {x}, %x_t : (tensor<2x3x4x{t}>, tensor<2x3x4x{t}>) -> tensor<2x3x4xi1>"),
+        ("select", "2x3x4", "poot.select %p, {x}, %x_t : (tensor<2x3x4xi1>, tensor<2x3x4x{t}>, tensor<2x3x4x{t}>) -> tensor<2x3x4x{t}>"),
+        ("matmul", "2x3x3", "poot.matmul {x}, %x_tt : (tensor<2x3x4x{t}>, tensor<2x4x3x{t}>) -> tensor<2x3x3x{t}>"),
+    )
+]
+
+
+def _two_byte_program() -> tuple[str, list[str]]:
+    """The ops above in one step; %x_t (x converted) and %x_tt (its
+    transpose) are computed inside it per dtype."""
+    ops = []
+    for name, type_, text in _TWO_BYTE_OPS:
+        prefix = name.split("_")[0]
+        if prefix in ("h", "bf") and not any(o[0] == f"{prefix}_xt" for o in ops):
+            t = "f16" if prefix == "h" else "bf16"
+            ops.append((f"{prefix}_xt", f"tensor<2x3x4x{t}>",
+                        f"poot.convert %x : tensor<2x3x4xf32> -> tensor<2x3x4x{t}>"))
+            ops.append((f"{prefix}_xtt", f"tensor<2x4x3x{t}>",
+                        f"poot.transpose %{prefix}_xt perm = [0, 2, 1] : tensor<2x3x4x{t}> -> tensor<2x4x3x{t}>"))
+        ops.append((name, type_, text.replace("%x_tt", f"%{prefix}_xtt").replace("%x_t", f"%{prefix}_xt")))
+    return _program(ops)
+
+
+@pytest.fixture(scope="module")
+def two_byte(tmp_path_factory):
+    """Raw Vulkan only: naga (wgpu) has no 16-bit integers to carry bf16
+    (test_wgpu_refuses_bf16_steps)."""
+    require("vulkan")
+    device, backend = devices.VULKAN_LAVAPIPE, "lavapipe"
+    text, names = _two_byte_program()
+    path = compile_step_gpu(text, device, tmp_path_factory.mktemp("step") / "two_byte", fuse=False)
+    art = ProgramArtifact(path, backend)
+    yield text, names, art
+    art.close()
+
+
+def test_two_byte_primitives_on_lavapipe(two_byte, rng) -> None:
+    """f16 and bf16 primitives on the device against the oracle (which
+    rounds in the element type after every op, as the kernels do); the
+    converts bit for bit."""
+    text, names, art = two_byte
+    assert len(names) >= 25
+    inputs = op_inputs(rng)
+    used = {p.key for p in art.signature.args}
+    inputs = {k: v for k, v in inputs.items() if k in used}
+    got = art.run(inputs)
+    want = oracle.run(text, inputs)
+    for name in names:
+        assert_matches(name, got.named[name], want.named[name])
+        if "_" in name and name.split("_")[0] in ("f32", "f16", "bf16", "i32"):
+            np.testing.assert_array_equal(got.named[name].view(np.uint16) if got.named[name].itemsize == 2
+                                          else got.named[name], want.named[name].view(np.uint16)
+                                          if want.named[name].itemsize == 2 else want.named[name], err_msg=name)
+
+
+def test_wgpu_refuses_bf16_steps(tmp_path) -> None:
+    """A bf16 step for the wgpu client is refused at compile time with a
+    typed DtypeLowering (its kernels would carry bf16 as i16), never
+    mis-lowered."""
+    text = """
+func.func @step(%a: tensor<4xbf16> {poot.name = "a"}) -> (tensor<4xbf16> {poot.name = "y"}) {
+  %0 = poot.add %a, %a : (tensor<4xbf16>, tensor<4xbf16>) -> tensor<4xbf16>
+  return %0 : tensor<4xbf16>
+}"""
+    with pytest.raises(errors.DtypeLowering, match="no 16-bit"):
+        compile_step_gpu(text, devices.WGPU_LAVAPIPE, tmp_path / "bf16", fuse=False)
+
+
 def test_sm90_step_ptx_is_accepted_by_ptxas(tmp_path) -> None:
     """The whole decoder step for NVVM: every kernel module's PTX assembles
     for sm_90."""
