@@ -35,6 +35,7 @@ void mlir::poot::addWholeStepPasses(
   //    kernels; each attention becomes a call of flat buffers.
   pm.addPass(createPootSplitValidation());
   planAndGenerate(pm);
+  pm.addPass(createPootRecordFusedOps());
   pm.addPass(createPootAttentionToCalls());
   // 2. Every primitive to linalg on tensors (the write-map markers are still
   //    there: a scatter through one writes distinct rows), then the entry
