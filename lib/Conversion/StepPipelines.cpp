@@ -73,7 +73,9 @@ void mlir::poot::addWholeStepPasses(
   //    target's lowering.
   pm.addNestedPass<gpu::GPUModuleOp>(createParallelForToNestedForsPass());
   // Integer floor division/ceil and the like as plain arithmetic (no
-  // target lowers arith.floordivsi directly).
-  pm.addNestedPass<gpu::GPUModuleOp>(arith::createArithExpandOpsPass());
+  // target lowers arith.floordivsi directly): after lower-affine, which
+  // turns an affine `floordiv` (a paged step's slot / block index) into
+  // arith.floordivsi.
   pm.addPass(createLowerAffinePass());
+  pm.addNestedPass<gpu::GPUModuleOp>(arith::createArithExpandOpsPass());
 }

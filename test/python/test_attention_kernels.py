@@ -204,7 +204,11 @@ def test_attention_and_a_whole_step_share_one_compile(rng, vulkan, tmp_path):
     and both run on lavapipe against the float64 oracle."""
     form = Form("gqa", q_heads=8, kv_heads=2, key_len=300)
     attention, inputs = build(form, rng)
-    q, k, v, o = "tensor<1x8x1x16xf32>", "tensor<1x2x300x16xf32>", "tensor<1x2x300x16xf32>", "tensor<1x8x1x16xf32>"
+    def ty(shape):
+        return "tensor<" + "x".join(map(str, shape)) + "xf32>"
+
+    q, k, v = (ty(inputs[n].shape) for n in ("q", "k", "v"))
+    o = ty(inputs["q"].shape[:3] + inputs["v"].shape[3:])
     step = f"""
 func.func @step(%q: {q} {{poot.name = "q"}}, %k: {k} {{poot.name = "k"}}, %v: {v} {{poot.name = "v"}})
     -> ({o} {{poot.name = "out"}}) {{

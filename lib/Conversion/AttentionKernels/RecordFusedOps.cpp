@@ -150,7 +150,8 @@ struct RecordFusedOps : poot::impl::PootRecordFusedOpsBase<RecordFusedOps> {
     });
     if (walk.wasInterrupted())
       return signalPassFailure();
-    module->setAttr("poot.fused_ops", b.getArrayAttr(records));
+    if (!records.empty())
+      module->setAttr("poot.fused_ops", b.getArrayAttr(records));
   }
 };
 
