@@ -15,8 +15,8 @@ def test_decode_example_runs_and_matches_oracle(capsys):
 
 @pytest.mark.requires("vulkan")
 def test_decode_example_on_vulkan_matches_oracle(capsys):
-    """The same decoder with its attention as SPIR-V kernels on the Vulkan
-    device (lavapipe in CI) and the host program on the CPU."""
+    """The same decoder, the whole step as SPIR-V kernels on the Vulkan
+    device (lavapipe in CI), the KV cache resident there."""
     assert decode.main(["--steps", "4", "--cap", "16", "--target", "vulkan"]) == 0
     out = capsys.readouterr().out
     assert "the whole step as kernels, state on the device" in out
@@ -31,3 +31,20 @@ def test_decode_example_on_wgpu_matches_oracle(capsys):
     out = capsys.readouterr().out
     assert "compiled for wgpu " in out and "state on the device" in out
     assert "every step matched the float64 oracle" in out
+
+
+@pytest.mark.requires("vulkan")
+def test_serve_example_on_vulkan_matches_oracle(capsys):
+    """The serving example with its whole paged step on the Vulkan device
+    (it ran as a CPU host program calling GPU attention before): continuous
+    batching, prefix reuse and eviction with the pools resident on the
+    device, every request against the float64 oracle. (This scenario makes
+    no copy-on-write block copy, so DeviceRunner's write-back of host edits
+    is not exercised here.)"""
+    from poot_mlir.examples import serve
+
+    argv = ["--check", "--quiet", "--layers", "1", "--rows", "3", "--blocks", "10", "--target", "vulkan"]
+    assert serve.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "(the whole step as SPIR-V)" in out
+    assert "every request matched running it alone through the float64 oracle" in out
