@@ -146,9 +146,11 @@ def eager_fn(torch, form, t, out_holder):
     return fn
 
 
-def bench_form(torch, cuda_mod, backend, root: Path, index: dict, name: str, form: cases.Form,
+def bench_form(torch, cuda_mod, device, root: Path, index: dict, name: str, form: cases.Form,
                rng, args) -> dict:
     from poot_mlir.runtime.gpu import GpuArtifact
+
+    backend = device.backend
 
     res: dict = {"form": name, "shape": {k: list(v[0]) for k, v in form.shapes().items()},
                  "kv_bytes": form.kv_bytes(), "variants": {}}
@@ -184,7 +186,7 @@ def bench_form(torch, cuda_mod, backend, root: Path, index: dict, name: str, for
             v["error"] = entry["error"]
             continue
         try:
-            art = GpuArtifact(root / entry["path"], backend=backend)
+            art = GpuArtifact(root / entry["path"], backend=device)
             outs = [torch.full(form.out_shape, float("nan"), device="cuda") for _ in sets]
             steps = [cuda_mod.prepare(art, {k: t[k] for k in t}, outputs={"out": o}, check_ranges=False)
                      for t, o in zip(sets, outs)]
@@ -296,11 +298,12 @@ def main() -> int:
     import torch
 
     from poot_mlir.runtime import cuda as cuda_mod
-    from poot_mlir.runtime.gpu import make_backend
+    from poot_mlir.runtime.gpu import make_device
 
     root = Path(args.artifacts)
     index = json.loads((root / "index.json").read_text())
-    backend = make_backend("cuda")
+    device = make_device("cuda")  # shared by every artifact
+    backend = device.backend
     rng = np.random.default_rng(int.from_bytes(os.urandom(8), "little"))
     props = backend.properties()
     try:
@@ -324,7 +327,7 @@ def main() -> int:
             continue
         print(f"{name}:", flush=True)
         try:
-            results["forms"].append(bench_form(torch, cuda_mod, backend, root, index, name, form, rng, args))
+            results["forms"].append(bench_form(torch, cuda_mod, device, root, index, name, form, rng, args))
         except Exception as exc:
             results["forms"].append({"form": name, "variants": {}, "error": f"{type(exc).__name__}: {exc}",
                                      "trace": traceback.format_exc()})

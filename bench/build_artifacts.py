@@ -79,8 +79,9 @@ def build_one(kind: str, case_id: str, form: cases.Form, changes: dict, out_root
     entry["request"] = att["request"]
     entry["launches"] = [{k: l[k] for k in ("entry", "grid", "block")} for l in att["launches"]]
     if device.target == "nvvm" and fmt == "isa":
-        for f in sorted(path.glob("*.ptx")):
-            entry["ptxas"] = ptxas_report(f)
+        entry["ptxas"] = {}
+        for f in sorted(path.glob("*.ptx")):  # one file per kernel module of the program
+            entry["ptxas"].update(ptxas_report(f))
     return entry
 
 

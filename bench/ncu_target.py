@@ -26,18 +26,19 @@ def main() -> None:
     import torch
 
     from poot_mlir.runtime import cuda as cuda_mod
-    from poot_mlir.runtime.gpu import GpuArtifact, make_backend
+    from poot_mlir.runtime.gpu import GpuArtifact, make_device
 
     root = HERE / "artifacts"
     index = json.loads((root / "index.json").read_text())
     forms = dict(cases.bench_forms())
-    backend = make_backend("cuda")
+    device = make_device("cuda")  # shared by every artifact
+    backend = device.backend
     rng = np.random.default_rng(0)
     for case in sys.argv[1:]:
         entry = index[f"bench/{case}"]
         form = forms[case.split("@")[0]]
         t = ah.torch_inputs(torch, form, rng)
-        art = GpuArtifact(root / entry["path"], backend=backend)
+        art = GpuArtifact(root / entry["path"], backend=device)
         out = torch.empty(form.out_shape, device="cuda")
         step = cuda_mod.prepare(art, t, outputs={"out": out}, check_ranges=False)
         step.launch()

@@ -76,9 +76,9 @@ def main() -> int:
 
     import torch
 
-    from poot_mlir.runtime.gpu import make_backend
+    from poot_mlir.runtime.cuda import CudaBackend
 
-    backend = make_backend("cuda")
+    backend = CudaBackend()
     root = HERE / "artifacts" / "proto"
     forms = dict(cases.bench_forms())
     rng = np.random.default_rng()

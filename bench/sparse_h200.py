@@ -20,7 +20,7 @@ bench/sparse_build.py. For each form of bench/sparse_cases.py (decode and a
   group) its (K + 1) * 64 keys), and the speedups dense / sparse (whole step
   and attention alone) beside the ideal Lk / ((K + 1) * 64).
 
-`--local` runs the same code path on Mesa lavapipe through runtime.gpu with
+`--local` runs the same code path on Mesa lavapipe through runtime.program with
 numpy inputs and wall-clock timing, over `bench/sparse_build.py --tiny
 --target spirv` artifacts: it checks the plumbing, not the speed.
 """
@@ -142,10 +142,11 @@ class CudaRunner:
         import torch
 
         from poot_mlir.runtime import cuda as cuda_mod
-        from poot_mlir.runtime.gpu import make_backend
+        from poot_mlir.runtime.gpu import make_device
 
         self.torch, self.cuda = torch, cuda_mod
-        self.backend = make_backend("cuda")
+        self.device = make_device("cuda")  # shared by every artifact
+        self.backend = self.device.backend
         self.args = args
 
     def inputs(self, form, rng):
@@ -206,9 +207,9 @@ class LocalRunner:
     """runtime.gpu on lavapipe, numpy in and out, wall-clock time."""
 
     def __init__(self, args) -> None:
-        from poot_mlir.runtime.gpu import make_backend
+        from poot_mlir.runtime.gpu import make_device
 
-        self.backend = make_backend("lavapipe")
+        self.device = make_device("lavapipe")
         self.args = args
 
     def inputs(self, form, rng):
@@ -256,7 +257,7 @@ def bench_form(runner, root: Path, index: dict, form, rng) -> dict:
             v["error"] = entry["error"]
             continue
         try:
-            art = GpuArtifact(root / entry["path"], backend=runner.backend)
+            art = GpuArtifact(root / entry["path"], backend=runner.device)
             names = [p.key for p in art.signature.args]
             r = runner.run(art, sets, names)
             sparse = entry["kind"] == "sparse"

@@ -38,7 +38,7 @@ VERIFY = dict(layers=2, cap=64)
 def build(out: Path) -> None:
     from poot_mlir import oracle
     from poot_mlir.compiler import devices
-    from poot_mlir.compiler.step_gpu import compile_step_gpu
+    from poot_mlir.compiler.gpu import compile_gpu
     from poot_mlir.examples.decoder import (
         DecoderConfig,
         build_decoder,
@@ -51,7 +51,7 @@ def build(out: Path) -> None:
         config = DecoderConfig(**fields)
         tracer = build_decoder(config)
         t0 = time.perf_counter()
-        compile_step_gpu(tracer.finish(), devices.SM_90, out / name)
+        compile_gpu(tracer.finish(), devices.SM_90, out / name)
         print(f"{name}: compiled in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         # The weight shapes travel with the artifact (the H200 has no tracer).
         fields = {**asdict(config), "weights": {k: list(v) for k, v in weight_shapes(config).items()}}

@@ -9,7 +9,8 @@ several lane counts, a 2-D grid fold, a cubin) runs on fresh random inputs
 (seed printed; POOT_TEST_SEED reproduces) and is compared with
 `oracle.semantics.attention` in float64: ‖out − ref‖/‖ref‖ <= 1e-5, NaN
 exactly where the reference has NaN. On CUDA each case also runs through the
-device-resident path (`runtime.cuda.prepare`): outputs poisoned with a NaN
+device-resident path (`runtime.cuda.prepare`: the artifact's program bound
+to device buffers once, its launches packed once): outputs poisoned with a NaN
 pattern first (every element must be written), the result must be bitwise
 equal to the first run (a moving result is a race), and live forms are
 re-run with new lengths written into the same step. Then the CUDA-graph demo:
@@ -171,19 +172,17 @@ def main() -> int:
     print(f"POOT_TEST_SEED={seed}")
     rng = np.random.default_rng(seed)
     cuda_mod = None
+    from poot_mlir.runtime.gpu import make_device
+
     if args.backend == "cuda":
         from poot_mlir.runtime import cuda as cuda_mod
-        from poot_mlir.runtime.gpu import make_backend
 
         ok, why = cuda_mod.available()
         print("CUDA:", why)
         if not ok:
             return 2
-        backend = make_backend("cuda")
-    else:
-        from poot_mlir.runtime.gpu import make_backend
-
-        backend = make_backend(args.backend)
+    # One device for every artifact (runtime.program's device operations).
+    backend = make_device(args.backend)
     mlir_loaded = [m for m in sys.modules if m.startswith(("mlir", "poot_mlir._mlir_libs", "poot_mlir.ir"))]
     results = {"seed": seed, "backend": args.backend, "cases": [], "mlir_modules_loaded": mlir_loaded}
     names = [k for k, e in index.items() if e["kind"] == "verify" and k != "verify/graph_live"]

@@ -104,6 +104,7 @@ void mlir::poot::registerAllPasses() {
   poot::registerPootGenerateAttentionKernels();
   poot::registerPootAttentionToLoops();
   poot::registerPootAttentionToCalls();
+  poot::registerPootRecordFusedOps();
   poot::registerPootGPUPipelines();
   poot::registerConvertPootToLinalg();
   poot::registerPootCPUEntryABI();

@@ -505,6 +505,35 @@ def PootAttentionToLoops : Pass<"poot-attention-to-loops", "::mlir::ModuleOp"> {
   ];
 }
 
+def PootRecordFusedOps : Pass<"poot-record-fused-ops", "::mlir::ModuleOp"> {
+  let summary = "Record what the planner made of each fused op, for manifests";
+  let description = [{
+    Runs after `poot-plan-attention` in the CPU and GPU pipelines. Numbers
+    every planned `poot.attention`, `poot.block_topk` and
+    `poot.selected_attention` in program order (`poot.fused = i`, carried on
+    to the attention call and its launches) and writes one JSON record per op
+    on the module: its kind, its request's parameters (integers as integers,
+    enums by keyword), its scale and its source location. A compile reads
+    the record after the pipeline (the GPU's `poot-gpu-serialize-program`
+    moves it into the program, with the op's launches and scratch bytes);
+    nobody parses printed attributes. A fused op without a planned request
+    is an error.
+
+    Before:
+    ```mlir
+    %o = poot.attention %q, %k, %v {poot.request = #poot.attention_request<
+        batch = 1, ..., schedule = streaming, lanes = 64, ...>, scale = 0.125 : f64}
+        : ... loc("model.py":12:5)
+    ```
+    After:
+    ```mlir
+    module attributes {poot.fused_ops = ["{\"location\":\"model.py:12:5\",
+        \"op\":\"attention\",\"request\":{\"batch\":1,...},\"scale\":0.125}"]} {
+      %o = poot.attention %q, %k, %v {poot.fused = 0 : i64, poot.request = ...}
+    ```
+  }];
+}
+
 def PootAttentionToCalls : Pass<"poot-attention-to-calls", "::mlir::ModuleOp"> {
   let summary = "Offload each poot.attention of a CPU step to an external kernel launcher";
   let description = [{
@@ -556,7 +585,10 @@ def PootGPUAttentionLaunches
     combine launch (one workgroup per row, folded over the X limit). The
     sparse indexer's `poot.block_topk` and `poot.selected_attention` calls
     launch the same way from their own requests; a call whose request is
-    none of the three is an error, not a guess.
+    none of the three is an error, not a guess. A call numbered by
+    `poot-record-fused-ops` (`poot.fused = i`) gives its number to its
+    launches, and op i's record in `poot.fused_ops` gets its
+    `scratch_bytes` (0 unless split).
 
     Before:
     ```mlir
@@ -827,7 +859,10 @@ def PootGPUSerializeProgram
     the buffers of the remaining results, and the arena's size. Temporaries
     are placed by first fit over their live ranges, so buffers whose lives do
     not overlap share bytes. A runtime executes the program without MLIR;
-    anything else on the host is an error naming the op.
+    anything else on the host is an error naming the op. The module's
+    `poot.fused_ops` records (`poot-record-fused-ops`) move into the
+    programs that launch them (`fused_ops`: each record with the ids of its
+    launch commands; each such launch says `"fused": i`).
 
     Before:
     ```mlir

@@ -102,6 +102,8 @@ void poot::buildPootToLLVMCPUPipeline(
   plan.vectorWidth = options.vectorWidth;
   plan.maxSplits = options.maxSplits;
   pm.addPass(createPootPlanAttention(plan));
+  // What the manifest reports about each fused op (compiler/cpu.py reads it).
+  pm.addPass(createPootRecordFusedOps());
   if (options.attention == CPUAttention::Offload)
     pm.addPass(createPootAttentionToCalls());
   else

@@ -35,6 +35,7 @@ void mlir::poot::addWholeStepPasses(
   //    kernels; each attention becomes a call of flat buffers.
   pm.addPass(createPootSplitValidation());
   planAndGenerate(pm);
+  pm.addPass(createPootRecordFusedOps());
   pm.addPass(createPootAttentionToCalls());
   // 2. Every primitive to linalg on tensors (the write-map markers are still
   //    there: a scatter through one writes distinct rows), then the entry
@@ -72,7 +73,9 @@ void mlir::poot::addWholeStepPasses(
   //    target's lowering.
   pm.addNestedPass<gpu::GPUModuleOp>(createParallelForToNestedForsPass());
   // Integer floor division/ceil and the like as plain arithmetic (no
-  // target lowers arith.floordivsi directly).
-  pm.addNestedPass<gpu::GPUModuleOp>(arith::createArithExpandOpsPass());
+  // target lowers arith.floordivsi directly): after lower-affine, which
+  // turns an affine `floordiv` (a paged step's slot / block index) into
+  // arith.floordivsi.
   pm.addPass(createLowerAffinePass());
+  pm.addNestedPass<gpu::GPUModuleOp>(arith::createArithExpandOpsPass());
 }

@@ -1,6 +1,8 @@
 """The generated attention kernels, every form x every schedule, on lavapipe.
 
-Each case is compiled with `poot-to-spirv` for a real device description
+Each case is compiled with `compile_gpu` (the whole-step pipeline,
+`poot-step-to-spirv`: an attention-only step is a program of the attention's
+launches) for a real device description
 (Mesa lavapipe, 32 KiB workgroup memory) varied to force each schedule the
 planner can choose — streaming with 64, 16 and 4 lanes, split-KV, and a 2-D
 grid fold — then run on lavapipe through the MLIR-free runtime and compared
@@ -20,7 +22,7 @@ from attention_cases import FORMS, Form, assert_matches, build
 from system_deps import ptxas_path, require
 from poot_mlir import errors, oracle
 from poot_mlir.compiler import devices, gpu
-from poot_mlir.runtime.gpu import GpuArtifact, VulkanBackend, WgpuBackend
+from poot_mlir.runtime.gpu import GpuArtifact, make_device
 
 LAVAPIPE = devices.VULKAN_LAVAPIPE
 
@@ -44,7 +46,7 @@ def vulkan(request):
     """Lavapipe through raw Vulkan, then through wgpu (kernels compiled for
     it: `for_backend`)."""
     require(request.param)
-    backend = (WgpuBackend if request.param == "wgpu" else VulkanBackend)(prefer="lavapipe")
+    backend = make_device("wgpu-lavapipe" if request.param == "wgpu" else "lavapipe")
     yield backend
     backend.close()
 
@@ -52,7 +54,7 @@ def vulkan(request):
 def for_backend(device: devices.Device, backend) -> devices.Device:
     """`device` as the SPIR-V client `backend` runs (the limits are lavapipe's
     either way)."""
-    return device.with_limits(client="wgpu") if isinstance(backend, WgpuBackend) else device
+    return device.with_limits(client="wgpu") if backend.client == "wgpu" else device
 
 
 def run_case(form, device, rng, vulkan, tmp_path):
@@ -185,14 +187,41 @@ def test_malformed_pipeline_options_are_compile_errors(tmp_path):
         gpu.compile_gpu(refusal_text(), devices.SM_90.with_limits(chip="sm_90}"), tmp_path, nvvm_format="isa")
 
 
-def test_gpu_artifact_refuses_primitive_steps(tmp_path):
-    text = """
-func.func @step(%a: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = poot.exp %a : tensor<4xf32>
-  return %0 : tensor<4xf32>
-}"""
-    with pytest.raises(errors.CompileError, match="CPU target"):
-        gpu.compile_gpu(text, LAVAPIPE, tmp_path)
+def test_attention_and_a_whole_step_share_one_compile(rng, vulkan, tmp_path):
+    """An attention-only module and a step with primitives around its
+    attention go through the same compile_gpu, give the same artifact format
+    (a program; the attention's launches recorded by C++ with its request)
+    and both run on lavapipe against the float64 oracle."""
+    form = Form("gqa", q_heads=8, kv_heads=2, key_len=300)
+    attention, inputs = build(form, rng)
+    def ty(shape):
+        return "tensor<" + "x".join(map(str, shape)) + "xf32>"
+
+    q, k, v = (ty(inputs[n].shape) for n in ("q", "k", "v"))
+    o = ty(inputs["q"].shape[:3] + inputs["v"].shape[3:])
+    step = f"""
+func.func @step(%q: {q} {{poot.name = "q"}}, %k: {k} {{poot.name = "k"}}, %v: {v} {{poot.name = "v"}})
+    -> ({o} {{poot.name = "out"}}) {{
+  %e = poot.exp %q : {q}
+  %a = poot.attention %e, %k, %v {{scale = 0.25 : f64}} : {q}, {k}, {v} -> {o}
+  %r = poot.tanh %a : {o}
+  return %r : {o}
+}}"""
+    step_inputs = {"q": inputs["q"] * np.float32(0.25), "k": inputs["k"], "v": inputs["v"]}
+    device = for_backend(LAVAPIPE.with_limits(compute_units=64), vulkan)
+    for name, text, ins, extra in (("attention", attention, inputs, 0), ("step", step, step_inputs, 2)):
+        path = gpu.compile_gpu(text, device, tmp_path / name)
+        art = GpuArtifact(path, backend=vulkan)
+        assert art.manifest["kind"] == "program"
+        (fused,) = art.manifest["attention"]
+        assert fused["op"] == "attention" and fused["request"]["schedule"] == "split_kv"
+        assert [l["entry"] for l in fused["launches"]] == ["partials", "combine"]
+        launches = [c["launch"] for c in art.programs["step" if name == "step" else art.signature.name]["commands"]
+                    if "launch" in c]
+        # The attention's launches, plus one kernel per fused elementwise op around it.
+        assert len(launches) == 2 + extra
+        ref = oracle.run(text, ins, reference=True).outputs[0]
+        assert_matches(art.run(ins).outputs[0], ref, rtol=3e-5, atol=3e-6)
 
 
 # --- NVVM (PTX, cubin) and ROCDL outputs ------------------------------------------
@@ -355,8 +384,10 @@ def test_cpu_and_lavapipe_agree(rng, vulkan, tmp_path):
 
 
 def test_layers_share_one_scratch_arena(rng, vulkan, tmp_path):
-    """Two split-KV attentions (two layers) run through one scratch arena
-    sized for the larger; the buffer plan reports it and the peak bytes."""
+    """Two split-KV attentions (two layers): each one's scratch, recorded by
+    poot-gpu-attention-launches, is the hand count rows * splits * (Dv + 2)
+    floats; the program places both in one arena by their live ranges, so
+    the arena is smaller than their sum."""
     text = """
 func.func @step(%q0: tensor<1x4x1x16xf32> {poot.name = "q0"}, %k0: tensor<1x2x512x16xf32> {poot.name = "k0"},
                 %v0: tensor<1x2x512x16xf32> {poot.name = "v0"}, %q1: tensor<1x4x1x16xf32> {poot.name = "q1"},
@@ -371,28 +402,16 @@ func.func @step(%q0: tensor<1x4x1x16xf32> {poot.name = "q0"}, %k0: tensor<1x2x51
     inputs = {n: rng.standard_normal(s, dtype=np.float32) for n, s in shapes.items()}
     path = gpu.compile_gpu(text, for_backend(LAVAPIPE.with_limits(compute_units=64), vulkan), tmp_path / "a")
     art = GpuArtifact(path, backend=vulkan)
-    scratch = [a["scratch_floats"] * 4 for a in art.manifest["attention"]]
+    fused = art.manifest["attention"]
+    rows = 4
+    for entry, width in zip(fused, (16, 8)):
+        assert entry["scratch_bytes"] == rows * entry["request"]["splits"] * (width + 2) * 4
+    scratch = [entry["scratch_bytes"] for entry in fused]
     assert all(scratch) and scratch[0] != scratch[1]
-    plan = art.manifest["buffer_plan"]
-    io = sum(int(np.prod(s)) * 4 for s in shapes.values()) + (64 + 32) * 4
-    assert plan == {"scratch_arena_bytes": max(scratch), "peak_bytes": io + max(scratch)}
+    program = art.programs["step"]
+    temps = [b["bytes"] for b in program["buffers"] if b["kind"] == "temp"]
+    assert max(scratch) <= program["arena_bytes"] < sum(temps)
     res = art.run(inputs)
     ref = oracle.run(text, inputs, reference=True)
     for name in ("o0", "o1"):
         assert_matches(res.named[name], ref.named[name], rtol=3e-5, atol=3e-6)
-
-
-@pytest.mark.requires("vulkan")
-@pytest.mark.parametrize("form", [FORMS[1], FORMS[4], FORMS[7], FORMS[10], FORMS[11]], ids=lambda f: f.name)
-def test_hybrid_host_program_offloads_attention_to_lavapipe(form, rng, tmp_path):
-    """A CPU host step whose attention runs as SPIR-V kernels on lavapipe."""
-    from poot_mlir.compiler.hybrid import compile_hybrid
-    from poot_mlir.runtime.hybrid import HybridArtifact
-
-    text, inputs = build(form, rng)
-    art = HybridArtifact(compile_hybrid(text, LAVAPIPE.with_limits(compute_units=64), tmp_path), "lavapipe")
-    try:
-        out = art.run(inputs).outputs[0]
-    finally:
-        art.close()
-    assert_matches(out, oracle.run(text, inputs, reference=True).outputs[0], rtol=3e-5, atol=3e-6)

@@ -123,11 +123,21 @@ func.func @attn(%q: tensor<1x4x1x16xf32>, %k: tensor<1x2x32x16xf32>, %v: tensor<
 }"""
 
 
-def test_compile_gpu_fuses_and_refuses_a_step_with_nothing_to_plan(tmp_path):
+def test_compile_gpu_fuses_and_compiles_a_step_with_nothing_to_plan(tmp_path):
+    """The attention's record (poot-record-fused-ops, C++) gives the
+    manifest its request and source line; a step without attention (an MLP)
+    is a program too: whatever compile_cpu takes, compile_gpu takes."""
     manifest = _manifest(compile_gpu(ATTENTION, devices.VULKAN_LAVAPIPE, tmp_path / "a"))
-    assert manifest["fusion"]["attention"] == 1 and manifest["attention"][0]["location"] == "<string>:4:8"
-    with pytest.raises(errors.CompileError, match="nothing to plan: @step"):
-        compile_gpu(mlp_step(), devices.VULKAN_LAVAPIPE, tmp_path / "b")
+    assert manifest["fusion"]["attention"] == 1
+    (entry,) = manifest["attention"]
+    assert entry["location"] == "<string>:4:8" and entry["op"] == "attention" and entry["scale"] == 0.25
+    assert entry["request"]["batch"] == 1 and entry["request"]["q_heads"] == 4
+    assert entry["request"]["key_len"] == 32 and entry["request"]["schedule"] in ("streaming", "split_kv")
+    cpu = _manifest(compile_cpu(ATTENTION, tmp_path / "c"))["attention"]
+    assert [(e["op"], e["location"], e["scale"]) for e in cpu] == [("attention", "<string>:4:8", 0.25)]
+    mlp = _manifest(compile_gpu(mlp_step(), devices.VULKAN_LAVAPIPE, tmp_path / "b"))
+    assert mlp["kind"] == "program" and mlp["attention"] == []
+    assert any("launch" in c for c in mlp["programs"]["step"]["commands"])
 
 
 # --- errors are typed and keep the user's locations ---------------------------
@@ -188,8 +198,8 @@ def test_trace_keeps_the_ir_after_a_pass_and_times_every_pipeline(tmp_path):
     assert {d.argument for d in trace.dumps} == {"poot-attention-rewrite", "poot-plan-attention"}
     with pytest.raises(KeyError, match="canonicalize"):
         trace.ir_after("canonicalize")  # ran, but not asked for
-    # One timing report per pipeline run: fuse, plan, lower.
-    assert len(trace.timing_reports) == len(trace.pipelines) == 3
+    # One timing report per pipeline run: fuse, then lower (which plans once).
+    assert len(trace.timing_reports) == len(trace.pipelines) == 2
     names = [name for name, _ in trace.pass_times()]
     assert "PootAttentionRewrite" in names and "PootPlanAttention" in names
     assert "Rest" not in names and all(seconds >= 0 for _, seconds in trace.pass_times())

@@ -3,7 +3,8 @@
 Runs where CUDA exists (cuda-python and a device); CI has no GPU, so there
 the whole module SKIPS — the one allowed skip, with the reason printed.
 
-Artifacts: compiled here with compiler.gpu when the MLIR package is
+Artifacts (one format: the step's program, runtime.program): compiled here
+with compiler.gpu when the MLIR package is
 importable (the build machine has no GPU, so that path runs on a CUDA machine
 with a full build); otherwise the prebuilt ones of bench/build_artifacts.py
 (POOT_CUDA_ARTIFACTS, default bench/artifacts), as on the H200 machine, which
@@ -50,10 +51,18 @@ def _have_compiler() -> bool:
 
 
 @pytest.fixture(scope="module")
-def backend():
-    b = cuda.CudaBackend()
-    yield b
-    b.close()
+def device():
+    """runtime.program's CUDA device, shared by every artifact of the module."""
+    from poot_mlir.runtime.gpu import make_device
+
+    d = make_device("cuda")
+    yield d
+    d.close()
+
+
+@pytest.fixture(scope="module")
+def backend(device):
+    return device.backend
 
 
 class Artifacts:
@@ -113,21 +122,21 @@ FORMS = [
 
 
 @pytest.mark.parametrize("case_id", FORMS)
-def test_form_matches_oracle(case_id, artifacts, backend, rng):
+def test_form_matches_oracle(case_id, artifacts, device, backend, rng):
     from poot_mlir.runtime.gpu import GpuArtifact
 
     path, form = artifacts.get(case_id)
-    art = GpuArtifact(path, backend=backend)
+    art = GpuArtifact(path, backend=device)
     ins = _cases().inputs(form, rng)
     out = art.run(ins).outputs[0]
     _check(out, _cases().reference(form, ins))
 
 
-def test_prepared_step_writes_every_output_and_repeats_bitwise(artifacts, backend, rng):
+def test_prepared_step_writes_every_output_and_repeats_bitwise(artifacts, device, backend, rng):
     from poot_mlir.runtime.gpu import GpuArtifact
 
     path, form = artifacts.get("paged_live-split")
-    art = GpuArtifact(path, backend=backend)
+    art = GpuArtifact(path, backend=device)
     ins = _cases().inputs(form, rng)
     step = cuda.prepare(art, ins)
     results = []
@@ -141,13 +150,13 @@ def test_prepared_step_writes_every_output_and_repeats_bitwise(artifacts, backen
     _check(results[0], _cases().reference(form, ins))
 
 
-def test_graph_replay_follows_len(artifacts, backend, rng):
+def test_graph_replay_follows_len(artifacts, device, backend, rng):
     """The grid does not depend on len: one capture replays correctly while
     the len buffer changes between replays."""
     from poot_mlir.runtime.gpu import GpuArtifact
 
     path, form = artifacts.get("graph_live")
-    art = GpuArtifact(path, backend=backend)
+    art = GpuArtifact(path, backend=device)
     ins = _cases().inputs(form, rng)
     step = cuda.prepare(art, ins)
     graph = step.capture()
@@ -160,12 +169,12 @@ def test_graph_replay_follows_len(artifacts, backend, rng):
     graph.close()
 
 
-def test_len_out_of_range_is_refused_before_launch(artifacts, backend, rng):
+def test_len_out_of_range_is_refused_before_launch(artifacts, device, backend, rng):
     from poot_mlir.errors import RangeBindError
     from poot_mlir.runtime.gpu import GpuArtifact
 
     path, form = artifacts.get("live-split")
-    art = GpuArtifact(path, backend=backend)
+    art = GpuArtifact(path, backend=device)
     ins = _cases().inputs(form, rng)
     step = cuda.prepare(art, ins)
     with pytest.raises(RangeBindError):
@@ -174,12 +183,12 @@ def test_len_out_of_range_is_refused_before_launch(artifacts, backend, rng):
         art.run(dict(ins, len=np.zeros((form.batch,), np.int32)))
 
 
-def test_torch_tensors_are_borrowed_without_copies(artifacts, backend, rng):
+def test_torch_tensors_are_borrowed_without_copies(artifacts, device, backend, rng):
     torch = pytest.importorskip("torch", reason="torch is not installed on this CUDA machine")
     from poot_mlir.runtime.gpu import GpuArtifact
 
     path, form = artifacts.get("gqa_decode-split")
-    art = GpuArtifact(path, backend=backend)
+    art = GpuArtifact(path, backend=device)
     ins = _cases().inputs(form, rng)
     t = {k: torch.from_numpy(v).cuda() for k, v in ins.items()}
     out = torch.full(form.out_shape, float("nan"), device="cuda")
@@ -201,7 +210,7 @@ def test_torch_tensors_are_borrowed_without_copies(artifacts, backend, rng):
     [("verify_decode_b4@sparse", "warp_decode"), ("decode_b1_32k@sparse", "warp_decode"),
      ("prefill64_8k@sparse", "streaming")],
 )
-def test_block_selection_matches_reference(case_id, schedule, artifacts, backend, rng):
+def test_block_selection_matches_reference(case_id, schedule, artifacts, device, backend, rng):
     """The sparse step of bench/sparse_cases.py on the device: the ids bit for
     bit and the output within 1e-5 of the float64 reference, through the
     generic runner and through `prepare` (the ids stay on the device between
@@ -225,7 +234,7 @@ def test_block_selection_matches_reference(case_id, schedule, artifacts, backend
                         pytrace=False)
         entry = json.loads(index_path.read_text())[case_id]
         path = artifacts.prebuilt / entry["path"]
-    art = GpuArtifact(path, backend=backend)
+    art = GpuArtifact(path, backend=device)
     assert art.manifest["attention"][1]["request"]["schedule"] == schedule
     ins = host_inputs(form, rng)
     ids_ref, out_ref, _ = reference_numpy(form, ins)

@@ -15,8 +15,8 @@ def test_decode_example_runs_and_matches_oracle(capsys):
 
 @pytest.mark.requires("vulkan")
 def test_decode_example_on_vulkan_matches_oracle(capsys):
-    """The same decoder with its attention as SPIR-V kernels on the Vulkan
-    device (lavapipe in CI) and the host program on the CPU."""
+    """The same decoder, the whole step as SPIR-V kernels on the Vulkan
+    device (lavapipe in CI), the KV cache resident there."""
     assert decode.main(["--steps", "4", "--cap", "16", "--target", "vulkan"]) == 0
     out = capsys.readouterr().out
     assert "the whole step as kernels, state on the device" in out
@@ -31,3 +31,4 @@ def test_decode_example_on_wgpu_matches_oracle(capsys):
     out = capsys.readouterr().out
     assert "compiled for wgpu " in out and "state on the device" in out
     assert "every step matched the float64 oracle" in out
+

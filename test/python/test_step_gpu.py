@@ -1,5 +1,5 @@
 """Whole steps on a GPU: every primitive and the attention as kernels, the
-state resident on the device and written in place (compiler.step_gpu,
+state resident on the device and written in place (compiler.gpu,
 runtime.program), on Mesa lavapipe through raw Vulkan and through wgpu,
 against the float64 oracle on fresh random inputs; PTX for sm_90 through
 ptxas; ROCDL IR.
@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from poot_mlir import errors, oracle  # noqa: E402
 from poot_mlir.compiler import devices  # noqa: E402
-from poot_mlir.compiler.step_gpu import compile_step_gpu  # noqa: E402
+from poot_mlir.compiler.gpu import compile_gpu  # noqa: E402
 from poot_mlir.examples.decoder import (  # noqa: E402
     DecoderConfig,
     build_decoder,
@@ -54,7 +54,7 @@ def decoder(request, tmp_path_factory):
     config = DecoderConfig(layers=2, cap=16)
     tracer = build_decoder(config)
     reference = tracer.mlir()
-    path = compile_step_gpu(tracer.finish(), device, tmp_path_factory.mktemp("step") / "dec")
+    path = compile_gpu(tracer.finish(), device, tmp_path_factory.mktemp("step") / "dec")
     art = ProgramArtifact(path, backend)
     yield config, reference, art
     art.close()
@@ -136,7 +136,7 @@ def test_buffer_plan_matches_a_hand_count(tmp_path, rng) -> None:
     x, w1, w2, w3 = (tr.input(name, shape) for name, shape in shapes)
     tr.output("out", ops.matmul(ops.matmul(ops.matmul(x, w1), w2), w3))
     reference = tr.mlir()
-    path = compile_step_gpu(tr.finish(), devices.VULKAN_LAVAPIPE, tmp_path / "mlp")
+    path = compile_gpu(tr.finish(), devices.VULKAN_LAVAPIPE, tmp_path / "mlp")
     art = ProgramArtifact(path, "lavapipe")
     try:
         program = art.programs["mlp"]
@@ -164,7 +164,7 @@ def test_decode_matmul_reductions_split_over_threads(tmp_path, rng) -> None:
     x, w = tr.input("x", (1, 2048)), tr.input("w", (2048, 256))
     tr.output("out", ops.matmul(x, w))
     reference = tr.mlir()
-    path = compile_step_gpu(tr.finish(), devices.VULKAN_LAVAPIPE, tmp_path / "gemv")
+    path = compile_gpu(tr.finish(), devices.VULKAN_LAVAPIPE, tmp_path / "gemv")
     art = ProgramArtifact(path, "lavapipe")
     try:
         program = art.programs["gemv"]
@@ -183,7 +183,7 @@ def test_decode_matmul_reductions_split_over_threads(tmp_path, rng) -> None:
 def paged(request, tmp_path_factory):
     device, backend = _runtime(request)
     text = str(paged_module())
-    path = compile_step_gpu(text, device, tmp_path_factory.mktemp("step") / "paged")
+    path = compile_gpu(text, device, tmp_path_factory.mktemp("step") / "paged")
     art = ProgramArtifact(path, backend)
     yield text, art
     art.close()
@@ -226,7 +226,7 @@ _GPU_OPS = [op for op in _OPS if all(t not in op[2] for t in ("f16", "bf16", "f6
 def primitives(request, tmp_path_factory):
     device, backend = _runtime(request)
     text, names = _program(_GPU_OPS)
-    path = compile_step_gpu(text, device, tmp_path_factory.mktemp("step") / "ops", fuse=False)
+    path = compile_gpu(text, device, tmp_path_factory.mktemp("step") / "ops", fuse=False)
     art = ProgramArtifact(path, backend)
     yield text, names, art
     art.close()
@@ -291,7 +291,7 @@ def two_byte(tmp_path_factory):
     require("vulkan")
     device, backend = devices.VULKAN_LAVAPIPE, "lavapipe"
     text, names = _two_byte_program()
-    path = compile_step_gpu(text, device, tmp_path_factory.mktemp("step") / "two_byte", fuse=False)
+    path = compile_gpu(text, device, tmp_path_factory.mktemp("step") / "two_byte", fuse=False)
     art = ProgramArtifact(path, backend)
     yield text, names, art
     art.close()
@@ -326,7 +326,7 @@ func.func @step(%a: tensor<4xbf16> {poot.name = "a"}) -> (tensor<4xbf16> {poot.n
   return %0 : tensor<4xbf16>
 }"""
     with pytest.raises(errors.DtypeLowering, match="no 16-bit"):
-        compile_step_gpu(text, devices.WGPU_LAVAPIPE, tmp_path / "bf16", fuse=False)
+        compile_gpu(text, devices.WGPU_LAVAPIPE, tmp_path / "bf16", fuse=False)
 
 
 def test_sm90_step_ptx_is_accepted_by_ptxas(tmp_path) -> None:
@@ -334,7 +334,7 @@ def test_sm90_step_ptx_is_accepted_by_ptxas(tmp_path) -> None:
     for sm_90."""
     require("ptxas")
     tracer = build_decoder(DecoderConfig(layers=2, cap=16))
-    path = compile_step_gpu(tracer.finish(), devices.SM_90, tmp_path / "nvvm")
+    path = compile_gpu(tracer.finish(), devices.SM_90, tmp_path / "nvvm")
     manifest = json.loads((path / "manifest.json").read_text())
     files = {c["launch"]["kernel"] for c in manifest["programs"][manifest["function"]["name"]]["commands"]}
     assert len(files) > 10
@@ -347,7 +347,7 @@ def test_gfx942_step_rocdl_ir(tmp_path) -> None:
     """The whole decoder step for ROCDL: every kernel module is LLVM IR with
     AMDGPU kernels."""
     tracer = build_decoder(DecoderConfig(layers=1, cap=16))
-    path = compile_step_gpu(tracer.finish(), devices.GFX942, tmp_path / "rocdl")
+    path = compile_gpu(tracer.finish(), devices.GFX942, tmp_path / "rocdl")
     lls = sorted(path.glob("*.ll"))
     assert len(lls) > 5
     for ll in lls:

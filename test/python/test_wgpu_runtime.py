@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from attention_cases import FORMS, Form, build  # noqa: E402
 from poot_mlir import errors, oracle  # noqa: E402
 from poot_mlir.compiler import devices, gpu  # noqa: E402
-from poot_mlir.compiler.step_gpu import compile_step_gpu  # noqa: E402
+from poot_mlir.compiler.gpu import compile_gpu  # noqa: E402
 from poot_mlir.examples.decoder import DecoderConfig, build_decoder, init_state, init_weights  # noqa: E402
 from poot_mlir.runtime import wgpu as wg  # noqa: E402
 from poot_mlir.runtime.program import ProgramArtifact  # noqa: E402
@@ -68,11 +68,11 @@ def wgpu_kernels(tmp_path_factory):
     root = tmp_path_factory.mktemp("wgpu")
     rng = np.random.default_rng(0)
     kernels = []
-    kernels += _step_kernels(compile_step_gpu(build_decoder(DecoderConfig(layers=1, cap=16)).finish(),
+    kernels += _step_kernels(compile_gpu(build_decoder(DecoderConfig(layers=1, cap=16)).finish(),
                                               WGPU, root / "decoder"))
-    kernels += _step_kernels(compile_step_gpu(str(paged_module()), WGPU, root / "paged"))
+    kernels += _step_kernels(compile_gpu(str(paged_module()), WGPU, root / "paged"))
     ops = [op for op in _OPS if all(t not in op[2] for t in ("f16", "bf16", "f64"))]
-    kernels += _step_kernels(compile_step_gpu(_program(ops)[0], WGPU, root / "ops", fuse=False))
+    kernels += _step_kernels(compile_gpu(_program(ops)[0], WGPU, root / "ops", fuse=False))
     for form in FORMS:
         text, _ = build(form, rng)
         for cus in (1, 64):
@@ -108,7 +108,7 @@ def test_vulkan_client_kernels_are_refused_with_the_fix(device, tmp_path):
     """A step compiled for raw Vulkan stores bools as bytes: the artifact is
     refused on the wgpu backend, and its kernel by the runtime, each saying
     to compile for wgpu."""
-    path = compile_step_gpu(str(paged_module()), devices.VULKAN_LAVAPIPE, tmp_path / "vk")
+    path = compile_gpu(str(paged_module()), devices.VULKAN_LAVAPIPE, tmp_path / "vk")
     with pytest.raises(errors.PootError, match="client='wgpu'"):
         ProgramArtifact(path, "wgpu-lavapipe")
     eight_bit = [k for k in _step_kernels(path) if b"SPV_KHR_8bit_storage" in k[0].read_bytes()]
@@ -188,7 +188,7 @@ def test_wgpu_kernels_run_on_raw_vulkan_too(tmp_path, rng):
     config = DecoderConfig(layers=1, cap=16)
     tracer = build_decoder(config)
     reference = tracer.mlir()
-    art = ProgramArtifact(compile_step_gpu(tracer.finish(), WGPU, tmp_path), "lavapipe")
+    art = ProgramArtifact(compile_gpu(tracer.finish(), WGPU, tmp_path), "lavapipe")
     weights = init_weights(config, int(rng.integers(0, 1000)))
     sess, ref = art.session(init_state(config)), oracle.Session(reference, init_state(config))
     for step in range(3):
@@ -218,7 +218,7 @@ def test_the_wgpu_runtime_imports_no_mlir(tmp_path):
     """Loading a whole-step artifact, a session and a kernel on wgpu
     imports no MLIR bindings and no compiler module."""
     require("wgpu")
-    path = compile_step_gpu(str(paged_module()), WGPU, tmp_path / "paged")
+    path = compile_gpu(str(paged_module()), WGPU, tmp_path / "paged")
     out = subprocess.run([sys.executable, "-c", _CHILD, str(path)], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -71,6 +71,9 @@ struct AttentionToCalls
       // A whole-step GPU pipeline launches these in place of the call.
       if (Attribute kernels = op->getAttr("poot.kernels"))
         call->setAttr("poot.kernels", kernels);
+      // The fused op's number in the module's record (poot-record-fused-ops).
+      if (Attribute index = op->getAttr("poot.fused"))
+        call->setAttr("poot.fused", index);
       op->getResult(0).replaceAllUsesWith(
           tensorFromFlat(b, loc, out, resultType));
       op->erase();

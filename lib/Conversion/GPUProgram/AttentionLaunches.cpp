@@ -9,6 +9,10 @@
 // sparse indexer's poot.block_topk and poot.selected_attention calls are
 // launched by the same rule from their own requests.
 //
+// A call numbered by poot-record-fused-ops (`poot.fused = i`) passes the
+// number on to each of its launches, and the record of op i in the module's
+// `poot.fused_ops` gets the op's `scratch_bytes`, where the scratch is made.
+//
 //===----------------------------------------------------------------------===//
 
 #include "lib/Conversion/Passes.h"
@@ -18,6 +22,8 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
 
 namespace mlir::poot {
 #define GEN_PASS_DEF_POOTGPUATTENTIONLAUNCHES
@@ -28,6 +34,9 @@ using namespace mlir;
 using namespace mlir::poot;
 
 namespace {
+
+constexpr llvm::StringLiteral kFusedAttr = "poot.fused";
+constexpr llvm::StringLiteral kFusedOpsAttr = "poot.fused_ops";
 
 /// What the launches of one planned call depend on, read from whichever
 /// request the planner recorded.
@@ -62,6 +71,10 @@ struct AttentionLaunches
       if (call->hasAttr(PootDialect::kRequestAttrName))
         calls.push_back(call);
     });
+    Builder attrs(&getContext());
+    SmallVector<Attribute> records;
+    if (auto recorded = module->getAttrOfType<ArrayAttr>(kFusedOpsAttr))
+      records.assign(recorded.begin(), recorded.end());
     for (func::CallOp call : calls) {
       std::optional<LaunchShape> req =
           launchShapeOf(call->getAttr(PootDialect::kRequestAttrName));
@@ -88,11 +101,15 @@ struct AttentionLaunches
       gpu::KernelDim3 block{c(req->lanes), c(1), c(1)};
       int64_t rows = req->rows;
       bool split = req->splits > 1;
+      auto index = call->getAttrOfType<IntegerAttr>(kFusedAttr);
       auto launch = [&](Attribute kernel, gpu::KernelDim3 grid,
                         ValueRange args) {
-        gpu::LaunchFuncOp::create(b, loc, cast<SymbolRefAttr>(kernel), grid,
-                                  block, Value(), args);
+        auto op = gpu::LaunchFuncOp::create(
+            b, loc, cast<SymbolRefAttr>(kernel), grid, block, Value(), args);
+        if (index)
+          op->setAttr(kFusedAttr, index);
       };
+      int64_t scratchBytes = 0;
       gpu::KernelDim3 grid{c(req->gridX), c(req->gridY), c(1)};
       if (!split) {
         SmallVector<Value> args(operands);
@@ -101,6 +118,7 @@ struct AttentionLaunches
       } else {
         // The partials of every (row, split), then one combine per row.
         int64_t floats = rows * req->splits * (req->valueWidth + 2);
+        scratchBytes = floats * 4;
         Value scratch = memref::AllocOp::create(
             b, loc, MemRefType::get({floats}, b.getF32Type()));
         SmallVector<Value> args(operands);
@@ -116,8 +134,30 @@ struct AttentionLaunches
         launch(kernels[1], combineGrid, ValueRange{scratch, out});
         memref::DeallocOp::create(b, loc, scratch);
       }
+      if (index && index.getInt() >= 0 &&
+          index.getInt() < static_cast<int64_t>(records.size())) {
+        // The scratch size joins the op's record.
+        auto text = dyn_cast<StringAttr>(records[index.getInt()]);
+        llvm::Expected<llvm::json::Value> parsed =
+            llvm::json::parse(text ? text.getValue() : StringRef("null"));
+        llvm::json::Object *entry = parsed ? parsed->getAsObject() : nullptr;
+        if (!entry) {
+          if (!parsed)
+            llvm::consumeError(parsed.takeError());
+          call.emitError("poot-gpu-attention-launches: the call's record in ")
+              << kFusedOpsAttr << " is not a JSON object";
+          return signalPassFailure();
+        }
+        (*entry)["scratch_bytes"] = scratchBytes;
+        std::string updated;
+        llvm::raw_string_ostream os(updated);
+        os << llvm::json::Value(std::move(*entry));
+        records[index.getInt()] = attrs.getStringAttr(updated);
+      }
       call.erase();
     }
+    if (!records.empty())
+      module->setAttr(kFusedOpsAttr, attrs.getArrayAttr(records));
     // The callees are declarations nobody calls any more.
     for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
       if (func.isExternal() && SymbolTable::symbolKnownUseEmpty(func, module))

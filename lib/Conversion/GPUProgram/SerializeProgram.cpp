@@ -13,7 +13,12 @@
 //                             "args": [buffer ids]}} |
 //                 {"copy": {"from": id, "to": id, "bytes": n}}],
 //    "results": [buffer id per remaining result],
-//    "arena_bytes": n}
+//    "arena_bytes": n,
+//    "fused_ops": [{<poot-gpu-attention-launches' record>, "index": i,
+//                   "commands": [the command ids of its launches]}]}
+//
+// A launch of a fused op (`poot.fused = i`) also says `"fused": i`. The
+// module's `poot.fused_ops` records move into the programs that launch them.
 //
 // Temporaries share one arena: each gets an offset by first fit over its
 // live range (its allocation to its last use), so buffers whose lives do not
@@ -29,6 +34,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -73,11 +79,14 @@ struct SerializeProgram
   using Base::Base;
 
   LogicalResult serialize(func::FuncOp func, ModuleOp module,
+                          ArrayRef<llvm::json::Object> fusedRecords,
                           std::string &out, int64_t &arenaBytes) {
     Block &body = func.getBody().front();
     SmallVector<Buffer> buffers;
     DenseMap<Value, int64_t> ids;
     llvm::json::Array commands;
+    // Fused op index -> the ids of its launch commands, in first-launch order.
+    llvm::MapVector<int64_t, llvm::json::Array> fusedCommands;
     int64_t position = 0;
     auto use = [&](Value v) -> FailureOr<int64_t> {
       auto it = ids.find(v);
@@ -163,13 +172,20 @@ struct SerializeProgram
         if (failed(grid) || failed(block))
           return launch.emitError("poot-gpu-serialize-program: a launch whose grid "
                                   "or block is not constant");
-        commands.push_back(llvm::json::Object{
-            {"launch", llvm::json::Object{
-                           {"module", launch.getKernelModuleName().str()},
-                           {"entry", launch.getKernelName().str()},
-                           {"grid", std::move(*grid)},
-                           {"block", std::move(*block)},
-                           {"args", std::move(args)}}}});
+        llvm::json::Object desc{{"module", launch.getKernelModuleName().str()},
+                                {"entry", launch.getKernelName().str()},
+                                {"grid", std::move(*grid)},
+                                {"block", std::move(*block)},
+                                {"args", std::move(args)}};
+        if (auto fused = launch->getAttrOfType<IntegerAttr>("poot.fused")) {
+          int64_t index = fused.getInt();
+          if (index < 0 || index >= static_cast<int64_t>(fusedRecords.size()))
+            return launch.emitError("poot-gpu-serialize-program: poot.fused ")
+                   << index << " names no record of poot.fused_ops";
+          desc["fused"] = index;
+          fusedCommands[index].push_back(static_cast<int64_t>(commands.size()));
+        }
+        commands.push_back(llvm::json::Object{{"launch", std::move(desc)}});
       } else if (auto copy = dyn_cast<memref::CopyOp>(op)) {
         FailureOr<int64_t> from = use(copy.getSource());
         FailureOr<int64_t> to = use(copy.getTarget());
@@ -226,10 +242,18 @@ struct SerializeProgram
     llvm::json::Array bufferList;
     for (Buffer &buf : buffers)
       bufferList.push_back(std::move(buf.desc));
+    llvm::json::Array fusedOps;
+    for (auto &[index, launchIds] : fusedCommands) {
+      llvm::json::Object record = fusedRecords[index];
+      record["index"] = index;
+      record["commands"] = std::move(launchIds);
+      fusedOps.push_back(std::move(record));
+    }
     llvm::json::Object program{{"buffers", std::move(bufferList)},
                                {"commands", std::move(commands)},
                                {"results", std::move(results)},
-                               {"arena_bytes", arenaBytes}};
+                               {"arena_bytes", arenaBytes},
+                               {"fused_ops", std::move(fusedOps)}};
     llvm::raw_string_ostream os(out);
     os << llvm::json::Value(std::move(program));
     return success();
@@ -238,17 +262,35 @@ struct SerializeProgram
   void runOnOperation() override {
     ModuleOp module = getOperation();
     Builder b(&getContext());
+    SmallVector<llvm::json::Object> fusedRecords;
+    if (auto records = module->getAttrOfType<ArrayAttr>("poot.fused_ops")) {
+      for (Attribute record : records) {
+        auto text = dyn_cast<StringAttr>(record);
+        llvm::Expected<llvm::json::Value> parsed =
+            llvm::json::parse(text ? text.getValue() : StringRef("null"));
+        llvm::json::Object *object = parsed ? parsed->getAsObject() : nullptr;
+        if (!object) {
+          if (!parsed)
+            llvm::consumeError(parsed.takeError());
+          module.emitError("poot-gpu-serialize-program: poot.fused_ops holds "
+                           "a record that is not a JSON object");
+          return signalPassFailure();
+        }
+        fusedRecords.push_back(std::move(*object));
+      }
+    }
     SmallVector<NamedAttribute> programs;
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
       std::string text;
       int64_t arena = 0;
-      if (failed(serialize(func, module, text, arena)))
+      if (failed(serialize(func, module, fusedRecords, text, arena)))
         return signalPassFailure();
       programs.push_back(b.getNamedAttr(func.getSymName(), b.getStringAttr(text)));
     }
     module->setAttr("poot.programs", b.getDictionaryAttr(programs));
+    module->removeAttr("poot.fused_ops");
   }
 };
 

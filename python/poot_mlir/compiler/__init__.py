@@ -2,8 +2,7 @@
 
     fuse_attention(module, remarks=False)        # the attention rewrite, in place
     compile_cpu(module, out_dir)                 # fuse, plan, lower: step.so + manifest
-    compile_gpu(module, devices.SM_90, out_dir)  # fuse, plan, generate: kernels + manifest
-    compile_hybrid(module, device, out_dir)      # host step on the CPU, attention on a GPU
+    compile_gpu(module, devices.SM_90, out_dir)  # the whole step as kernels + its program
     PassTrace(print_ir_after=[...], timing=True) # trace= of each: IR dumps, pass timings
 """
 
@@ -11,7 +10,6 @@ from . import devices
 from .cpu import compile_cpu
 from .fuse import FuseReport, fuse_attention
 from .gpu import compile_gpu
-from .hybrid import compile_hybrid
 from .trace import IrDump, PassTrace
 
 __all__ = [
@@ -20,7 +18,6 @@ __all__ = [
     "PassTrace",
     "compile_cpu",
     "compile_gpu",
-    "compile_hybrid",
     "devices",
     "fuse_attention",
 ]

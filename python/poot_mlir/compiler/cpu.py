@@ -49,10 +49,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import errors
-from ..ir import DenseI64ArrayAttr, DictAttr, Module, StringAttr
+from ..ir import ArrayAttr, DenseI64ArrayAttr, DictAttr, Module, StringAttr
 from . import devices
 from .fuse import Fusion, fuse_for_compile, log, nothing_to_plan, warn_declined
-from .gpu import FUSED_OPS, attention_entry, attention_ops
 from .pipeline import parse_module, run_pipeline
 from .signature import function_signature
 from .trace import PassTrace
@@ -60,7 +59,7 @@ from .trace import PassTrace
 ARTIFACT_FORMAT = "poot-artifact/1"
 LIBRARY = "step.so"
 #: Bump when the artifact layout or the driver's compile steps change.
-_CACHE_VERSION = "cpu-1"
+_CACHE_VERSION = "cpu-2"
 
 
 def find_cc() -> str:
@@ -105,11 +104,6 @@ def _select_function(module: Module, func: str | None):
             f"the module has {len(public)} public functions {names}: name the step with func="
         )
     return public[0]
-
-
-#: The CPU pipeline plans with no Y limit (its loops record only the X
-#: fold): PipelinesCPU.cpp sets the same bound.
-_CPU_MAX_GRID_Y = 1 << 31
 
 
 def find_openmp() -> Path | None:
@@ -191,27 +185,28 @@ def _lower(
     fusion = fuse_for_compile(mod, fuse, "compile_cpu", trace)
     func_op = _select_function(mod, func)
     signature = function_signature(func_op)
-    notes = []
-    planned = _planned_attention(mod, device, trace) if fusion.fused else []
-    if not planned:
-        notes.append(nothing_to_plan(signature["name"], fusion))
-        log.info("compile_cpu: %s", notes[-1])
     options = (
         f"entry={signature['name']} attention={attention} parallel={parallel}"
         + _plan_options(device)
     )
     run_pipeline(mod, f"builtin.module(poot-to-llvm-cpu{{{options}}})", trace=trace)
     _record_in_place(mod, signature)
+    planned = fused_op_records(mod)
+    notes = []
+    if not planned:
+        notes.append(nothing_to_plan(signature["name"], fusion))
+        log.info("compile_cpu: %s", notes[-1])
     return mod, Lowered(signature, fusion, planned, notes)
 
 
-def _planned_attention(mod: Module, device: "devices.Device | None", trace) -> list[dict[str, Any]]:
-    """Plan every fused op of `mod` for the CPU (the plan the CPU
-    pipeline makes again: same planner, same options) and describe each for
-    the manifest: its request, scale and source location."""
-    options = f"target=cpu max-grid-y={_CPU_MAX_GRID_Y}" + _plan_options(device)
-    run_pipeline(mod, f"builtin.module(poot-plan-attention{{{options}}})", trace=trace)
-    return [attention_entry(op) for op in attention_ops(mod, tuple(FUSED_OPS))]
+def fused_op_records(mod: Module) -> list[dict[str, Any]]:
+    """What the pipeline's planner made of each fused op, in program order:
+    `poot-record-fused-ops` wrote one JSON record per op on the module (its
+    kind, request, scale, source location)."""
+    attrs = mod.operation.attributes
+    if "poot.fused_ops" not in attrs:
+        return []
+    return [json.loads(StringAttr(text).value) for text in ArrayAttr(attrs["poot.fused_ops"])]
 
 
 def _record_in_place(mod: Module, signature: dict[str, Any]) -> None:
@@ -340,7 +335,6 @@ def compile_cpu(
     func: str | None = None,
     keep_ir: bool = False,
     device: "devices.Device | None" = None,
-    offload_arity: "list[int] | None" = None,
     fuse: bool = True,
     trace: PassTrace | None = None,
     parallel: str | None = None,
@@ -370,14 +364,10 @@ def compile_cpu(
     `find_openmp`) or "serial"; by default omp on a multi-core host with an
     OpenMP runtime installed.
 
-    `offload_arity` (one argument count per fused op, in program order) makes
-    the step a host program: each attention becomes a call the runtime
-    answers through the exported `poot_attention_hook` (compiler.hybrid).
     """
     from .._mlir_libs import _pootCPU
 
     d = device or devices.CPU
-    attention = "offload" if offload_arity is not None else "loops"
     if parallel is None:
         parallel, openmp = _parallel_mode(d)
     elif parallel == "omp":
@@ -399,7 +389,7 @@ def compile_cpu(
     if cache is not None and text is not None:
         key = hashlib.sha256(
             json.dumps(
-                [_CACHE_VERSION, text, func, d.to_json(), offload_arity, parallel, fuse,
+                [_CACHE_VERSION, text, func, d.to_json(), parallel, fuse,
                  str(openmp), cpu_name, cpu_features, opt_level, _compiler_fingerprint()]
             ).encode()
         ).hexdigest()
@@ -415,7 +405,7 @@ def compile_cpu(
             return out
 
     started = time.perf_counter()
-    mod, lowered = _lower(module, func, d, attention, parallel, fuse=fuse, trace=trace)
+    mod, lowered = _lower(module, func, d, "loops", parallel, fuse=fuse, trace=trace)
     signature = lowered.signature
     lowered_at = time.perf_counter()
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", signature["name"]):
@@ -443,11 +433,6 @@ def compile_cpu(
         exported = entry
         if "validate" in signature:
             exported += f"; _mlir_ciface_{signature['validate']['name']}"
-        if offload_arity is not None:
-            shim = Path(scratch) / "offload.c"
-            shim.write_text(offload_shim(offload_arity))
-            objects.append(str(shim))
-            exported += "; poot_attention_hook"
         exports.write_text(f"{{ global: {exported}; local: *; }};\n")
         libs = ["-lm"]
         if openmp is not None:
@@ -478,8 +463,6 @@ def compile_cpu(
             "link": round(linked - emitted, 3),
         },
     }
-    if offload_arity is not None:
-        manifest["offload"] = {"hook": "poot_attention_hook", "arity": list(offload_arity)}
     (out / "manifest.json").write_text(json.dumps(manifest, indent=2))
     if cache is not None and key is not None:
         _store_in_cache(cache, key, out)
@@ -499,21 +482,3 @@ def _store_in_cache(cache: Path, key: str, out: Path) -> None:
             shutil.rmtree(staging, ignore_errors=True)
     except OSError:
         pass  # a read-only or full cache only costs the next compile
-
-
-def offload_shim(arity: "list[int]") -> str:
-    """C source answering each `_mlir_ciface_poot_offload_<i>` by calling the
-    runtime's hook with the attention's index and its descriptor pointers."""
-    lines = [
-        "#include <stdint.h>",
-        "typedef void (*poot_hook_t)(int32_t id, void **descriptors);",
-        "poot_hook_t poot_attention_hook = 0;",
-    ]
-    for index, count in enumerate(arity):
-        params = ", ".join(f"void *a{k}" for k in range(count))
-        args = ", ".join(f"a{k}" for k in range(count))
-        lines.append(
-            f"void _mlir_ciface_poot_offload_{index}({params}) {{\n"
-            f"  void *d[] = {{{args}}};\n  poot_attention_hook({index}, d);\n}}"
-        )
-    return "\n".join(lines) + "\n"

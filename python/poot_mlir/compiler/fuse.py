@@ -9,8 +9,8 @@
 It runs the C++ pipeline `poot-fuse-attention` (canonicalize,
 poot-recognize-rope, poot-attention-rewrite, poot-select-blocks, cse) -- the
 same definition poot-opt registers -- and raises `errors.CompileError`
-carrying MLIR's diagnostics when a pass fails. `compile_cpu`, `compile_gpu`
-and `compile_hybrid` run it themselves (`fuse=False` turns that off).
+carrying MLIR's diagnostics when a pass fails. `compile_cpu` and `compile_gpu`
+run it themselves (`fuse=False` turns that off).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@
    runs the generated kernel's schedule as loops, the primitives as linalg,
    one shared object run in-process) — or, with `--target vulkan` / `wgpu` /
    `cuda`,
-   the whole step as GPU kernels (`compiler.compile_step_gpu`: every
+   the whole step as GPU kernels (`compiler.compile_gpu`: every
    primitive and the attention; Mesa lavapipe when there is no GPU), run by
    `runtime.program` with the KV caches resident on the device, written in
    place, and the weights uploaded once;
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.target in ("vulkan", "wgpu", "cuda"):
             # The whole step on the device: every primitive and the attention
             # as kernels, the KV caches resident there and written in place.
-            from ..compiler.step_gpu import compile_step_gpu
+            from ..compiler.gpu import compile_gpu
             from ..runtime.program import ProgramArtifact
 
             if args.target == "vulkan":
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
 
                 with CudaBackend() as probe:
                     device = probe.device_description()
-            path = compile_step_gpu(module, device, out)
+            path = compile_gpu(module, device, out)
             artifact = ProgramArtifact(path, backend=args.target)
             where = f"{device.name} (the whole step as kernels, state on the device)"
         else:

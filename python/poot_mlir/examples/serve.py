@@ -5,8 +5,8 @@
 1. traces the example decoder as a serving step (examples/paged_decoder.py:
    per-row positions and lengths, paged K/V pools, per-row LoRA slots),
    fuses every layer's attention into one paged `poot.attention` with a live
-   length, and compiles the step for the CPU (`--target vulkan`: the host
-   program on the CPU and the attention kernels on the Vulkan device);
+   length, and compiles the step for the CPU (`--target vulkan`: the whole
+   step as SPIR-V kernels, the pools resident on the Vulkan device);
 2. submits requests of different prompt lengths -- some sharing a 40-token
    prefix, some under LoRA adapters, one after its adapter was hot-reloaded
    -- arriving at different steps;
@@ -107,15 +107,43 @@ def make_runner(
 
         return CpuArtifact(compile_cpu(module, out)).session(state), "the CPU"
     if target == "vulkan":
-        from ..compiler.hybrid import compile_hybrid
-        from ..runtime.hybrid import HybridArtifact
+        from ..compiler.gpu import compile_gpu
+        from ..runtime.program import ProgramArtifact
         from ..runtime.vulkan import Device
 
         with Device() as probe:
             device = devices.from_vulkan_properties(probe.properties)
-        artifact = HybridArtifact(compile_hybrid(module, device, out), backend="vulkan")
-        return artifact.session(state), f"the CPU + {device.name} (attention as SPIR-V)"
+        artifact = ProgramArtifact(compile_gpu(module, device, out), backend="vulkan")
+        return DeviceRunner(artifact.session(state)), f"{device.name} (the whole step as SPIR-V)"
     raise ValueError(f"unknown target {target!r}")
+
+
+class DeviceRunner:
+    """A device-resident session for the engine. The engine edits pool rows
+    on the host between steps (copy-on-write block copies, through
+    `writable_state`); those edits go back to the device before the next
+    step."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.artifact = session.artifact
+        self._edited: "dict[str, np.ndarray] | None" = None
+
+    @property
+    def state(self) -> dict[str, np.ndarray]:
+        return self._edited if self._edited is not None else self.session.state
+
+    def writable_state(self) -> dict[str, np.ndarray]:
+        if self._edited is None:
+            self._edited = self.session.state
+        return self._edited
+
+    def step(self, inputs: Any) -> Any:
+        if self._edited is not None:
+            for name, array in self._edited.items():
+                self.session.write_state(name, array)
+            self._edited = None
+        return self.session.step(inputs)
 
 
 # --- the single-request reference ----------------------------------------------

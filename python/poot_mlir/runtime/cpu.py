@@ -249,7 +249,7 @@ class Session:
     def __init__(
         self, artifact: "CpuArtifact | str | Path", state: Mapping[str, np.ndarray] | None = None
     ) -> None:
-        # Any loaded artifact with a signature and run() (CPU, hybrid) steps.
+        # Any loaded artifact with a signature and run() steps.
         self.artifact = artifact if hasattr(artifact, "run") else load(artifact)
         signature = self.artifact.signature
         self._state = {

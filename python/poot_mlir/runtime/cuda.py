@@ -1,22 +1,23 @@
-"""CUDA backend for GPU artifacts (compiler.gpu, NVVM target), on cuda-python.
+"""CUDA backend for GPU artifacts (compiler.compile_gpu, NVVM target), on cuda-python.
 
 Imports no MLIR and no torch: the driver API comes from `cuda.bindings.driver`
 (cuda-python >= 12.6; the older `cuda.cuda` spelling is accepted too). Kernels
 are the artifact's PTX (JIT-compiled by the driver at load) or cubin, loaded
 with `cuModuleLoadData` and launched with `cuLaunchKernel`; every kernel
-argument is a plain device pointer (the bare-pointer ABI), in the manifest's
+argument is a plain device pointer (the bare-pointer ABI), in the program's
 `args` order.
 
 Three levels of use:
 
-    # 1. The generic artifact runner (numpy in, numpy out; binds and checks
-    #    like every other runtime):
+    # 1. The artifact's runtime (runtime.program: numpy in, numpy out, the
+    #    state resident; binds and checks like every other runtime):
     art = GpuArtifact("out/attn", backend="cuda")
     res = art.run({"q": q, "k": k, "v": v})
 
-    # 2. Device-resident inputs, no copies: torch/CuPy CUDA tensors (through
-    #    __cuda_array_interface__, DLPack or data_ptr), numpy arrays are
-    #    uploaded once; the step's launches are packed once and re-enqueued:
+    # 2. Device-resident arguments, no copies: torch/CuPy CUDA tensors
+    #    (through __cuda_array_interface__, DLPack or data_ptr), numpy arrays
+    #    are uploaded once; the program's launches are packed once and
+    #    re-enqueued:
     step = prepare(art, {"q": q_t, "k": k_t, "v": v_t, "len": len_t})
     step.launch()                     # enqueue on the backend's stream
     out = step.result("out")          # numpy copy of an output
@@ -28,9 +29,8 @@ Three levels of use:
     graph = step.capture()
     step.write("len", np.array([17], np.int32)); graph.replay()
 
-The backend protocol of runtime.gpu (upload / alloc / kernel / launch /
-download / close) is implemented by `CudaBackend`; `record()` and `capture()`
-add the repeated-sequence and graph paths.
+`CudaBackend` is the device under runtime.program's `_Cuda`; `record()` and
+`capture()` add the repeated-sequence and graph paths.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ import numpy as np
 
 from ..errors import BindError, PootError, ShapeBindError
 from . import binding
-from .gpu import result_buffer
 
 
 class CudaError(PootError, RuntimeError):
@@ -599,33 +598,53 @@ def _nbytes(buf: Any) -> int:
     return dev.nbytes
 
 
-# --- a whole step, device-resident -------------------------------------------------
+# --- a program bound to device buffers once ----------------------------------------
 
 
 class Step:
-    """The launches of every attention of an artifact, bound to device buffers
-    once (see `prepare`). Outputs live in device buffers (`outputs`)."""
+    """An artifact's program bound to device buffers once (see `prepare`):
+    its commands (launches; device-to-device copies) are packed once and
+    re-enqueued, captured or timed. Arguments are in `buffers`, the results
+    that are not written in place in `outputs`, by name."""
 
     def __init__(self, artifact: Any, buffers: dict[str, Any], outputs: dict[str, Any],
-                 sequence: LaunchSequence, ports: dict[str, binding.Port]):
+                 parts: list[Any], ports: dict[str, binding.Port], arena: Any):
         self.artifact = artifact
-        self.backend: CudaBackend = artifact.backend
+        self.backend: CudaBackend = artifact.device.backend
         self.buffers = buffers
         self.outputs = outputs
-        self.sequence = sequence
+        self.parts = parts
         self.ports = ports
+        self.arena = arena
+        sequences = [p for p in parts if isinstance(p, LaunchSequence)]
+        #: The launches, when the program is launches only (every attention).
+        self.sequence: LaunchSequence | None = (
+            sequences[0] if len(parts) == 1 and sequences else None
+        )
 
     def launch(self, stream: Any = None) -> None:
-        self.sequence.enqueue(stream)
+        """Enqueue the program's commands in order (asynchronous)."""
+        cu = self.backend.cu
+        s = self.backend.stream if stream is None else stream
+        for part in self.parts:
+            if isinstance(part, LaunchSequence):
+                part.enqueue(s)
+            else:
+                src, dst, nbytes = part
+                self.backend._check("cuMemcpyDtoDAsync", cu.cuMemcpyDtoDAsync(
+                    cu.CUdeviceptr(_pointer(dst)), cu.CUdeviceptr(_pointer(src)), nbytes, s))
 
     def capture(self, repeat: int = 1) -> CudaGraph:
-        return self.sequence.capture(repeat)
+        """A CUDA graph of `repeat` copies of the program."""
+        return self.backend.capture(lambda stream: [self.launch(stream) for _ in range(repeat)])
 
     def time(self, iters: int = 20, warmup: int = 2) -> float:
-        return self.sequence.time(iters=iters, warmup=warmup)
+        """Median device milliseconds of one enqueue of the program (CUDA
+        events around each)."""
+        return self.backend.time(self.launch, iters=iters, warmup=warmup)
 
     def write(self, name: str, value: Any) -> None:
-        """New contents for an input (e.g. len/pos between graph replays),
+        """New contents for an argument (e.g. len/pos between graph replays),
         checked like a bind (shape, dtype, declared range)."""
         port = self.ports[name]
         array = binding.normalize(port, value)
@@ -647,17 +666,48 @@ class Step:
             self.backend.fill32(buf, word)
 
 
+def _bind_device(backend: "CudaBackend", port: binding.Port, value: Any, check_ranges: bool) -> Any:
+    """A device buffer for one argument: a CUDA tensor or DeviceBuffer is
+    borrowed (shape and dtype checked), anything else bound and uploaded."""
+    dev = value if isinstance(value, DeviceBuffer) else as_device(value)
+    if dev is None:
+        array = binding.normalize(port, value)
+        if port.range is not None:
+            binding.check_range(port, array)
+        return backend.upload(array)
+    if isinstance(dev, DeviceArray):
+        if dev.shape != port.shape:
+            raise ShapeBindError(f"{port.describe()}: shape {dev.shape} does not match {port.spec()}")
+        if dev.dtype != port.dtype:
+            raise ShapeBindError(f"{port.describe()}: dtype {dev.dtype} does not match {port.spec()}")
+        buf = DeviceBuffer(dev.ptr, dev.nbytes, None, keep=dev.owner)
+    else:
+        need = int(np.prod(port.shape, dtype=np.int64)) * port.dtype.itemsize
+        if dev.nbytes < need:
+            raise ShapeBindError(f"{port.describe()}: buffer of {dev.nbytes} bytes < {need}")
+        buf = dev
+    if check_ranges and port.range is not None:
+        host = backend.download(buf, port.dtype, int(np.prod(port.shape))).reshape(port.shape)
+        binding.check_range(port, host)
+    return buf
+
+
 def prepare(artifact: Any, inputs: Mapping[str, Any], outputs: Mapping[str, Any] | None = None,
             *, check_ranges: bool = True) -> Step:
-    """Bind an artifact's step to device-resident buffers, once.
+    """Bind an artifact's step program (runtime.program.ProgramArtifact on
+    the CUDA backend) to device-resident buffers, once.
 
-    `inputs`: name -> a CUDA tensor (borrowed, no copy), a DeviceBuffer, or a
-    numpy array / Python value (bound like `GpuArtifact.run`, then uploaded).
-    Device tensors are checked for shape and dtype; an argument with a
-    declared range (read maps, len/pos) is read back once and range-checked
-    unless check_ranges=False. `outputs`: optional name -> CUDA tensor to
-    write into; others are allocated."""
-    backend = artifact.backend
+    `inputs`: every argument, state included, by name -> a CUDA tensor
+    (borrowed, no copy), a DeviceBuffer, or a numpy array / Python value
+    (bound like `run`, then uploaded). Device tensors are checked for shape
+    and dtype; an argument with a declared range (read maps, len/pos) is
+    read back once and range-checked unless check_ranges=False. `outputs`:
+    optional name -> CUDA tensor that a result is written into (instead of
+    its place in the arena); the others stay in the arena. A state the step
+    writes in place is written into its argument's buffer. The step's
+    validation prologue is not run here (`Session.step` runs it): a Step
+    launches exactly the step's program."""
+    backend = getattr(artifact.device, "backend", None)
     if not isinstance(backend, CudaBackend):
         raise PootError("prepare() needs an artifact loaded with the CUDA backend")
     signature: binding.Signature = artifact.signature
@@ -670,62 +720,52 @@ def prepare(artifact: Any, inputs: Mapping[str, Any], outputs: Mapping[str, Any]
     for port in signature.args:
         if port.key not in inputs:
             raise binding.MissingInputError(f"no value for argument {port.describe()}")
-        value = inputs[port.key]
-        dev = value if isinstance(value, DeviceBuffer) else as_device(value)
-        if dev is None:
-            array = binding.normalize(port, value)
-            if port.range is not None:
-                binding.check_range(port, array)
-            buffers[port.key] = backend.upload(array)
-            continue
-        if isinstance(dev, DeviceArray):
-            if dev.shape != port.shape:
-                raise ShapeBindError(f"{port.describe()}: shape {dev.shape} does not match {port.spec()}")
-            if dev.dtype != port.dtype:
-                raise ShapeBindError(f"{port.describe()}: dtype {dev.dtype} does not match {port.spec()}")
-            buf = DeviceBuffer(dev.ptr, dev.nbytes, None, keep=dev.owner)
-        else:
-            need = int(np.prod(port.shape, dtype=np.int64)) * port.dtype.itemsize
-            if dev.nbytes < need:
-                raise ShapeBindError(f"{port.describe()}: buffer of {dev.nbytes} bytes < {need}")
-            buf = dev
-        if check_ranges and port.range is not None:
-            host = backend.download(buf, port.dtype, int(np.prod(port.shape))).reshape(port.shape)
-            binding.check_range(port, host)
-        buffers[port.key] = buf
+        buffers[port.key] = _bind_device(backend, port, inputs[port.key], check_ranges)
 
-    out_buffers: dict[str, Any] = {}
-    values: dict[str, Any] = {}  # device results a later fused op reads
-    launches = []
-    scratch = []
-    for attention in artifact.manifest["attention"]:
-        dtype, count = result_buffer(attention)
-        names = attention["outputs"]
-        given = [n for n in names if outputs and n in outputs]
-        if given:
-            dev = as_device(outputs[given[0]])
-            if dev is None or dev.nbytes < count * dtype.itemsize or dev.dtype != dtype:
-                raise ShapeBindError(f"output {given[0]!r} must be a {dtype} CUDA tensor of {count} elements")
-            out = DeviceBuffer(dev.ptr, dev.nbytes, None, keep=dev.owner)
+    program = artifact.programs[signature.name]
+    descs = program["buffers"]
+    # Which buffer holds each result that is not written in place.
+    remaining = iter(program["results"])
+    result_ids = {p.key: next(remaining) for p in signature.results if p.in_place_of is None}
+    given: dict[int, Any] = {}
+    for name, tensor in (outputs or {}).items():
+        if name not in result_ids:
+            raise BindError(f"no result {name!r} to write into (results: {sorted(result_ids)})")
+        port, index = ports[name], result_ids[name]
+        dev = as_device(tensor)
+        need = int(np.prod(port.shape, dtype=np.int64)) * port.dtype.itemsize
+        if dev is None or dev.nbytes < need or dev.dtype != port.dtype:
+            raise ShapeBindError(f"output {name!r} must be a {port.dtype} CUDA tensor of {need} bytes")
+        if descs[index]["kind"] != "temp":
+            raise BindError(f"result {name!r} is an argument or constant buffer of the program")
+        given[index] = DeviceBuffer(dev.ptr, dev.nbytes, None, keep=dev.owner)
+    arena = backend.alloc(program["arena_bytes"]) if program["arena_bytes"] else None
+    bufs: list[Any] = []
+    for index, desc in enumerate(descs):
+        if index in given:
+            bufs.append(given[index])
+        elif desc["kind"] == "arg":
+            bufs.append(buffers[signature.args[desc["index"]].key])
+        elif desc["kind"] == "temp":
+            bufs.append(DeviceBuffer(int(arena.ptr) + desc["offset"], desc["bytes"], None, keep=arena))
         else:
-            out = backend.alloc(count * dtype.itemsize)
-        for n in names:
-            out_buffers[n] = out
-        if "value" in attention:
-            values[attention["value"]] = out
-        local = {
-            operand: values[source] if source in values else buffers[source]
-            for operand, source in attention["operands"].items()
-        }
-        local["out"] = out
-        if attention["scratch_floats"]:
-            local["scratch"] = backend.alloc(attention["scratch_floats"] * 4)
-            scratch.append(local["scratch"])
-        for l in attention["launches"]:
-            launches.append((artifact._kernel(l), [local[a] for a in l["args"]], tuple(l["grid"])))
-    for port in signature.results:
-        if port.key not in out_buffers:
-            raise PootError(f"artifact produces no value for {port.describe()}")
-    step = Step(artifact, buffers, out_buffers, backend.record(launches), ports)
-    step.scratch = scratch  # type: ignore[attr-defined]
-    return step
+            buf = backend.alloc(desc["bytes"])
+            backend.write(buf, np.frombuffer(bytes.fromhex(desc["hex"]), np.uint8))
+            bufs.append(buf)
+    parts: list[Any] = []
+    launches: list[tuple] = []
+    for command in program["commands"]:
+        if "launch" in command:
+            launch = command["launch"]
+            launches.append((artifact.kernel(launch), [bufs[a] for a in launch["args"]],
+                             tuple(launch["grid"])))
+            continue
+        if launches:
+            parts.append(backend.record(launches))
+            launches = []
+        copy = command["copy"]
+        parts.append((bufs[copy["from"]], bufs[copy["to"]], copy["bytes"]))
+    if launches:
+        parts.append(backend.record(launches))
+    out_buffers = {name: bufs[index] for name, index in result_ids.items()}
+    return Step(artifact, buffers, out_buffers, parts, ports, arena)

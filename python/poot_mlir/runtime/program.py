@@ -1,4 +1,4 @@
-"""Run a whole-step GPU artifact (compiler.step_gpu) with its state resident
+"""Run a GPU artifact (compiler.compile_gpu) with its state resident
 on the device. Imports no MLIR.
 
 The artifact's program lists the step's buffers and its commands; a session
@@ -28,6 +28,9 @@ from . import binding
 
 class _Vulkan:
     """The program's device operations on runtime.vulkan."""
+
+    #: The SPIR-V client whose kernels it runs (check_client).
+    client = "vulkan"
 
     def __init__(self, prefer: str) -> None:
         from . import vulkan as vk
@@ -69,6 +72,8 @@ class _Wgpu(_Vulkan):
     device takes the command list itself: launches and copies in order in
     one submission (WebGPU orders them; no batching by hand)."""
 
+    client = "wgpu"
+
     def __init__(self, prefer: str) -> None:
         from . import wgpu as wg
 
@@ -87,6 +92,8 @@ class _Wgpu(_Vulkan):
 
 class _Cuda:
     """The program's device operations on runtime.cuda (cuda-python)."""
+
+    client = "cuda"
 
     def __init__(self) -> None:
         from .cuda import CudaBackend, DeviceBuffer
@@ -203,6 +210,14 @@ def _offset(buf: Any) -> int:
 BACKENDS = ("vulkan", "lavapipe", "cuda", "wgpu", "wgpu-lavapipe")
 
 
+def make_device(backend: str) -> Any:
+    """The device operations of a backend by name (see BACKENDS). One device
+    can serve several artifacts: `ProgramArtifact(path, device)` shares it
+    (and leaves closing it to the caller); its `.backend` is the CUDA
+    backend (runtime.cuda.CudaBackend) on "cuda"."""
+    return _device(backend)
+
+
 def _device(backend: str) -> Any:
     if backend in ("vulkan", "lavapipe"):
         return _Vulkan("lavapipe" if backend == "lavapipe" else "any")
@@ -232,7 +247,9 @@ def check_client(manifest: dict[str, Any], on_wgpu: bool, path: Path) -> None:
 class ProgramArtifact:
     """A loaded whole-step GPU artifact."""
 
-    def __init__(self, path: "str | Path", backend: str = "vulkan") -> None:
+    def __init__(self, path: "str | Path", backend: "str | Any" = "vulkan") -> None:
+        """`backend`: a name from BACKENDS (the artifact opens and closes its
+        own device) or a device from `make_device` (shared, not closed here)."""
         self.path = Path(path)
         manifest_path = self.path / "manifest.json"
         if not manifest_path.is_file():
@@ -240,10 +257,13 @@ class ProgramArtifact:
         self.manifest = json.loads(manifest_path.read_text())
         if self.manifest.get("format") != "poot-artifact/1" or self.manifest.get("kind") != "program":
             raise PootError(f"{manifest_path} is not a whole-step GPU artifact")
-        check_client(self.manifest, backend.startswith("wgpu"), self.path)
+        named = isinstance(backend, str)
+        on_wgpu = backend.startswith("wgpu") if named else backend.client == "wgpu"
+        check_client(self.manifest, on_wgpu, self.path)
         self.signature = binding.Signature.from_json(self.manifest["function"])
         self.programs = self.manifest["programs"]
-        self.device = _device(backend)
+        self.device = _device(backend) if named else backend
+        self._owns_device = named
         self._kernels: dict[tuple[str, str], Any] = {}
 
     @property
@@ -283,7 +303,14 @@ class ProgramArtifact:
         return result
 
     def close(self) -> None:
-        self.device.close()
+        if self._owns_device:
+            self.device.close()
+
+    def __enter__(self) -> "ProgramArtifact":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 #: Address sets of borrowed inputs a session keeps a graph (or command list) for.
@@ -511,6 +538,16 @@ class Session:
                     outputs[k] = dev.device_output(buf, port.dtype, port.shape)
         named = {p.key: v for p, v in zip(signature.results, outputs) if p.name is not None and v is not None}
         return binding.Result(outputs, named, {})
+
+    def write_state(self, name: str, value: Any) -> None:
+        """Replace one state on the device (bound like the initial state):
+        for a driver that edits state between steps (the serving engine's
+        copy-on-write block copies)."""
+        for port, buf in zip(self.artifact.signature.args, self._args):
+            if port.state == name:
+                self.artifact.device.write(buf, binding.normalize(port, value))
+                return
+        raise BindError(f"unknown state {name!r} (the function's state: {list(self.artifact.signature.state_names)})")
 
     @property
     def state(self) -> dict[str, np.ndarray]:
