@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::poot {
@@ -35,6 +36,37 @@ constexpr int64_t kMinChunk = 128;
 /// an op whose last output dimension it divides runs on 1/kColumns of the
 /// threads, so it is split kColumns x further to fill the device.
 constexpr int64_t kColumns = 4;
+
+/// A reduction whose init is a fill (through reshapes) that other ops share
+/// gets a fill of its own: bufferization would otherwise fill one buffer
+/// and copy it into each reduction's output (a copy kernel per matmul), and
+/// poot-gpu-fold-fills folds only a fill the reduction owns.
+void ownFill(RewriterBase &rewriter, linalg::LinalgOp op) {
+  OpOperand *init = op.getDpsInitOperand(0);
+  SmallVector<Operation *> chain; // the init's producers, init first
+  Value v = init->get();
+  bool shared = false;
+  while (Operation *def = v.getDefiningOp()) {
+    shared |= !v.hasOneUse();
+    chain.push_back(def);
+    if (isa<linalg::FillOp>(def))
+      break;
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
+      return;
+    v = def->getOperand(0);
+  }
+  auto fill = chain.empty() ? linalg::FillOp() : dyn_cast<linalg::FillOp>(chain.back());
+  if (!fill || !shared)
+    return;
+  rewriter.setInsertionPoint(op);
+  IRMapping mapping;
+  if (auto empty = fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>())
+    mapping.map(empty.getResult(), rewriter.clone(*empty)->getResult(0));
+  Value copy;
+  for (Operation *producer : llvm::reverse(chain))
+    copy = rewriter.clone(*producer, mapping)->getResult(0);
+  rewriter.modifyOpInPlace(op, [&] { init->set(copy); });
+}
 
 /// A keepdim reduction writes its output through constant-zero results
 /// ((d0, d1) -> (d0, 0): the lowering of a reduce that keeps its axis).
@@ -197,6 +229,8 @@ struct SplitReductions
     });
     SmallVector<linalg::LinalgOp> candidates;
     for (linalg::LinalgOp op : reductions) {
+      if (op.getNumDpsInits() == 1)
+        ownFill(rewriter, op);
       if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation())) {
         rewriter.setInsertionPoint(generic);
         if (linalg::GenericOp dropped = dropKeptDims(rewriter, generic))

@@ -80,3 +80,30 @@ func.func @heads(%x: tensor<32x128xf32>, %w: tensor<32x128x4096xf32>, %init: ten
   } -> tensor<4096xf32>
   return %r : tensor<4096xf32>
 }
+
+// Two matmuls whose inits are one shared fill (through a reshape): each
+// gets a fill of its own, so bufferization does not fill one buffer and
+// copy it into both outputs.
+// CHECK-LABEL: func.func @shared_fill
+// CHECK: %[[F1:.*]] = linalg.fill {{.*}} -> tensor<1x1024xf32>
+// CHECK: %[[F2:.*]] = linalg.fill {{.*}} -> tensor<1x1024xf32>
+// CHECK: outs(%[[F2]] : tensor<1x1024xf32>)
+// CHECK: tensor.expand_shape %[[F1]]
+// CHECK-NOT: linalg.fill {{.*}} -> tensor<1x1024xf32>
+// CHECK: return
+func.func @shared_fill(%x: tensor<1x4096xf32>, %w: tensor<4096x1024xf32>, %v: tensor<4096x1024xf32>) -> (tensor<1x1024xf32>, tensor<1x1x1024xf32>) {
+  %e = tensor.empty() : tensor<1x1024xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<1x1024xf32>) -> tensor<1x1024xf32>
+  %o = linalg.matmul ins(%x, %w : tensor<1x4096xf32>, tensor<4096x1024xf32>) outs(%i : tensor<1x1024xf32>) -> tensor<1x1024xf32>
+  %ie = tensor.expand_shape %i [[0, 1], [2]] output_shape [1, 1, 1024] : tensor<1x1024xf32> into tensor<1x1x1024xf32>
+  %xe = tensor.expand_shape %x [[0, 1], [2]] output_shape [1, 1, 4096] : tensor<1x4096xf32> into tensor<1x1x4096xf32>
+  %o2 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%xe, %v : tensor<1x1x4096xf32>, tensor<4096x1024xf32>) outs(%ie : tensor<1x1x1024xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x1x1024xf32>
+  return %o, %o2 : tensor<1x1024xf32>, tensor<1x1x1024xf32>
+}
