@@ -631,8 +631,10 @@ def PootGPUPromoteAccumulators
     loop-invariant element of a loop-invariant memref, which the body also
     loads (and no other element of it) before the store, carries that value
     as an iteration argument instead: one load before the loop, one store
-    after it. A body with nested regions or other side effects is left as
-    it is.
+    after it. The loop's invariant code (index math a folded view left in
+    the body) is hoisted first by upstream `moveLoopInvariantCode`, so such
+    indices read as invariant. A body with nested regions or other side
+    effects is left as it is.
 
     Before:
     ```mlir
