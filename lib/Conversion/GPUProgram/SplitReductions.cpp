@@ -68,58 +68,88 @@ void ownFill(RewriterBase &rewriter, linalg::LinalgOp op) {
   rewriter.modifyOpInPlace(op, [&] { init->set(copy); });
 }
 
-/// A keepdim reduction writes its output through constant-zero results
-/// ((d0, d1) -> (d0, 0): the lowering of a reduce that keeps its axis).
-/// splitReduction reads only permutations, so the unit dimensions leave
-/// the output: the op writes a collapsed init, and its result is expanded
-/// back to the original type. Returns the new op, or null.
-linalg::GenericOp dropKeptDims(RewriterBase &rewriter, linalg::GenericOp op) {
-  if (op.getNumDpsInits() != 1 || !op.hasPureTensorSemantics())
-    return {};
-  OpOperand *init = op.getDpsInitOperand(0);
-  auto type = dyn_cast<RankedTensorType>(init->get().getType());
-  AffineMap map = op.getMatchingIndexingMap(init);
-  if (!type || !type.hasStaticShape())
-    return {};
-  SmallVector<AffineExpr> kept;
-  SmallVector<int64_t> shape;
+/// An operand read or written through constant-zero results at unit
+/// dimensions ((d0, d1) -> (d0, 0): the lowering of a reduce that keeps its
+/// axis, or such a value broadcast into a fused consumer), as the
+/// reassociation that drops them, the collapsed shape and the map without
+/// them; nothing when it has none or another constant.
+struct Dropped {
   SmallVector<ReassociationIndices> groups;
+  SmallVector<int64_t> shape;
+  AffineMap map;
+};
+std::optional<Dropped> keptDims(RankedTensorType type, AffineMap map) {
+  if (!type || !type.hasStaticShape() || type.getRank() != map.getNumResults())
+    return std::nullopt;
+  Dropped d;
+  SmallVector<AffineExpr> kept;
   ReassociationIndices pending; // dropped dims before the first kept one
   for (auto [i, expr] : llvm::enumerate(map.getResults())) {
-    auto constant = dyn_cast<AffineConstantExpr>(expr);
-    if (constant) {
+    if (auto constant = dyn_cast<AffineConstantExpr>(expr)) {
       if (constant.getValue() != 0 || type.getDimSize(i) != 1)
-        return {};
-      if (groups.empty())
+        return std::nullopt;
+      if (d.groups.empty())
         pending.push_back(i);
       else
-        groups.back().push_back(i);
+        d.groups.back().push_back(i);
       continue;
     }
     kept.push_back(expr);
-    shape.push_back(type.getDimSize(i));
-    groups.push_back(pending);
-    groups.back().push_back(i);
+    d.shape.push_back(type.getDimSize(i));
+    d.groups.push_back(pending);
+    d.groups.back().push_back(i);
     pending.clear();
   }
   // (`pending` is left over only when every result was dropped: a rank-0
-  // init, collapsed with no groups.)
+  // operand, collapsed with no groups.)
   if (kept.size() == map.getNumResults())
+    return std::nullopt;
+  d.map = AffineMap::get(map.getNumDims(), 0, kept, map.getContext());
+  return d;
+}
+
+/// splitReduction reads only permutation maps, so the unit dimensions leave
+/// every operand that has them: the op reads and writes collapsed tensors
+/// (tensor.collapse_shape), and a collapsed result is expanded back to the
+/// original type. Returns the new op, or null.
+linalg::GenericOp dropKeptDims(RewriterBase &rewriter, linalg::GenericOp op) {
+  if (op.getNumDpsInits() != 1 || !op.hasPureTensorSemantics())
     return {};
   Location loc = op.getLoc();
-  auto collapsedType = RankedTensorType::get(shape, type.getElementType());
-  Value collapsed = tensor::CollapseShapeOp::create(rewriter, loc, collapsedType,
-                                                    init->get(), groups);
   SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-  maps.back() = AffineMap::get(map.getNumDims(), 0, kept, op.getContext());
+  SmallVector<Value> operands;
+  std::optional<Dropped> result;
+  bool changed = false;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+    std::optional<Dropped> d =
+        keptDims(type, op.getMatchingIndexingMap(&operand));
+    if (!d) {
+      operands.push_back(operand.get());
+      continue;
+    }
+    changed = true;
+    operands.push_back(tensor::CollapseShapeOp::create(
+        rewriter, loc, RankedTensorType::get(d->shape, type.getElementType()),
+        operand.get(), d->groups));
+    maps[operand.getOperandNumber()] = d->map;
+    if (op.isDpsInit(&operand))
+      result = d;
+  }
+  if (!changed)
+    return {};
+  Value init = operands.back();
+  operands.pop_back();
   auto generic = linalg::GenericOp::create(
-      rewriter, loc, TypeRange{collapsedType}, op.getDpsInputs(),
-      ValueRange{collapsed}, maps, op.getIteratorTypesArray());
+      rewriter, loc, TypeRange{init.getType()}, operands, ValueRange{init},
+      maps, op.getIteratorTypesArray());
   rewriter.inlineRegionBefore(op.getRegion(), generic.getRegion(),
                               generic.getRegion().begin());
-  Value expanded = tensor::ExpandShapeOp::create(rewriter, loc, type,
-                                                 generic.getResult(0), groups);
-  rewriter.replaceOp(op, expanded);
+  Value out = generic.getResult(0);
+  if (result)
+    out = tensor::ExpandShapeOp::create(rewriter, loc, op.getResult(0).getType(),
+                                        out, result->groups);
+  rewriter.replaceOp(op, out);
   return generic;
 }
 

@@ -107,3 +107,24 @@ func.func @shared_fill(%x: tensor<1x4096xf32>, %w: tensor<4096x1024xf32>, %v: te
   } -> tensor<1x1x1024xf32>
   return %o, %o2 : tensor<1x1024xf32>, tensor<1x1x1024xf32>
 }
+
+// A norm's scale fused into the matmul that follows it (lm_head): the
+// keepdim sum is read through (d0, d1, d2) -> (d0, 0): the input is
+// collapsed too, so the matmul still splits (8000 threads of 4 columns:
+// min(65536 / 8000, 4096 / 128) = 8).
+// CHECK-LABEL: func.func @fused_norm
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<1x1xf32> into tensor<1xf32>
+// CHECK: } -> tensor<8x1x32000xf32>
+// CHECK: } -> tensor<1x32000xf32>
+func.func @fused_norm(%x: tensor<1x4096xf32>, %ms: tensor<1x1xf32>, %w: tensor<4096x32000xf32>, %init: tensor<1x32000xf32>) -> tensor<1x32000xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d0, 0)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %ms, %w : tensor<1x4096xf32>, tensor<1x1xf32>, tensor<4096x32000xf32>) outs(%init : tensor<1x32000xf32>) {
+  ^bb0(%a: f32, %s: f32, %b: f32, %acc: f32):
+    %q = math.rsqrt %s : f32
+    %n = arith.mulf %a, %q : f32
+    %m = arith.mulf %n, %b : f32
+    %t = arith.addf %acc, %m : f32
+    linalg.yield %t : f32
+  } -> tensor<1x32000xf32>
+  return %r : tensor<1x32000xf32>
+}
