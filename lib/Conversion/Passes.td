@@ -729,11 +729,11 @@ def PootGPUVectorizeColumns
     other region ops depending on it, is left scalar (still unrolled).
     With `vector-memory=false` (the SPIR-V pipelines: upstream's
     vector.load lowering to SPIR-V bitcasts the element pointer to a vector
-    pointer, which this change did not try on lavapipe or naga) a group's
-    load is `width` scalar loads assembled by `vector.from_elements` and its
-    store `width` extracts and stores: the
-    arithmetic is still a vector per thread, and adjacent lanes' loads are
-    left for the driver to combine.
+    pointer, which spirv-val refuses under logical addressing — "is not a
+    logical pointer" — though lavapipe runs it) a group's load is `width`
+    scalar loads assembled by `vector.from_elements` and its store `width`
+    extracts and stores: the arithmetic is still a vector per thread, and
+    adjacent lanes' loads are left for the driver to combine.
 
     Before:
     ```mlir
