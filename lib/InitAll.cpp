@@ -19,6 +19,7 @@
 #include "mlir/Conversion/GPUCommon/GPUToLLVM.h"
 #include "mlir/Conversion/UBToLLVM/UBToLLVM.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -48,7 +49,10 @@
 #include "mlir/Transforms/Passes.h"
 
 void mlir::poot::registerAllDialects(DialectRegistry &registry) {
-  registry.insert<poot::PootDialect, arith::ArithDialect, func::FuncDialect,
+  // affine: the whole-step lowering's index math (affine.linearize_index
+  // from fold-memref-alias-ops) reads back in lit tests.
+  registry.insert<poot::PootDialect, affine::AffineDialect,
+                  arith::ArithDialect, func::FuncDialect,
                   math::MathDialect, tensor::TensorDialect,
                   linalg::LinalgDialect, scf::SCFDialect, memref::MemRefDialect,
                   gpu::GPUDialect, cf::ControlFlowDialect,
@@ -113,6 +117,8 @@ void mlir::poot::registerAllPasses() {
   poot::registerPootGPUHostToParallel();
   poot::registerPootGPUSplitReductions();
   poot::registerPootGPUPromoteAccumulators();
+  poot::registerPootGPUFoldFills();
+  poot::registerPootGPUVectorizeColumns();
   poot::registerPootGPUSPIRVEntryABI();
   poot::registerPootSPIRVBuildNonFinite();
   poot::registerPootSPIRVSignedOperands();

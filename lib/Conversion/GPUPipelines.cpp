@@ -194,7 +194,7 @@ void mlir::poot::buildPootStepToSPIRVPipeline(
     OpPassManager &pm, const PootSPIRVPipelineOptions &o) {
   addWholeStepPasses(pm, [&](OpPassManager &p) {
     addPlanAndGenerate(p, DeviceTarget::SPIRV, o);
-  });
+  }, /*vectorMemory=*/false);
   pm.addPass(createPootGPUSPIRVEntryABI());
   addSPIRVLowering(pm, /*everyType=*/true, o.client);
 }
@@ -203,7 +203,7 @@ void mlir::poot::buildPootStepToNVVMPipeline(
     OpPassManager &pm, const PootNVVMPipelineOptions &o) {
   addWholeStepPasses(pm, [&](OpPassManager &p) {
     addPlanAndGenerate(p, DeviceTarget::NVVM, o);
-  });
+  }, /*vectorMemory=*/true);
   addNVVMLowering(pm, o);
 }
 
@@ -211,7 +211,7 @@ void mlir::poot::buildPootStepToROCDLPipeline(
     OpPassManager &pm, const PootROCDLPipelineOptions &o) {
   addWholeStepPasses(pm, [&](OpPassManager &p) {
     addPlanAndGenerate(p, DeviceTarget::ROCDL, o);
-  });
+  }, /*vectorMemory=*/true);
   addROCDLLowering(pm, o);
 }
 

@@ -123,9 +123,11 @@ void buildPootStepToROCDLPipeline(OpPassManager &pm,
 
 /// The target-independent part of a whole step (StepPipelines.cpp), with the
 /// planner and the attention generator added by `planAndGenerate`; the
-/// caller adds the kernels' lowering.
+/// caller adds the kernels' lowering. `vectorMemory`: whether the target's
+/// lowering takes vector loads and stores (poot-gpu-vectorize-columns).
 void addWholeStepPasses(OpPassManager &pm,
-                        llvm::function_ref<void(OpPassManager &)> planAndGenerate);
+                        llvm::function_ref<void(OpPassManager &)> planAndGenerate,
+                        bool vectorMemory);
 
 void registerPootGPUPipelines();
 

@@ -608,25 +608,35 @@ def PootGPUAttentionLaunches
 
 def PootGPUSplitReductions
     : Pass<"poot-gpu-split-reductions", "::mlir::func::FuncOp"> {
-  let summary = "Split the long reductions of narrow linalg ops (decode matmuls) over more threads";
+  let summary = "Split the long reductions of narrow linalg ops (decode matmuls, norms) over more threads";
   let description = [{
     Runs on linalg on tensors in a whole-step GPU pipeline, before
-    bufferization. A linalg op with one reduction loop, indexing maps that
-    are projected permutations, static f32 shapes and fewer parallel
-    iterations than `min-threads` (a decode step's matmul:
-    [1, d] x [d, n] has n) is rewritten by upstream `linalg::splitReduction`
-    with the largest power-of-two ratio that divides the reduction, brings
-    the parallel iterations to `min-threads` and leaves each thread at least
-    128 products: partial sums over an extra leading parallel dimension, then
-    a final reduction of `ratio` terms. (The summation order changes: f32
-    results move within rounding.)
+    bufferization. Every reduction is first shaped for upstream
+    `linalg::splitReduction`, which reads only permutation maps and one
+    reduction loop: a keepdim output (`(d0, d1) -> (d0, 0)`, an RMSNorm's
+    sum of squares) leaves its unit dimensions (the op writes a
+    `tensor.collapse_shape` of its init, its result is expanded back), and
+    adjacent reduction loops read as one run by every operand (the output
+    projection's heads x head_dim) fold into one (upstream
+    `collapseOpIterationDims`). Then a linalg op with one reduction loop,
+    projected-permutation maps, static f32 shapes and fewer threads than
+    `min-threads` (its parallel iterations, over 4 when its last output
+    dimension is a multiple of 4: poot-gpu-vectorize-columns gives each
+    thread 4 columns) is rewritten by `linalg::splitReduction` with the
+    largest power-of-two ratio that divides the reduction, brings the threads
+    to `min-threads` and leaves each thread at least 128 products: partial
+    sums over an extra leading parallel dimension, then a final reduction
+    of `ratio` terms, interchanged (upstream `interchangeGenericOp`) so that
+    its split loop is innermost: its threads run over the outputs, not one
+    thread over everything. (The summation order changes: f32 results move
+    within rounding.)
 
     Before:
     ```mlir
     %o = linalg.matmul ins(%x, %w : tensor<1x4096xf32>, tensor<4096x1024xf32>)
                        outs(%init : tensor<1x1024xf32>) -> tensor<1x1024xf32>
     ```
-    After (ratio 32):
+    After (256 threads of 4 columns; ratio min(65536 / 256, 4096 / 128) = 32):
     ```mlir
     %p = linalg.generic {iterator_types = ["parallel", "parallel",
            "parallel", "reduction"]} ... -> tensor<32x1x1024xf32>
@@ -635,8 +645,8 @@ def PootGPUSplitReductions
     ```
   }];
   let options = [
-    Option<"minThreads", "min-threads", "int64_t", /*default=*/"32768",
-           "Parallel iterations to reach (a device's threads in flight)">
+    Option<"minThreads", "min-threads", "int64_t", /*default=*/"65536",
+           "Threads to reach (a device's threads in flight)">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
@@ -653,8 +663,10 @@ def PootGPUPromoteAccumulators
     loop-invariant element of a loop-invariant memref, which the body also
     loads (and no other element of it) before the store, carries that value
     as an iteration argument instead: one load before the loop, one store
-    after it. A body with nested regions or other side effects is left as
-    it is.
+    after it. The loop's invariant code (index math a folded view left in
+    the body) is hoisted first by upstream `moveLoopInvariantCode`, so such
+    indices read as invariant. A body with nested regions or other side
+    effects is left as it is.
 
     Before:
     ```mlir
@@ -679,6 +691,127 @@ def PootGPUPromoteAccumulators
     ```
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def PootGPUFoldFills
+    : Pass<"poot-gpu-fold-fills", "::mlir::func::FuncOp"> {
+  let summary = "Start a reduction from its fill's value instead of a separate fill kernel";
+  let description = [{
+    Runs on buffers after `poot-gpu-promote-accumulators` in a whole-step
+    GPU pipeline. A top-level `scf.parallel` whose body is one store of a
+    value defined outside it (a lowered `linalg.fill`) is folded into the
+    next top-level op that touches its buffer (or a view of it), when that
+    op is an `scf.parallel` over the same constant iteration space whose
+    body touches the buffer itself only directly (not in a nested region):
+    one load at the filled indices (the accumulator's start), before any
+    store, and stores at the same indices. Each reduction iteration then
+    reads exactly the element the fill wrote in the corresponding iteration
+    and overwrites it, so the load becomes the fill's value and the fill
+    (one launch and one pass over the buffer) goes. Anything else between
+    them that uses the buffer keeps both.
+
+    Before:
+    ```mlir
+    scf.parallel (%n) = (%c0) to (%c256) step (%c1) {
+      memref.store %zero, %out[%c0, %n] : memref<1x256xf32>
+    }
+    scf.parallel (%n) = (%c0) to (%c256) step (%c1) {
+      %0 = memref.load %out[%c0, %n] : memref<1x256xf32>
+      %1 = scf.for %s = %c0 to %c16 step %c1 iter_args(%acc = %0) -> (f32) { ... }
+      memref.store %1, %out[%c0, %n] : memref<1x256xf32>
+    }
+    ```
+    After:
+    ```mlir
+    scf.parallel (%n) = (%c0) to (%c256) step (%c1) {
+      %1 = scf.for %s = %c0 to %c16 step %c1 iter_args(%acc = %zero) -> (f32) { ... }
+      memref.store %1, %out[%c0, %n] : memref<1x256xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def PootGPUVectorizeColumns
+    : Pass<"poot-gpu-vectorize-columns", "::mlir::func::FuncOp"> {
+  let summary = "Give each thread of a reduction kernel `width` consecutive output columns, as vectors, with its reduction loop unrolled";
+  let description = [{
+    Runs on buffers after `poot-gpu-promote-accumulators` in a whole-step
+    GPU pipeline, before `poot-gpu-host-to-parallel`. A decode matmul's
+    kernel is a top-level `scf.parallel` whose threads each sum a column's
+    products in a serial loop, one 4-byte load per step: too few bytes in
+    flight to stream the weights. For a top-level loop that holds a
+    reduction (an `scf.for` with iteration arguments) and whose last
+    dimension runs 0..N (N a multiple of `width`), each iteration takes
+    `width` consecutive values of that dimension instead: every load and
+    store indexed by it in the last position (directly, or through an
+    `affine.linearize_index` whose last term it is, over a basis of whole
+    groups) becomes a `vector.load`/`vector.store` of `width` elements with
+    `width x 4`-byte alignment (32-bit elements; the buffer's static strides
+    and offset must keep each group aligned — every whole-step buffer starts
+    256-byte aligned), values computed from them become vectors
+    (elementwise arith/math ops), uniform values (the activation `x[k]`)
+    stay scalar and are broadcast. Then, in every top-level loop holding a
+    reduction, the innermost reduction loops are unrolled `unroll` times by
+    upstream `loopUnrollByFactor` (a remainder loop when the trip count is
+    not a multiple), so several independent loads are in flight per
+    thread. A loop whose body uses the column index any other way, or has
+    other region ops depending on it, is left scalar (still unrolled).
+    With `vector-memory=false` (the SPIR-V pipelines: upstream's
+    vector.load lowering to SPIR-V bitcasts the element pointer to a vector
+    pointer, which spirv-val refuses under logical addressing — "is not a
+    logical pointer" — though lavapipe runs it) a group's load is `width`
+    scalar loads assembled by `vector.from_elements` and its store `width`
+    extracts and stores: the arithmetic is still a vector per thread, and
+    adjacent lanes' loads are left for the driver to combine.
+
+    Before:
+    ```mlir
+    scf.parallel (%s, %n) = (%c0, %c0) to (%c16, %c256) step (%c1, %c1) {
+      %0 = memref.load %p[%s, %c0, %n] : memref<16x1x256xf32>
+      %1 = scf.for %k = %c0 to %c128 step %c1 iter_args(%acc = %0) -> (f32) {
+        %i = affine.linearize_index disjoint [%s, %k] by (16, 128) : index
+        %a = memref.load %x[%c0, %i] : memref<1x2048xf32>
+        %b = memref.load %w[%i, %n] : memref<2048x256xf32>
+        %m = arith.mulf %a, %b : f32
+        %r = arith.addf %acc, %m : f32
+        scf.yield %r : f32
+      }
+      memref.store %1, %p[%s, %c0, %n] : memref<16x1x256xf32>
+    }
+    ```
+    After (width 4, unroll 8; the loop body repeated 8 times):
+    ```mlir
+    scf.parallel (%s, %g) = (%c0, %c0) to (%c16, %c64) step (%c1, %c1) {
+      %n = arith.muli %g, %c4 : index
+      %0 = vector.load %p[%s, %c0, %n] {alignment = 16 : i64} : memref<16x1x256xf32>, vector<4xf32>
+      %1 = scf.for %k = %c0 to %c128 step %c8 iter_args(%acc = %0) -> (vector<4xf32>) {
+        ...
+        %a = memref.load %x[%c0, %i] : memref<1x2048xf32>
+        %b = vector.load %w[%i, %n] {alignment = 16 : i64} : memref<2048x256xf32>, vector<4xf32>
+        %ab = vector.broadcast %a : f32 to vector<4xf32>
+        %m = arith.mulf %ab, %b : vector<4xf32>
+        %r = arith.addf %acc, %m : vector<4xf32>
+        ...
+      }
+      vector.store %1, %p[%s, %c0, %n] {alignment = 16 : i64} : memref<16x1x256xf32>, vector<4xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"width", "width", "int64_t", /*default=*/"4",
+           "Consecutive columns per thread (one vector load each)">,
+    Option<"unroll", "unroll", "int64_t", /*default=*/"8",
+           "Unroll factor of the innermost reduction loops (loads in flight)">,
+    Option<"vectorMemory", "vector-memory", "bool", /*default=*/"true",
+           "Groups load and store as one vector access (false: `width` "
+           "scalar accesses assembled with vector.from_elements: the SPIR-V "
+           "pipelines)">
+  ];
+  let dependentDialects = ["::mlir::vector::VectorDialect",
+                           "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];
 }
 

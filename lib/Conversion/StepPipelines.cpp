@@ -30,7 +30,8 @@ using namespace mlir;
 
 void mlir::poot::addWholeStepPasses(
     OpPassManager &pm,
-    llvm::function_ref<void(OpPassManager &)> planAndGenerate) {
+    llvm::function_ref<void(OpPassManager &)> planAndGenerate,
+    bool vectorMemory) {
   // 1. poot level: the validation prologue, the plan and the attention
   //    kernels; each attention becomes a call of flat buffers.
   pm.addPass(createPootSplitValidation());
@@ -62,6 +63,13 @@ void mlir::poot::addWholeStepPasses(
   pm.addPass(createCSEPass());
   // Reductions accumulate in registers, not through the output buffer.
   pm.addNestedPass<func::FuncOp>(createPootGPUPromoteAccumulators());
+  // A reduction starts from its fill's value (no fill kernel).
+  pm.addNestedPass<func::FuncOp>(createPootGPUFoldFills());
+  // Each reduction thread owns 4 columns (16-byte loads), its loop
+  // unrolled: loads in flight to stream the weights.
+  PootGPUVectorizeColumnsOptions columns;
+  columns.vectorMemory = vectorMemory;
+  pm.addNestedPass<func::FuncOp>(createPootGPUVectorizeColumns(columns));
   pm.addNestedPass<func::FuncOp>(createPootGPUHostToParallel());
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createCanonicalizerPass());
@@ -72,10 +80,10 @@ void mlir::poot::addWholeStepPasses(
   // 5. The kernels: loops a kernel still nests become plain loops, then the
   //    target's lowering.
   pm.addNestedPass<gpu::GPUModuleOp>(createParallelForToNestedForsPass());
-  // Integer floor division/ceil and the like as plain arithmetic (no
-  // target lowers arith.floordivsi directly): after lower-affine, which
-  // turns an affine `floordiv` (a paged step's slot / block index) into
-  // arith.floordivsi.
+  // Affine index math (fold-memref-alias-ops' linearize/delinearize) as
+  // arith, then integer floor division/ceil and the like as plain
+  // arithmetic (no target lowers arith.floordivsi directly; lower-affine
+  // makes some from a delinearize).
   pm.addPass(createLowerAffinePass());
   pm.addNestedPass<gpu::GPUModuleOp>(arith::createArithExpandOpsPass());
 }

@@ -169,12 +169,94 @@ def test_decode_matmul_reductions_split_over_threads(tmp_path, rng) -> None:
     try:
         program = art.programs["gemv"]
         temps = [b["bytes"] for b in program["buffers"] if b["kind"] == "temp"]
-        assert 16 * 256 * 4 in temps  # the partials: ratio min(32768 / 256, 2048 / 128) = 16
+        assert 16 * 256 * 4 in temps  # the partials: ratio min(65536 / (256 / 4), 2048 / 128) = 16
         inputs = {"x": rng.standard_normal((1, 2048), dtype=np.float32),
                   "w": rng.standard_normal((2048, 256), dtype=np.float32)}
         got = art.run(inputs).named["out"]
         want = oracle.run(reference, inputs, reference=True).named["out"]
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
+    finally:
+        art.close()
+
+
+def _launches(program: dict) -> list[dict]:
+    return [c["launch"] for c in program["commands"] if "launch" in c]
+
+
+# (K, N, split ratio, threads of the partial-sum kernel, launches):
+# 2000 x 1000 is split 8 ways (chunks of 250: the 8-way unrolled loop
+# leaves a remainder of 2), 4 columns per thread (1000 / 4 = 250 groups,
+# 2000 threads, not a multiple of 128: the last block is guarded), then a
+# final reduction; its fills fold into the reductions (2 launches, no
+# zero-fill kernels). 1001 x 1002: no power of two divides K (whole), N is
+# not a multiple of 4 (a thread per column, scalar loads), one launch.
+GEMVS = [(2000, 1000, 8, 8 * 250, 2), (1001, 1002, 1, 1002, 1)]
+
+
+@pytest.mark.parametrize("runtime", list(RUNTIMES))
+@pytest.mark.parametrize("k,n,ratio,threads,launches", GEMVS)
+def test_gemv_kernels_at_remainder_shapes(tmp_path, rng, runtime, k, n, ratio, threads, launches) -> None:
+    """Decode GEMVs (poot-gpu-split-reductions, -fold-fills,
+    -vectorize-columns) at shapes with remainders everywhere, on lavapipe
+    against the float64 oracle; every kernel passes spirv-val."""
+    dependency, device, backend = RUNTIMES[runtime]
+    require(dependency)
+    require("spirv-tools")
+    from poot_mlir.frontend import Tracer, ops
+
+    tr = Tracer("gemv")
+    x, w = tr.input("x", (1, k)), tr.input("w", (k, n))
+    tr.output("out", ops.matmul(x, w))
+    reference = tr.mlir()
+    path = compile_step_gpu(tr.finish(), device, tmp_path / "gemv")
+    art = ProgramArtifact(path, backend)
+    try:
+        # The column groups load lane by lane on SPIR-V: upstream's vector
+        # load casts pointers, which spirv-val refuses (toolchain-notes).
+        for spv in sorted(Path(path).glob("*.spv")):
+            subprocess.run(["spirv-val", "--target-env", "vulkan1.2", str(spv)], check=True)
+        program = art.programs["gemv"]
+        found = _launches(program)
+        assert len(found) == launches
+        first = found[0]
+        assert first["grid"][0] == -(-threads // first["block"][0])
+        temps = sorted(b["bytes"] for b in program["buffers"] if b["kind"] == "temp")
+        assert temps == sorted([n * 4] + ([ratio * n * 4] if ratio > 1 else []))  # result (+ partials)
+        inputs = {"x": rng.standard_normal((1, k), dtype=np.float32),
+                  "w": rng.standard_normal((k, n), dtype=np.float32)}
+        got = art.run(inputs).named["out"]
+        want = oracle.run(reference, inputs, reference=True).named["out"]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
+    finally:
+        art.close()
+
+
+@pytest.mark.parametrize("runtime", list(RUNTIMES))
+@pytest.mark.parametrize("d", [4100, 1999])
+def test_row_reductions_split_at_odd_lengths(tmp_path, rng, runtime, d) -> None:
+    """An RMSNorm's keepdim sum of squares and a keepdim max over rows
+    (poot-gpu-split-reductions drops the kept unit dimension, then splits:
+    4100 = 4 x 1025 splits 4 ways into odd chunks; 1999 does not split),
+    on lavapipe against the float64 oracle."""
+    dependency, device, backend = RUNTIMES[runtime]
+    require(dependency)
+    from poot_mlir.frontend import Tracer, ops
+
+    tr = Tracer("rows")
+    x, g, y = tr.input("x", (1, 1, d)), tr.input("g", (d,)), tr.input("y", (3, d))
+    tr.output("norm", ops.rms_norm(x, g, 1e-6))
+    tr.output("max", ops.reduce_max(y, -1, keepdim=True))
+    reference = tr.mlir()
+    art = ProgramArtifact(compile_step_gpu(tr.finish(), device, tmp_path / "rows"), backend)
+    try:
+        inputs = {"x": rng.standard_normal((1, 1, d), dtype=np.float32),
+                  "g": (1 + 0.1 * rng.standard_normal(d)).astype(np.float32),
+                  "y": rng.standard_normal((3, d), dtype=np.float32)}
+        got = art.run(inputs).named
+        want = oracle.run(reference, inputs, reference=True).named
+        for name in ("norm", "max"):
+            np.testing.assert_allclose(got[name], want[name], rtol=1e-5,
+                                       atol=1e-5 * float(np.abs(want[name]).max()), err_msg=name)
     finally:
         art.close()
 

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 
 namespace mlir::poot {
 #define GEN_PASS_DEF_POOTGPUPROMOTEACCUMULATORS
@@ -74,6 +75,10 @@ struct PromoteAccumulators
     });
     IRRewriter rewriter(&getContext());
     for (scf::ForOp loop : loops) {
+      // Index math that does not change per step (a linearize of the
+      // output's indices, from a folded view) leaves the loop first
+      // (upstream LICM), so the accumulator's indices read as invariant.
+      moveLoopInvariantCode(cast<LoopLikeOpInterface>(loop.getOperation()));
       auto pair = accumulatorOf(loop);
       if (!pair)
         continue;

@@ -5,7 +5,9 @@
 // they leave most of a GPU idle and read the weights at a fraction of its
 // bandwidth. Upstream's linalg::splitReduction turns the reduction into an
 // extra parallel dimension of partial sums plus a short final reduction, so
-// the same op runs on ratio x more threads. This pass only chooses the ratio.
+// the same op runs on ratio x more threads. This pass shapes the reductions
+// so splitReduction applies, chooses the ratio, and orders the final
+// reduction so that its threads run over outputs, not over splits.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,8 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::poot {
@@ -28,14 +32,186 @@ namespace {
 /// costs more in the final reduction than it gains.
 constexpr int64_t kMinChunk = 128;
 
+/// The columns one thread owns once poot-gpu-vectorize-columns has run:
+/// an op whose last output dimension it divides runs on 1/kColumns of the
+/// threads, so it is split kColumns x further to fill the device.
+constexpr int64_t kColumns = 4;
+
+/// A reduction whose init is a fill (through reshapes) that other ops share
+/// gets a fill of its own: bufferization would otherwise fill one buffer
+/// and copy it into each reduction's output (a copy kernel per matmul), and
+/// poot-gpu-fold-fills folds only a fill the reduction owns.
+void ownFill(RewriterBase &rewriter, linalg::LinalgOp op) {
+  OpOperand *init = op.getDpsInitOperand(0);
+  SmallVector<Operation *> chain; // the init's producers, init first
+  Value v = init->get();
+  bool shared = false;
+  while (Operation *def = v.getDefiningOp()) {
+    shared |= !v.hasOneUse();
+    chain.push_back(def);
+    if (isa<linalg::FillOp>(def))
+      break;
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def))
+      return;
+    v = def->getOperand(0);
+  }
+  auto fill = chain.empty() ? linalg::FillOp() : dyn_cast<linalg::FillOp>(chain.back());
+  if (!fill || !shared)
+    return;
+  rewriter.setInsertionPoint(op);
+  IRMapping mapping;
+  if (auto empty = fill.getOutputs()[0].getDefiningOp<tensor::EmptyOp>())
+    mapping.map(empty.getResult(), rewriter.clone(*empty)->getResult(0));
+  Value copy;
+  for (Operation *producer : llvm::reverse(chain))
+    copy = rewriter.clone(*producer, mapping)->getResult(0);
+  rewriter.modifyOpInPlace(op, [&] { init->set(copy); });
+}
+
+/// An operand read or written through constant-zero results at unit
+/// dimensions ((d0, d1) -> (d0, 0): the lowering of a reduce that keeps its
+/// axis, or such a value broadcast into a fused consumer), as the
+/// reassociation that drops them, the collapsed shape and the map without
+/// them; nothing when it has none or another constant.
+struct Dropped {
+  SmallVector<ReassociationIndices> groups;
+  SmallVector<int64_t> shape;
+  AffineMap map;
+};
+std::optional<Dropped> keptDims(RankedTensorType type, AffineMap map) {
+  if (!type || !type.hasStaticShape() || type.getRank() != map.getNumResults())
+    return std::nullopt;
+  Dropped d;
+  SmallVector<AffineExpr> kept;
+  ReassociationIndices pending; // dropped dims before the first kept one
+  for (auto [i, expr] : llvm::enumerate(map.getResults())) {
+    if (auto constant = dyn_cast<AffineConstantExpr>(expr)) {
+      if (constant.getValue() != 0 || type.getDimSize(i) != 1)
+        return std::nullopt;
+      if (d.groups.empty())
+        pending.push_back(i);
+      else
+        d.groups.back().push_back(i);
+      continue;
+    }
+    kept.push_back(expr);
+    d.shape.push_back(type.getDimSize(i));
+    d.groups.push_back(pending);
+    d.groups.back().push_back(i);
+    pending.clear();
+  }
+  // (`pending` is left over only when every result was dropped: a rank-0
+  // operand, collapsed with no groups.)
+  if (kept.size() == map.getNumResults())
+    return std::nullopt;
+  d.map = AffineMap::get(map.getNumDims(), 0, kept, map.getContext());
+  return d;
+}
+
+/// splitReduction reads only permutation maps, so the unit dimensions leave
+/// every operand that has them: the op reads and writes collapsed tensors
+/// (tensor.collapse_shape), and a collapsed result is expanded back to the
+/// original type. Returns the new op, or null.
+linalg::GenericOp dropKeptDims(RewriterBase &rewriter, linalg::GenericOp op) {
+  if (op.getNumDpsInits() != 1 || !op.hasPureTensorSemantics())
+    return {};
+  Location loc = op.getLoc();
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  SmallVector<Value> operands;
+  std::optional<Dropped> result;
+  bool changed = false;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<RankedTensorType>(operand.get().getType());
+    std::optional<Dropped> d =
+        keptDims(type, op.getMatchingIndexingMap(&operand));
+    if (!d) {
+      operands.push_back(operand.get());
+      continue;
+    }
+    changed = true;
+    operands.push_back(tensor::CollapseShapeOp::create(
+        rewriter, loc, RankedTensorType::get(d->shape, type.getElementType()),
+        operand.get(), d->groups));
+    maps[operand.getOperandNumber()] = d->map;
+    if (op.isDpsInit(&operand))
+      result = d;
+  }
+  if (!changed)
+    return {};
+  Value init = operands.back();
+  operands.pop_back();
+  auto generic = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{init.getType()}, operands, ValueRange{init},
+      maps, op.getIteratorTypesArray());
+  rewriter.inlineRegionBefore(op.getRegion(), generic.getRegion(),
+                              generic.getRegion().begin());
+  Value out = generic.getResult(0);
+  if (result)
+    out = tensor::ExpandShapeOp::create(rewriter, loc, op.getResult(0).getType(),
+                                        out, result->groups);
+  rewriter.replaceOp(op, out);
+  return generic;
+}
+
+/// Adjacent reduction loops that every operand reads as one run of
+/// dimensions (the output projection's heads x head_dim) fold into one
+/// reduction loop (upstream collapseOpIterationDims).
+linalg::LinalgOp foldReductionLoops(RewriterBase &rewriter,
+                                    linalg::LinalgOp op) {
+  if (!isa<linalg::GenericOp>(op.getOperation()))
+    return op; // collapseOpIterationDims takes generics (and copies)
+  SmallVector<utils::IteratorType> kinds = op.getIteratorTypesArray();
+  ReassociationIndices run;
+  for (auto [i, kind] : llvm::enumerate(kinds)) {
+    if (kind != utils::IteratorType::reduction)
+      continue;
+    if (!run.empty() && run.back() != int64_t(i) - 1)
+      return op; // reductions that are not adjacent: left as they are
+    run.push_back(i);
+  }
+  if (run.size() < 2 ||
+      !linalg::areDimSequencesPreserved(op.getIndexingMapsArray(), {run}))
+    return op;
+  rewriter.setInsertionPoint(op);
+  FailureOr<linalg::CollapseResult> folded =
+      linalg::collapseOpIterationDims(op, {run}, rewriter);
+  if (failed(folded))
+    return op;
+  rewriter.replaceOp(op, folded->results);
+  return folded->collapsedOp;
+}
+
+/// Reduction loops innermost: convert-linalg-to-parallel-loops makes
+/// parallel loops only of the leading parallel dimensions, so a combine op
+/// whose split dimension comes first would run as one serial thread.
+void reductionsInnermost(RewriterBase &rewriter, linalg::LinalgOp op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic)
+    return;
+  SmallVector<unsigned> order;
+  SmallVector<utils::IteratorType> kinds = generic.getIteratorTypesArray();
+  for (auto [i, kind] : llvm::enumerate(kinds))
+    if (kind == utils::IteratorType::parallel)
+      order.push_back(i);
+  for (auto [i, kind] : llvm::enumerate(kinds))
+    if (kind == utils::IteratorType::reduction)
+      order.push_back(i);
+  if (llvm::equal(order, llvm::seq<unsigned>(0, order.size())))
+    return;
+  rewriter.setInsertionPoint(generic);
+  (void)linalg::interchangeGenericOp(rewriter, generic, order);
+}
+
 struct SplitReductions
     : poot::impl::PootGPUSplitReductionsBase<SplitReductions> {
   using Base::Base;
 
   /// The split ratio for `op`: 0 (leave it) unless it has one reduction
-  /// loop, static f32 shapes and fewer outputs than `minThreads`; then the
-  /// largest power of two dividing the reduction that brings the threads
-  /// to `minThreads` and keeps chunks of >= kMinChunk products.
+  /// loop, static f32 shapes and fewer threads than `minThreads` (its
+  /// parallel iterations, over kColumns when the last output dimension
+  /// holds whole column groups); then the largest power of two dividing
+  /// the reduction that brings the threads to `minThreads` and keeps
+  /// chunks of >= kMinChunk products.
   int64_t ratioFor(linalg::LinalgOp op) {
     if (op.getNumReductionLoops() != 1 || op.getNumDpsInits() != 1 ||
         !op.hasPureTensorSemantics())
@@ -59,10 +235,13 @@ struct SplitReductions
       else
         parallel *= range;
     }
-    if (parallel >= minThreads || reduction < 2 * kMinChunk)
+    int64_t threads = parallel;
+    if (init.getRank() > 0 && init.getShape().back() % kColumns == 0)
+      threads = parallel / kColumns;
+    if (threads >= minThreads || reduction < 2 * kMinChunk)
       return 0;
     int64_t ratio = int64_t(1)
-                    << llvm::Log2_64(std::min<int64_t>(minThreads / parallel,
+                    << llvm::Log2_64(std::min<int64_t>(minThreads / threads,
                                                        reduction / kMinChunk));
     while (ratio > 1 && reduction % ratio)
       ratio /= 2;
@@ -70,22 +249,39 @@ struct SplitReductions
   }
 
   void runOnOperation() override {
-    SmallVector<linalg::LinalgOp> candidates;
+    IRRewriter rewriter(&getContext());
+    // Shape every reduction first: keepdim outputs dropped, adjacent
+    // reduction loops folded.
+    SmallVector<linalg::LinalgOp> reductions;
     getOperation().walk([&](linalg::LinalgOp op) {
+      if (op.getNumReductionLoops() > 0 && op.hasPureTensorSemantics())
+        reductions.push_back(op);
+    });
+    SmallVector<linalg::LinalgOp> candidates;
+    for (linalg::LinalgOp op : reductions) {
+      if (op.getNumDpsInits() == 1)
+        ownFill(rewriter, op);
+      if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation())) {
+        rewriter.setInsertionPoint(generic);
+        if (linalg::GenericOp dropped = dropKeptDims(rewriter, generic))
+          op = dropped;
+      }
+      op = foldReductionLoops(rewriter, op);
       if (ratioFor(op) > 1)
         candidates.push_back(op);
-    });
-    IRRewriter rewriter(&getContext());
+    }
     for (linalg::LinalgOp op : candidates) {
       rewriter.setInsertionPoint(op);
       // The partials' split dimension goes first: threads that differ in
       // the output's last index stay adjacent (coalesced weight reads).
       // An op whose combiner splitReduction cannot recognize stays whole.
-      (void)linalg::splitReduction(
+      FailureOr<linalg::SplitReductionResult> split = linalg::splitReduction(
           rewriter, op, [&](linalg::LinalgOp target) {
             return linalg::SplitReductionOptions{ratioFor(target), 0,
                                                  /*innerParallel=*/false};
           });
+      if (succeeded(split))
+        reductionsInnermost(rewriter, split->resultCombiningLinalgOp);
     }
   }
 };

@@ -46,3 +46,30 @@ func.func @prefix(%out: memref<64xf32>) {
   }
   return
 }
+
+// The accumulator's index computed inside the loop (a folded view's index
+// math): hoisted first (upstream LICM), then promoted.
+// CHECK-LABEL: func.func @index_inside
+// CHECK: %[[I:.*]] = arith.addi
+// CHECK: %[[A:.*]] = memref.load %{{.*}}[%[[I]]]
+// CHECK: scf.for {{.*}} iter_args(%{{.*}} = %[[A]]) -> (f32)
+// CHECK-NOT: memref.store
+// CHECK: }
+// CHECK: memref.store %{{.*}}, %{{.*}}[%[[I]]]
+func.func @index_inside(%p: memref<8x64xf32>, %out: memref<128xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  scf.parallel (%n) = (%c0) to (%c64) step (%c1) {
+    scf.for %s = %c0 to %c8 step %c1 {
+      %v = memref.load %p[%s, %n] : memref<8x64xf32>
+      %i = arith.addi %n, %c64 : index
+      %a = memref.load %out[%i] : memref<128xf32>
+      %r = arith.addf %a, %v : f32
+      memref.store %r, %out[%i] : memref<128xf32>
+    }
+    scf.reduce
+  }
+  return
+}

@@ -1,13 +1,15 @@
 // RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions))" | FileCheck %s
 
-// A decode matmul: 1024 outputs, 4096 products each. Split 32 ways
-// (32768 / 1024 threads, chunks of 128 products): partials over a leading
-// split dimension, then a 32-term reduction into the original init.
+// A decode matmul: 1024 outputs (256 threads of 4 columns), 4096 products
+// each. Split 32 ways (min(65536 / 256, 4096 / 128)): partials over a
+// leading split dimension, then a 32-term reduction into the original init,
+// its split loop innermost (threads over the outputs).
 // CHECK-LABEL: func.func @gemv
 // CHECK: tensor.expand_shape %{{.*}} output_shape [32, 128, 1024]
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]
 // CHECK: } -> tensor<32x1x1024xf32>
-// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel", "parallel"]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-SAME: ins(%{{.*}} : tensor<32x1x1024xf32>)
 // CHECK: } -> tensor<1x1024xf32>
 func.func @gemv(%x: tensor<1x4096xf32>, %w: tensor<4096x1024xf32>) -> tensor<1x1024xf32> {
   %e = tensor.empty() : tensor<1x1024xf32>
@@ -17,7 +19,7 @@ func.func @gemv(%x: tensor<1x4096xf32>, %w: tensor<4096x1024xf32>) -> tensor<1x1
   return %o : tensor<1x1024xf32>
 }
 
-// Enough outputs already (a prefill matmul: 256 x 1024 >= 32768), or a
+// Enough threads already (a prefill matmul: 256 x 1024 / 4 = 65536), or a
 // reduction too short to split (2 x 128 products): left as they are.
 // CHECK-LABEL: func.func @wide
 // CHECK-NOT: expand_shape
@@ -35,12 +37,15 @@ func.func @wide(%x: tensor<256x4096xf32>, %w: tensor<4096x1024xf32>, %y: tensor<
   return %o, %o2 : tensor<256x1024xf32>, tensor<1x64xf32>
 }
 
-// A reduction read through a constant index (the lowering's keepdim
-// broadcast, (d0, d1) -> (d0, 0)) is not a permutation of loops: left whole
-// (splitReduction would assert).
+// A keepdim reduction (the lowering's (d0, d1) -> (d0, 0), an RMSNorm's
+// sum of squares) writes a collapsed init, so it splits: 32 partials of
+// 128 (one thread each instead of one thread for all 4096), a 32-term
+// final reduction, the result expanded back to 1x1.
 // CHECK-LABEL: func.func @constant_index
-// CHECK-NOT: expand_shape
-// CHECK: linalg.generic
+// CHECK: %[[C:.*]] = tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<1x1xf32> into tensor<1xf32>
+// CHECK: } -> tensor<32x1xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]{{.*}} outs(%[[C]] : tensor<1xf32>)
+// CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [1, 1] : tensor<1xf32> into tensor<1x1xf32>
 #in = affine_map<(d0, d1) -> (d0, d1)>
 #out = affine_map<(d0, d1) -> (d0, 0)>
 func.func @constant_index(%x: tensor<1x4096xf32>, %init: tensor<1x1xf32>) -> tensor<1x1xf32> {
@@ -51,4 +56,75 @@ func.func @constant_index(%x: tensor<1x4096xf32>, %init: tensor<1x1xf32>) -> ten
     linalg.yield %s : f32
   } -> tensor<1x1xf32>
   return %o : tensor<1x1xf32>
+}
+
+// The output projection: two adjacent reduction loops (heads x head_dim)
+// read as one run by both operands fold into one of 4096 (upstream
+// collapseOpIterationDims), which then splits 32 ways.
+// CHECK-LABEL: func.func @heads
+// CHECK: tensor.collapse_shape %{{.*}} : tensor<32x128x4096xf32> into tensor<4096x4096xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: } -> tensor<32x4096xf32>
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
+// CHECK: } -> tensor<4096xf32>
+#x = affine_map<(d0, d1, d2) -> (d1, d2)>
+#w = affine_map<(d0, d1, d2) -> (d1, d2, d0)>
+#o = affine_map<(d0, d1, d2) -> (d0)>
+func.func @heads(%x: tensor<32x128xf32>, %w: tensor<32x128x4096xf32>, %init: tensor<4096xf32>) -> tensor<4096xf32> {
+  %r = linalg.generic {indexing_maps = [#x, #w, #o], iterator_types = ["parallel", "reduction", "reduction"]}
+      ins(%x, %w : tensor<32x128xf32>, tensor<32x128x4096xf32>) outs(%init : tensor<4096xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<4096xf32>
+  return %r : tensor<4096xf32>
+}
+
+// Two matmuls whose inits are one shared fill (through a reshape): each
+// gets a fill of its own, so bufferization does not fill one buffer and
+// copy it into both outputs.
+// CHECK-LABEL: func.func @shared_fill
+// CHECK: %[[F1:.*]] = linalg.fill {{.*}} -> tensor<1x1024xf32>
+// CHECK: %[[F2:.*]] = linalg.fill {{.*}} -> tensor<1x1024xf32>
+// CHECK: outs(%[[F2]] : tensor<1x1024xf32>)
+// CHECK: tensor.expand_shape %[[F1]]
+// CHECK-NOT: linalg.fill {{.*}} -> tensor<1x1024xf32>
+// CHECK: return
+func.func @shared_fill(%x: tensor<1x4096xf32>, %w: tensor<4096x1024xf32>, %v: tensor<4096x1024xf32>) -> (tensor<1x1024xf32>, tensor<1x1x1024xf32>) {
+  %e = tensor.empty() : tensor<1x1024xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<1x1024xf32>) -> tensor<1x1024xf32>
+  %o = linalg.matmul ins(%x, %w : tensor<1x4096xf32>, tensor<4096x1024xf32>) outs(%i : tensor<1x1024xf32>) -> tensor<1x1024xf32>
+  %ie = tensor.expand_shape %i [[0, 1], [2]] output_shape [1, 1, 1024] : tensor<1x1024xf32> into tensor<1x1x1024xf32>
+  %xe = tensor.expand_shape %x [[0, 1], [2]] output_shape [1, 1, 4096] : tensor<1x4096xf32> into tensor<1x1x4096xf32>
+  %o2 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%xe, %v : tensor<1x1x4096xf32>, tensor<4096x1024xf32>) outs(%ie : tensor<1x1x1024xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x1x1024xf32>
+  return %o, %o2 : tensor<1x1024xf32>, tensor<1x1x1024xf32>
+}
+
+// A norm's scale fused into the matmul that follows it (lm_head): the
+// keepdim sum is read through (d0, d1, d2) -> (d0, 0): the input is
+// collapsed too, so the matmul still splits (8000 threads of 4 columns:
+// min(65536 / 8000, 4096 / 128) = 8).
+// CHECK-LABEL: func.func @fused_norm
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<1x1xf32> into tensor<1xf32>
+// CHECK: } -> tensor<8x1x32000xf32>
+// CHECK: } -> tensor<1x32000xf32>
+func.func @fused_norm(%x: tensor<1x4096xf32>, %ms: tensor<1x1xf32>, %w: tensor<4096x32000xf32>, %init: tensor<1x32000xf32>) -> tensor<1x32000xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d0, 0)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %ms, %w : tensor<1x4096xf32>, tensor<1x1xf32>, tensor<4096x32000xf32>) outs(%init : tensor<1x32000xf32>) {
+  ^bb0(%a: f32, %s: f32, %b: f32, %acc: f32):
+    %q = math.rsqrt %s : f32
+    %n = arith.mulf %a, %q : f32
+    %m = arith.mulf %n, %b : f32
+    %t = arith.addf %acc, %m : f32
+    linalg.yield %t : f32
+  } -> tensor<1x32000xf32>
+  return %r : tensor<1x32000xf32>
 }
