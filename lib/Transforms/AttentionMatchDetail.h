@@ -27,6 +27,8 @@ struct Softmax {
   MatMulOp output;
   /// The op whose result the fused op replaces.
   Operation *result = nullptr;
+  /// f32 probabilities rounded to f16/bf16 before the P.V matmul, if any.
+  ConvertOp probsConvert;
 };
 
 /// Reads the softmax around `exp`; fails with the check that does not hold.
@@ -58,6 +60,9 @@ struct ScoreWalk {
   SmallVector<int64_t, 4> shape4;
   /// Some scores of the chain are [B*H, Lq, Lk].
   bool folded = false;
+  /// The convert that widens two-byte scores to f32 on the way to the
+  /// softmax, if any (at most one).
+  ConvertOp widen;
 };
 
 LogicalResult readScoreSteps(Value softmaxInput, Operation *softmaxOp,

@@ -318,7 +318,9 @@ def compile_gpu(
             "outputs": outputs,
             "value": value_name,
             "out": {
-                "dtype": "i32" if kind == "block_topk" else "f32",
+                # The result's own element type: two-byte attention stores
+                # f16/bf16 (rounded once in the kernel).
+                "dtype": _element_name(result_type),
                 "count": _element_count(result_type),
             },
             "launches": (
@@ -366,6 +368,12 @@ def buffer_plan(signature: dict[str, Any], attentions: list[dict[str, Any]]) -> 
     arena = max((a["scratch_floats"] * 4 for a in attentions), default=0)
     io = sum(nbytes(e) for e in signature["inputs"]) + sum(nbytes(e) for e in signature["outputs"])
     return {"scratch_arena_bytes": arena, "peak_bytes": io + arena}
+
+
+def _element_name(tensor_type) -> str:
+    """Element type of a static tensor type ("f32", "bf16", "i32"), from its
+    printed form."""
+    return str(tensor_type).rstrip(">").rsplit("x", 1)[-1]
 
 
 def _element_count(tensor_type) -> int:
