@@ -143,9 +143,7 @@ static bool isTwoByte(Type type) { return type.isF16() || type.isBF16(); }
 /// E, and its output is E -- the fused op computes everything in f32 and
 /// rounds once. An f32 chain has no converts. Everything else declines.
 /// May move `chain.result` onto the convert that rounds an f32 output to E.
-static MatchStatus checkElementTypes(AttentionChain &chain,
-                                     const Softmax &softmax,
-                                     const ScoreWalk &walk, Decline &d) {
+static MatchStatus checkElementTypes(AttentionChain &chain, Decline &d) {
   Type q = tensorOf(chain.query.base).getElementType();
   Type k = sourceElement(chain.key), v = sourceElement(chain.value);
   if (q != k || q != v)
@@ -155,29 +153,11 @@ static MatchStatus checkElementTypes(AttentionChain &chain,
                        ": poot.attention reads Q, K and V in one element "
                        "type, so the chain stays primitive",
                    chain.output);
-  if (!q.isF32() && !isTwoByte(q))
-    return decline(d,
-                   "element type " + typeString(q) +
-                       " is not f32, f16 or bf16: the generated attention "
-                       "kernel reads those and computes in f32",
-                   chain.output);
   chain.element = q;
-  if (ConvertOp convert = softmax.probsConvert) {
-    Type to = tensorOf(convert.getResult()).getElementType();
-    if (to != q)
-      return decline(
-          d,
-          "the softmax runs in f32 and 'poot.convert' rounds its "
-          "probabilities to " +
-              typeString(to) + " for a P.V matmul whose V is " +
-              typeString(q) +
-              ": two-byte attention rounds only its output, once, to the "
-              "type of Q/K/V, so the chain stays primitive",
-          convert);
-  }
-  if (walk.widen && !isTwoByte(q))
-    return decline(d, "an f32 attention's score chain widens its scores",
-                   walk.widen);
+  // Nothing else needs checking: the softmax runs in f32, f16 or bf16
+  // (SoftmaxMatch), a score convert only widens two-byte scores -- those of
+  // the Q/K types -- to f32 (ScoreMatch), and probabilities rounded to a
+  // type other than V's cannot reach the P.V matmul, which takes one type.
   Value result = chain.result->getResult(0);
   Type out = tensorOf(result).getElementType();
   if (out.isF32() && isTwoByte(q) && result.hasOneUse())
@@ -219,7 +199,7 @@ MatchStatus mlir::poot::matchAttentionChain(ExpOp exp, AttentionChain &chain,
     return MatchStatus::Declined;
   readValue(chain.output.getRhs(), chain.value);
   chain.transform.scale = factor;
-  if (checkElementTypes(chain, softmax, walk, d) == MatchStatus::Declined)
+  if (checkElementTypes(chain, d) == MatchStatus::Declined)
     return MatchStatus::Declined;
 
   auto scoreType = tensorOf(chain.scores.getResult());

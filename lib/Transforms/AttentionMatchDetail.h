@@ -27,8 +27,6 @@ struct Softmax {
   MatMulOp output;
   /// The op whose result the fused op replaces.
   Operation *result = nullptr;
-  /// f32 probabilities rounded to f16/bf16 before the P.V matmul, if any.
-  ConvertOp probsConvert;
 };
 
 /// Reads the softmax around `exp`; fails with the check that does not hold.

@@ -64,9 +64,8 @@ static DivOp readReciprocal(Value value, ReduceOp sum,
 
 /// The f32 probabilities rounded to f16/bf16 for a two-byte P.V matmul
 /// (`softmax(s.float()).to(q.dtype)`): the convert's one user, directly or
-/// through a head fold, is that matmul. Whether the rounding fits the fused
-/// op's contract is decided once the operands' type is known
-/// (matchAttentionChain).
+/// through a head fold, is that matmul. That the rounding fits the fused
+/// op's contract (V's type, two-byte Q/K/V) matchAttentionChain checks.
 static LogicalResult readConvertedProbs(ConvertOp convert, Softmax &softmax,
                                         Decline &decline) {
   Type from = tensorOf(convert.getOperand()).getElementType();
@@ -96,7 +95,6 @@ static LogicalResult readConvertedProbs(ConvertOp convert, Softmax &softmax,
                     typeString(to) + " feed " + describe(user) +
                     ", not the P.V matmul as its left operand",
                 user);
-  softmax.probsConvert = convert;
   softmax.output = matmul;
   softmax.result = matmul;
   return success();
