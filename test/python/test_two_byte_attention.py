@@ -160,13 +160,39 @@ def test_sm90_two_byte_ptx_is_accepted_by_ptxas(form, dtype, rng, tmp_path) -> N
         assert attention["request"]["schedule"] == "warp_decode"
     ptx = next(path.glob("*.ptx")).read_text()
     assert ".target sm_90" in ptx
-    # Two-byte loads widened to f32, one rounding at the store.
-    width = "b16" if dtype == "bf16" else "f16"
-    assert "ld.global" in ptx and (".b16" in ptx or ".u16" in ptx or f".{width}" in ptx)
-    assert "cvt.f32." in ptx and ("cvt.rn.bf16.f32" in ptx if dtype == "bf16" else "cvt.rn.f16.f32" in ptx)
+    # Two-byte loads widened to f32, f32 math, one rounding (to nearest
+    # even) at the output's two-byte store.
+    assert "ld.global.b16" in ptx and f"cvt.f32.{dtype}" in ptx
+    assert f"cvt.rn.{dtype}.f32" in ptx and "st.global.b16" in ptx
     require("ptxas")
     subprocess.run(
         [ptxas_path(), "-arch=sm_90", str(next(path.glob("*.ptx"))), "-o", str(tmp_path / "k.cubin")],
         check=True,
     )
     assert (tmp_path / "k.cubin").stat().st_size > 0
+
+
+# --- the CUDA runtime binds torch bfloat16 tensors ----------------------------------
+
+
+class _TorchLikeBf16:
+    """What the CUDA runtime reads off a torch.bfloat16 CUDA tensor (torch
+    gives bfloat16 no __cuda_array_interface__)."""
+
+    dtype = "torch.bfloat16"
+    is_cuda = True
+    shape = (2, 3)
+
+    def data_ptr(self) -> int:
+        return 0x7F0000001000
+
+    def is_contiguous(self) -> bool:
+        return True
+
+
+def test_cuda_runtime_reads_bfloat16_device_tensors() -> None:
+    from poot_mlir.runtime import cuda
+
+    dev = cuda.as_device(_TorchLikeBf16())
+    assert dev is not None and dev.dtype == NP_FLOAT["bf16"] and dev.nbytes == 12
+    assert dev.ptr == 0x7F0000001000
