@@ -106,6 +106,50 @@ def test_cpu_f32_mask_with_two_byte_qkv(dtype, rng, tmp_path) -> None:
     assert_contract(art.run(inputs).outputs[0], text, inputs, dtype)
 
 
+# --- end to end: a traced spelling, fused, compiled, run -----------------------------
+
+
+def hf_upcast_prefill(dtype: str):
+    """Hugging Face eager attention on a two-byte model, GQA, an additive
+    causal bias in the model's dtype: `softmax(w + mask, dtype=f32).to(dtype) @ v`."""
+    from poot_mlir.frontend import Tracer, ops
+
+    B, HQ, HKV, L, D = 2, 4, 2, 6, 16
+    tr = Tracer("hf_upcast")
+    q = tr.input("q", (B, HQ, L, D), dtype)
+    k = ops.repeat_kv(tr.input("k", (B, HKV, L, D), dtype), HQ // HKV)
+    v = ops.repeat_kv(tr.input("v", (B, HKV, L, D), dtype), HQ // HKV)
+    mask = tr.input("mask", (1, 1, L, L), dtype)
+    w = ops.add(ops.mul(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))), D**-0.5), mask)
+    p = ops.convert(ops.softmax(ops.convert(w, "f32")), dtype)
+    tr.output("out", ops.matmul(p, v))
+    return tr.finish()
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_traced_hf_spelling_fuses_and_runs_on_the_cpu(dtype, rng, tmp_path) -> None:
+    module = hf_upcast_prefill(dtype)
+    text = str(module)
+    path = compile_cpu(text, tmp_path / "a")
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["fusion"]["attention"] == 1, manifest["fusion"]
+    L = 6
+    causal = np.where(np.arange(L)[None, :] > np.arange(L)[:, None], -np.inf, 0.0)
+    inputs = {
+        "q": rng.standard_normal((2, 4, L, 16)).astype(NP_FLOAT[dtype]),
+        "k": rng.standard_normal((2, 2, L, 16)).astype(NP_FLOAT[dtype]),
+        "v": rng.standard_normal((2, 2, L, 16)).astype(NP_FLOAT[dtype]),
+        "mask": causal[None, None].astype(NP_FLOAT[dtype]),
+    }
+    out = CpuArtifact(path).run(inputs).outputs[0]
+    # The primitive chain's exact math (float64 reference of the traced
+    # module) is the contract's answer before its one rounding.
+    exact = oracle.run(text, inputs, reference=True).outputs[0].astype(np.float64)
+    u = UNIT_ROUNDOFF[dtype]
+    assert out.dtype == NP_FLOAT[dtype] and np.abs(exact).max() > 0.1
+    assert (np.abs(out.astype(np.float64) - exact) <= u * np.abs(exact) + F32_MATH).all()
+
+
 # --- SPIR-V (lavapipe): f16 runs, bf16 is refused --------------------------------------
 
 
