@@ -28,7 +28,7 @@ from poot_mlir import errors, oracle
 from poot_mlir.compiler import devices, gpu
 from poot_mlir.compiler.cpu import compile_cpu
 from poot_mlir.runtime.cpu import CpuArtifact
-from poot_mlir.runtime.gpu import GpuArtifact, VulkanBackend
+from poot_mlir.runtime.gpu import GpuArtifact, VulkanBackend, WgpuBackend
 
 #: Unit roundoff of each two-byte type: the contract's one rounding.
 UNIT_ROUNDOFF = {"bf16": 2.0**-8, "f16": 2.0**-11}
@@ -153,10 +153,12 @@ def test_traced_hf_spelling_fuses_and_runs_on_the_cpu(dtype, rng, tmp_path) -> N
 # --- SPIR-V (lavapipe): f16 runs, bf16 is refused --------------------------------------
 
 
-@pytest.fixture(scope="module")
-def lavapipe():
-    require("vulkan")
-    backend = VulkanBackend(prefer="lavapipe")
+@pytest.fixture(scope="module", params=["vulkan", "wgpu"])
+def lavapipe(request):
+    """Lavapipe through raw Vulkan, then through wgpu (naga reads the f16
+    module too)."""
+    require(request.param)
+    backend = (WgpuBackend if request.param == "wgpu" else VulkanBackend)(prefer="lavapipe")
     yield backend
     backend.close()
 
@@ -168,6 +170,8 @@ LAVAPIPE_CASES = [CASES[0], CASES[1], CASES[2], CASES[4]]
 def test_f16_attention_on_lavapipe(form, rng, lavapipe, tmp_path) -> None:
     text, inputs = build(form, rng, "f16")
     device = devices.VULKAN_LAVAPIPE.with_limits(compute_units=64)
+    if isinstance(lavapipe, WgpuBackend):
+        device = device.with_limits(client="wgpu")
     path = gpu.compile_gpu(text, device, tmp_path / "a")
     manifest = json.loads((path / "manifest.json").read_text())
     assert manifest["attention"][0]["out"]["dtype"] == "f16"
@@ -214,6 +218,18 @@ def test_sm90_two_byte_ptx_is_accepted_by_ptxas(form, dtype, rng, tmp_path) -> N
         check=True,
     )
     assert (tmp_path / "k.cubin").stat().st_size > 0
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_rocdl_two_byte_kernels_widen_and_round_once(dtype, rng, tmp_path) -> None:
+    """ROCDL (gfx942) shares the LLVM lowering: half loads extended, one
+    fptrunc at the output store (not run here: no AMD GPU in CI)."""
+    text, _ = build(CASES[0], rng, dtype)
+    path = gpu.compile_gpu(text, devices.GFX942, tmp_path / "a")
+    ll = next(path.glob("*.ll")).read_text()
+    llvm = {"bf16": "bfloat", "f16": "half"}[dtype]
+    assert f"load {llvm}" in ll and f"fpext {llvm}" in ll
+    assert ll.count(f"fptrunc float") >= 1 and f"store {llvm}" in ll
 
 
 # --- the CUDA runtime binds torch bfloat16 tensors ----------------------------------
