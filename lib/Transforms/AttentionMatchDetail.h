@@ -58,9 +58,6 @@ struct ScoreWalk {
   SmallVector<int64_t, 4> shape4;
   /// Some scores of the chain are [B*H, Lq, Lk].
   bool folded = false;
-  /// The convert that widens two-byte scores to f32 on the way to the
-  /// softmax, if any (at most one).
-  ConvertOp widen;
 };
 
 LogicalResult readScoreSteps(Value softmaxInput, Operation *softmaxOp,

@@ -162,11 +162,8 @@ LogicalResult match::readScoreSteps(Value softmaxInput, Operation *softmaxOp,
                         ": two-byte attention widens f16/bf16 to f32, "
                         "nothing else",
                     convert);
-      if (walk.widen)
-        return fail(decline,
-                    "the score chain widens its scores twice ('poot.convert')",
-                    convert);
-      walk.widen = convert;
+      // (A second widening further back would need a narrowing between,
+      // which the check above declines.)
       Value narrow = convert.getOperand();
       scoreType = isBatchFold(current.getType(), scoreType)
                       ? RankedTensorType::get(

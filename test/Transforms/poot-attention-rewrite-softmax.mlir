@@ -544,6 +544,49 @@ func.func @masks_on_both_sides(%q: tensor<1x1x1x2xbf16>, %k: tensor<1x1x4x2xbf16
 
 // -----
 
+// A softmax computed in f16 whose probabilities are widened to f32 for an
+// f32 P.V: two-byte attention rounds nothing but its output.
+// CHECK-LABEL: func.func @probabilities_widened
+// CHECK-NOT:   poot.attention
+func.func @probabilities_widened(%q: tensor<1x1x1x2xf16>, %k: tensor<1x1x4x2xf16>, %v: tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32> {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf16> -> tensor<1x1x2x4xf16>
+  %s = poot.matmul %q, %kt : (tensor<1x1x1x2xf16>, tensor<1x1x2x4xf16>) -> tensor<1x1x1x4xf16>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf16> -> tensor<1x1x1x1xf16>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf16>, tensor<1x1x1x1xf16>) -> tensor<1x1x1x4xf16>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf16>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf16> -> tensor<1x1x1x1xf16>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf16>, tensor<1x1x1x1xf16>) -> tensor<1x1x1x4xf16>
+  // expected-remark @+1 {{attention not fused: 'poot.convert' turns the f16 softmax probabilities into f32: two-byte attention widens f16/bf16 to f32, nothing else}}
+  %p32 = poot.convert %p : tensor<1x1x1x4xf16> -> tensor<1x1x1x4xf32>
+  %out = poot.matmul %p32, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// Probabilities rounded to bf16 and then scaled before the P.V matmul: an op
+// after the softmax is not part of attention.
+// CHECK-LABEL: func.func @rounded_probabilities_scaled
+// CHECK-NOT:   poot.attention
+func.func @rounded_probabilities_scaled(%q: tensor<1x1x1x2xbf16>, %k: tensor<1x1x4x2xbf16>, %v: tensor<1x1x4x2xbf16>) -> tensor<1x1x1x2xbf16> {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xbf16> -> tensor<1x1x2x4xbf16>
+  %s = poot.matmul %q, %kt : (tensor<1x1x1x2xbf16>, tensor<1x1x2x4xbf16>) -> tensor<1x1x1x4xbf16>
+  %s32 = poot.convert %s : tensor<1x1x1x4xbf16> -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s32 axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s32, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %p16 = poot.convert %p : tensor<1x1x1x4xf32> -> tensor<1x1x1x4xbf16>
+  %two = poot.constant dense<2.0> : tensor<bf16>
+  // expected-remark @+1 {{attention not fused: the probabilities 'poot.convert' rounds to bf16 feed 'poot.mul', not the P.V matmul as its left operand}}
+  %p2 = poot.mul %p16, %two : (tensor<1x1x1x4xbf16>, tensor<bf16>) -> tensor<1x1x1x4xbf16>
+  %out = poot.matmul %p2, %v : (tensor<1x1x1x4xbf16>, tensor<1x1x4x2xbf16>) -> tensor<1x1x1x2xbf16>
+  return %out : tensor<1x1x1x2xbf16>
+}
+
+// -----
+
 // Scores of one head broadcast over two by the mask they are added to: the
 // chain changes type at the score matmul.
 // CHECK-LABEL: func.func @scores_change_type

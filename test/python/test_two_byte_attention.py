@@ -56,7 +56,7 @@ def assert_contract(out: np.ndarray, text: str, inputs: dict, dtype: str) -> Non
     got = out.astype(np.float64)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(exact))
     ok = ~np.isnan(exact)
-    assert np.abs(exact[ok]).max() > 0.1  # a real answer, not zeros
+    assert np.abs(exact[ok]).max() > 1e-3  # a real answer, not zeros (long decodes average to ~0.05)
     u = UNIT_ROUNDOFF[dtype]
     error = np.abs(got[ok] - exact[ok])
     bound = u * np.abs(exact[ok]) + F32_MATH
