@@ -115,8 +115,13 @@ LogicalResult AttentionOp::verify() {
 
   if (Value mask = getMask()) {
     auto m = tensorOf(mask);
-    if (m.getElementType() != elem)
-      return emitOpError("mask needs the query's element type");
+    // Two-byte attention: the bias may stay f32 (it is added to the f32
+    // scores as given, docs/two-byte-attention.md).
+    bool twoByte = elem.isF16() || elem.isBF16();
+    if (m.getElementType() != elem &&
+        !(twoByte && m.getElementType().isF32()))
+      return emitOpError("mask needs the query's element type (or f32 for "
+                         "an f16/bf16 query)");
     if (m.getRank() != 4 || (m.getDimSize(0) != 1 && m.getDimSize(0) != b) ||
         (m.getDimSize(1) != 1 && m.getDimSize(1) != hq) ||
         (m.getDimSize(2) != 1 && m.getDimSize(2) != lq) ||

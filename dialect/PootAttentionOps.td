@@ -53,6 +53,16 @@ def Poot_AttentionOp : Poot_Op<"attention", [Pure, AttrSizedOperandSegments,
     The optional additive `mask` is `[B|1, Hq|1, Lq|1, Lk]`: a head axis of
     `Hq` carries per-head biases (ALiBi).
 
+    Element types (docs/two-byte-attention.md): `query`, `key`, `value`
+    (and `key_shared`) share one element type, which is the result's. For
+    f16 and bf16 the op is *two-byte attention*: every operand is widened
+    to f32 exactly, the scores, the softmax and the P.V accumulation are
+    computed in f32 (float64 in the oracle), and the output is rounded once,
+    to nearest even, to the result type -- no intermediate is rounded to
+    two bytes, whether or not the chain the op was fused from rounded its
+    scores or probabilities. The `mask` of a two-byte op is the query's
+    type or f32, and is added as given.
+
     ```mlir
     %o = poot.attention %q, %k, %v mask(%m : tensor<1x1x1x128xf32>) {scale = 0.125 : f64}
         : tensor<1x32x1x64xf32>, tensor<1x8x128x64xf32>, tensor<1x8x128x64xf32>

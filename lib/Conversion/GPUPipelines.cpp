@@ -116,6 +116,14 @@ static void addSPIRVLowering(OpPassManager &pm, bool everyType,
   attach.spirvVersion = "v1.0";
   attach.spirvCapabilities = {"Shader"};
   attach.spirvExtensions = {"SPV_KHR_storage_buffer_storage_class"};
+  // f16 attention (two-byte loads, f32 math): OpFConvert on f16 needs
+  // Float16, f16 storage-buffer elements the 16-bit storage extension.
+  // SPIRVUpdateVCE declares them only in a module that uses f16.
+  if (!everyType) {
+    attach.spirvCapabilities.push_back("Float16");
+    attach.spirvCapabilities.push_back("StorageBuffer16BitAccess");
+    attach.spirvExtensions.push_back("SPV_KHR_16bit_storage");
+  }
   if (everyType) {
     for (const char *cap : {"Int16", "Int64", "Float16", "Float64",
                             "StorageBuffer16BitAccess"})

@@ -129,6 +129,56 @@ static void unfoldShape(AttentionChain &chain, const ScoreWalk &walk,
   chain.shape = {1, folded[0], folded[1], folded[2]};
 }
 
+/// The element type of a K/V source as the op would read it.
+static Type sourceElement(const KVSource &kv) {
+  Value source = kv.dense ? kv.dense : kv.viewSource;
+  return tensorOf(source).getElementType();
+}
+
+static bool isTwoByte(Type type) { return type.isF16() || type.isBF16(); }
+
+/// The numeric contract of two-byte attention (docs/two-byte-attention.md):
+/// Q, K and V share one element type E; for E = f16/bf16 the chain may
+/// widen its scores (or Q and K) to f32 and round its probabilities back to
+/// E, and its output is E -- the fused op computes everything in f32 and
+/// rounds once. An f32 chain has no converts. Everything else declines.
+/// May move `chain.result` onto the convert that rounds an f32 output to E.
+static MatchStatus checkElementTypes(AttentionChain &chain, Decline &d) {
+  Type q = tensorOf(chain.query.base).getElementType();
+  Type k = sourceElement(chain.key), v = sourceElement(chain.value);
+  if (q != k || q != v)
+    return decline(d,
+                   "Q is " + typeString(q) + ", K " + typeString(k) +
+                       " and V " + typeString(v) +
+                       ": poot.attention reads Q, K and V in one element "
+                       "type, so the chain stays primitive",
+                   chain.output);
+  chain.element = q;
+  // Nothing else needs checking: the softmax runs in f32, f16 or bf16
+  // (SoftmaxMatch), a score convert only widens two-byte scores -- those of
+  // the Q/K types -- to f32 (ScoreMatch), and probabilities rounded to a
+  // type other than V's cannot reach the P.V matmul, which takes one type.
+  Value result = chain.result->getResult(0);
+  Type out = tensorOf(result).getElementType();
+  if (out.isF32() && isTwoByte(q) && result.hasOneUse())
+    if (auto convert = dyn_cast<ConvertOp>(*result.getUsers().begin());
+        convert && tensorOf(convert.getResult()).getElementType() == q) {
+      // `(p @ v.float()).to(q.dtype)`: the op's one rounding.
+      chain.result = convert;
+      out = q;
+    }
+  if (out != q)
+    return decline(d,
+                   "the attention output is " + typeString(out) +
+                       " while Q, K and V are " + typeString(q) +
+                       ": two-byte attention rounds its output once to " +
+                       typeString(q) +
+                       " (an f32 output is not in its contract), so the "
+                       "chain stays primitive",
+                   chain.result);
+  return MatchStatus::Matched;
+}
+
 MatchStatus mlir::poot::matchAttentionChain(ExpOp exp, AttentionChain &chain,
                                             Decline &d) {
   Softmax softmax;
@@ -149,6 +199,8 @@ MatchStatus mlir::poot::matchAttentionChain(ExpOp exp, AttentionChain &chain,
     return MatchStatus::Declined;
   readValue(chain.output.getRhs(), chain.value);
   chain.transform.scale = factor;
+  if (checkElementTypes(chain, d) == MatchStatus::Declined)
+    return MatchStatus::Declined;
 
   auto scoreType = tensorOf(chain.scores.getResult());
   chain.folded = walk.folded || scoreType.getRank() == 3 ||
@@ -180,6 +232,12 @@ Value mlir::poot::rebuildQuery(OpBuilder &builder, const QuerySource &query,
     IRMapping mapping;
     mapping.map(op->getOperand(0), value);
     Operation *clone = builder.clone(*op, mapping);
+    // Data movement over a two-byte base whose f32 widening the matcher
+    // read through: the clone moves the base's own element type.
+    auto type = cast<RankedTensorType>(clone->getResult(0).getType());
+    Type element = tensorOf(value).getElementType();
+    if (type.getElementType() != element)
+      clone->getResult(0).setType(type.clone(element));
     created.push_back(clone);
     value = clone->getResult(0);
   }

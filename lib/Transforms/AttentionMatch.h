@@ -132,6 +132,9 @@ struct AttentionChain {
   KVSource key;
   KVSource value;
   std::optional<LiveBound> live;
+  /// The op's element type: Q's, K's and V's (f32, or f16/bf16 for
+  /// two-byte attention, whose scores/softmax the chain may widen to f32).
+  Type element;
 };
 
 enum class MatchStatus {

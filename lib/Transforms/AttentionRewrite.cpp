@@ -87,10 +87,10 @@ private:
     created.push_back(op);
     return op;
   }
-  Value scalar(double value) {
-    auto type = RankedTensorType::get({}, element);
+  Value scalar(double value, Type of) {
+    auto type = RankedTensorType::get({}, of);
     return build<ConstantOp>(
-        type, DenseElementsAttr::get(type, FloatAttr::get(element, value)));
+        type, DenseElementsAttr::get(type, FloatAttr::get(of, value)));
   }
   void dropCreated() {
     for (Operation *op : llvm::reverse(created))
@@ -183,6 +183,25 @@ LogicalResult ChainRewriter::buildMask(std::string &why) {
   // Replay the mask steps on a zero score: each boolean select becomes
   // select(m, 0, fill); s + that is the select of s wherever s + fill rounds
   // to fill (always for -inf, for |s| below 2^103 with f32's lowest).
+  // The mask keeps the type the chain adds it in: the op's, or f32 where a
+  // two-byte chain adds it to scores it widened (the op adds it as given).
+  Type maskElement;
+  for (const MaskStep &step : chain.transform.masks) {
+    Value typed = step.kind == MaskStep::Add      ? step.value
+                  : step.kind == MaskStep::Select ? step.fill
+                                                  : Value();
+    if (!typed)
+      continue;
+    Type of = tensorOf(typed).getElementType();
+    if (maskElement && of != maskElement) {
+      why = "the masks are added in both " + match::typeString(maskElement) +
+            " and " + match::typeString(of) +
+            " (on both sides of the scores' 'poot.convert'): the op takes "
+            "one mask";
+      return failure();
+    }
+    maskElement = of;
+  }
   Value acc;
   for (const MaskStep &step : chain.transform.masks) {
     Value operand = step.value;
@@ -197,7 +216,7 @@ LogicalResult ChainRewriter::buildMask(std::string &why) {
       acc = acc ? build<AddOp>(acc, operand).getResult() : operand;
       break;
     case MaskStep::Select: {
-      Value kept = acc ? acc : scalar(0.0);
+      Value kept = acc ? acc : scalar(0.0, maskElement);
       acc = step.keepWhenTrue
                 ? build<SelectOp>(operand, kept, step.fill).getResult()
                 : build<SelectOp>(operand, step.fill, kept).getResult();
@@ -205,7 +224,7 @@ LogicalResult ChainRewriter::buildMask(std::string &why) {
     }
     case MaskStep::Scale:
       if (acc)
-        acc = build<MulOp>(acc, scalar(step.factor)).getResult();
+        acc = build<MulOp>(acc, scalar(step.factor, maskElement)).getResult();
       break;
     }
   }
@@ -216,14 +235,14 @@ LogicalResult ChainRewriter::buildMask(std::string &why) {
   if (type.getRank() < 4) {
     SmallVector<int64_t> shape(4 - type.getRank(), 1);
     llvm::append_range(shape, type.getShape());
-    acc = build<ReshapeOp>(RankedTensorType::get(shape, element), acc);
+    acc = build<ReshapeOp>(RankedTensorType::get(shape, maskElement), acc);
     type = tensorOf(acc);
   }
   int64_t keys = chain.shape.back();
   if (type.getRank() == 4 && type.getShape().back() == 1 && keys != 1) {
     SmallVector<int64_t> shape(type.getShape());
     shape.back() = keys;
-    acc = build<BroadcastOp>(RankedTensorType::get(shape, element), acc);
+    acc = build<BroadcastOp>(RankedTensorType::get(shape, maskElement), acc);
   }
   mask = acc;
   return success();
@@ -289,7 +308,7 @@ void ChainRewriter::replaceAndClean(AttentionOp attention) {
 LogicalResult ChainRewriter::run(Decline &decline) {
   decline.at = chain.transform.liveSelect ? chain.transform.liveSelect
                                           : chain.output.getOperation();
-  element = tensorOf(chain.scores.getResult()).getElementType();
+  element = chain.element;
   rewriter.setInsertionPoint(chain.result);
   if (failed(buildLength(decline.why))) {
     dropCreated();

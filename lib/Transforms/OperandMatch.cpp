@@ -114,6 +114,19 @@ static std::optional<SplitKey> readSplit(Value value) {
   return split;
 }
 
+/// The f16/bf16 value a `poot.convert` widens to f32 (`k.float()`): two-byte
+/// attention reads it as it is and widens it itself.
+static std::optional<Value> readWiden(Value value) {
+  auto convert = value.getDefiningOp<ConvertOp>();
+  if (!convert)
+    return std::nullopt;
+  Type from = tensorOf(convert.getOperand()).getElementType();
+  if (!tensorOf(value).getElementType().isF32() ||
+      !(from.isF16() || from.isBF16()))
+    return std::nullopt;
+  return convert.getOperand();
+}
+
 /// Reads K (or V) back from the value the matmul consumes: zero selects,
 /// repeats and (for the key, when `factor` is given) splat scales in any
 /// order, and a reshape that folded [B, H, L, D] heads into the batch.
@@ -134,6 +147,10 @@ static void readKV(Value value, KVSource &kv, bool isKey, double *factor) {
         kv.numRep = repeat->second;
         continue;
       }
+    if (auto narrow = readWiden(value)) {
+      value = *narrow;
+      continue;
+    }
     if (factor)
       if (auto scale = readScale(value)) {
         *factor *= scale->second;
@@ -162,9 +179,15 @@ static void readKV(Value value, KVSource &kv, bool isKey, double *factor) {
 LogicalResult match::readKey(MatMulOp scores, KVSource &key, double &factor,
                              Decline &decline) {
   Value rhs = scores.getRhs();
-  while (auto scale = readScale(rhs)) {
-    factor *= scale->second;
-    rhs = scale->first;
+  while (true) {
+    if (auto scale = readScale(rhs)) {
+      factor *= scale->second;
+      rhs = scale->first;
+    } else if (auto narrow = readWiden(rhs)) {
+      rhs = *narrow;
+    } else {
+      break;
+    }
   }
   int64_t rank = tensorOf(rhs).getRank();
   if (rank != 4 && rank != 3) {
@@ -217,6 +240,14 @@ QuerySource match::readQuery(Value lhs, double &factor) {
     if (auto scale = readScale(value)) {
       factor *= scale->second;
       value = scale->first;
+      query.base = value;
+      query.movement = path;
+      continue;
+    }
+    // `q.float()`: the rewrite rebuilds the data movement above it over the
+    // two-byte query (rebuildQuery keeps the base's element type).
+    if (auto narrow = readWiden(value)) {
+      value = *narrow;
       query.base = value;
       query.movement = path;
       continue;

@@ -87,8 +87,10 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     the attention has fewer than 2^18 multiply-adds (rows x Lk x widths).
 
     It also refuses what the target cannot lower: an attention that is not
-    f32 (`DtypeLowering`: the generated kernel is f32 only), on SPIR-V a
-    two-byte (f16/bf16) `poot.select` (`DtypeLowering`), and on a GPU target
+    f32, f16 or bf16 (`DtypeLowering`: the kernels read those and compute in
+    f32; a two-byte op keeps f32 lane state and scratch, and the CPU key
+    block is sized by the K/V element bytes), on SPIR-V a bf16 attention
+    and a two-byte (f16/bf16) `poot.select` (`DtypeLowering`), and on a GPU target
     an operand or result larger than `max-buffer-bytes` or, on SPIR-V, with
     more than 2^32 - 1 elements (`BufferBytes`: no device buffer binds it).
     Every refusal is an error whose message starts with its reason tag.
@@ -237,12 +239,16 @@ def PootAttentionRewrite : Pass<"poot-attention-rewrite", "::mlir::func::FuncOp"
       `t >= len`, scores set to `-inf`) become the `len` operand when range
       analysis proves `1 <= len <= Lk`; a bound that relies on an
       `index_guard` clamp counts only when that guard's witness is returned
-      as a `#poot.slot<validation>` result.
+      as a `#poot.slot<validation>` result;
+    - two-byte attention (docs/two-byte-attention.md): a chain in f16/bf16
+      throughout, or one that widens its scores (or Q, K, V) to f32 and
+      rounds its probabilities (or its f32 output) back, becomes a two-byte
+      `poot.attention` (f32 inside, the output rounded once); a mask added
+      to the widened scores stays f32.
 
     Anything else is left exactly as it was: chains whose operands the op
-    cannot type, non-F32 element types (the generated kernel is F32 only,
-    including the f32 softmax between converts from and to f16/bf16),
-    unproven lengths, fills other than -inf or the lowest finite value. With
+    cannot type, Q/K/V of different element types, two-byte Q/K/V with an
+    f32 output, f64, unproven lengths, fills other than -inf or the lowest finite value. With
     `remarks=true` every declined candidate emits one remark naming the
     failed check, at the op where the match stopped (the user's source line,
     from the frontend). A chain whose only mask is the sparse indexer's

@@ -12,6 +12,7 @@
 #include "lib/Transforms/PlanCommon.h"
 #include "lib/Transforms/PlanSelection.h"
 
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/bit.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -78,14 +79,35 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
     return success();
   }
 
+  /// The element types the generated kernels lower (two-byte attention,
+  /// docs/two-byte-attention.md): f32, f16 and bf16 operands, f32 math.
+  /// SPIR-V has no bf16 on the Vulkan devices we target (it needs
+  /// SPV_KHR_bfloat16, which lavapipe does not expose), so a bf16 op is
+  /// refused there rather than emulated.
+  LogicalResult checkElementType(AttentionOp op, Type element) {
+    if (!element.isF32() && !element.isF16() && !element.isBF16())
+      return op.emitError() << "DtypeLowering: the generated attention kernel "
+                               "reads f32, f16 or bf16 and computes in f32; "
+                               "this op is "
+                            << element;
+    if (target == DeviceTarget::SPIRV && element.isBF16())
+      return op.emitError()
+             << "DtypeLowering: SPIR-V cannot lower a bf16 attention (bf16 "
+                "needs SPV_KHR_bfloat16, which the Vulkan target does not "
+                "declare); use f16 or f32 on this device";
+    return success();
+  }
+
+  static int64_t elementBytes(Type type) {
+    return (getElementTypeOrSelf(type).getIntOrFloatBitWidth() + 7) / 8;
+  }
+
   LogicalResult planOne(AttentionOp op) {
     auto q = cast<RankedTensorType>(op.getQuery().getType());
     auto k = cast<RankedTensorType>(op.getKey().getType());
     auto v = cast<RankedTensorType>(op.getValue().getType());
-    if (!q.getElementType().isF32())
-      return op.emitError() << "DtypeLowering: the generated attention kernel "
-                               "is f32 only, this op is "
-                            << q.getElementType();
+    if (failed(checkElementType(op, q.getElementType())))
+      return failure();
     if (failed(checkBufferSizes(op)))
       return failure();
 
@@ -206,8 +228,11 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
       width /= 2;
     // Shapes are arbitrary static sizes: a byte count that overflows is
     // past every limit (INT64_MAX), never wrapped.
-    int64_t rowBytes =
-        mul(keyWidth + sharedWidth + valueWidth, kFloatBytes).value_or(INT64_MAX);
+    // A key block holds K/V rows in their own element type (two bytes for
+    // f16/bf16: the kernel widens them as it reads); the row state is f32.
+    int64_t rowBytes = mul(keyWidth + sharedWidth + valueWidth,
+                           elementBytes(op.getKey().getType()))
+                           .value_or(INT64_MAX);
     int64_t keyBlock = width;
     while (keyBlock * 2 <= kMaxKeyBlock &&
            mul(keyBlock * 2, rowBytes).value_or(INT64_MAX) <= workgroupMemory &&

@@ -150,16 +150,28 @@ LogicalResult match::readScoreSteps(Value softmaxInput, Operation *softmaxOp,
       return success();
     }
     if (auto convert = dyn_cast<ConvertOp>(def)) {
+      // Two-byte scores widened for an f32 softmax (`s.float()`): the fused
+      // op computes them in f32 anyway. Steps below the convert are in the
+      // two-byte type.
       Type from = tensorOf(convert.getOperand()).getElementType();
-      return fail(decline,
-                  "the softmax runs in f32 on scores 'poot.convert' widens "
-                  "from " +
-                      typeString(from) +
-                      ": the generated attention kernel is F32 only and the "
-                      "fused op would not round the scores (or the "
-                      "probabilities) as this chain does, so the chain stays "
-                      "primitive",
-                  convert);
+      Type to = type.getElementType();
+      if (!to.isF32() || !(from.isF16() || from.isBF16()))
+        return fail(decline,
+                    "'poot.convert' in the score chain turns " +
+                        typeString(from) + " scores into " + typeString(to) +
+                        ": two-byte attention widens f16/bf16 to f32, "
+                        "nothing else",
+                    convert);
+      // (A second widening further back would need a narrowing between,
+      // which the check above declines.)
+      Value narrow = convert.getOperand();
+      scoreType = isBatchFold(current.getType(), scoreType)
+                      ? RankedTensorType::get(
+                            cast<RankedTensorType>(scoreType).getShape(), from)
+                      : narrow.getType();
+      reader = def;
+      current = narrow;
+      continue;
     }
     if (auto reshape = dyn_cast<ReshapeOp>(def)) {
       // Heads folded into (or out of) the batch around a mask.

@@ -258,6 +258,14 @@ struct SelectBlocks : poot::impl::PootSelectBlocksBase<SelectBlocks> {
       Decline decline;
       MatchStatus status = matchAttentionChain(exp, chain, decline);
       std::string why = decline.why;
+      // The selected-attention kernel is f32 only (two-byte attention is
+      // poot.attention's: docs/two-byte-attention.md).
+      if (status == MatchStatus::Matched && !chain.element.isF32()) {
+        status = MatchStatus::Declined;
+        why = "element type " + match::typeString(chain.element) +
+              " is not f32: the generated attention kernel is F32 only, so "
+              "the chain stays primitive";
+      }
       if (status == MatchStatus::Matched) {
         FailureOr<SelectionMask> mask = matchSelectionMask(chain, why);
         if (succeeded(mask) &&

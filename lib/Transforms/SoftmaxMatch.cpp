@@ -62,19 +62,42 @@ static DivOp readReciprocal(Value value, ReduceOp sum,
   return div;
 }
 
-/// The f16/bf16 the probabilities are rounded to before the P.V matmul (the
-/// softmax computed in f32 around two-byte inputs), as a decline.
-static LogicalResult declineConvert(ConvertOp convert, Decline &decline) {
+/// The f32 probabilities rounded to f16/bf16 for a two-byte P.V matmul
+/// (`softmax(s.float()).to(q.dtype)`): the convert's one user, directly or
+/// through a head fold, is that matmul. That the rounding fits the fused
+/// op's contract (V's type, two-byte Q/K/V) matchAttentionChain checks.
+static LogicalResult readConvertedProbs(ConvertOp convert, Softmax &softmax,
+                                        Decline &decline) {
+  Type from = tensorOf(convert.getOperand()).getElementType();
   Type to = tensorOf(convert.getResult()).getElementType();
-  return fail(decline,
-              "the softmax runs in f32 and 'poot.convert' rounds its "
-              "probabilities to " +
-                  typeString(to) +
-                  " for the P.V matmul: the generated attention kernel is "
-                  "F32 only and the fused op would not round the "
-                  "probabilities (or the scores) as this chain does, so the "
-                  "chain stays primitive",
-              convert);
+  if (!from.isF32() || !(to.isF16() || to.isBF16()))
+    return fail(decline,
+                "'poot.convert' turns the " + typeString(from) +
+                    " softmax probabilities into " + typeString(to) +
+                    ": two-byte attention widens f16/bf16 to f32, nothing "
+                    "else",
+                convert);
+  if (!convert->hasOneUse())
+    return fail(decline, kEscapes, convert);
+  Value read = convert.getResult();
+  Operation *user = *read.getUsers().begin();
+  if (auto reshape = dyn_cast<ReshapeOp>(user);
+      reshape && isBatchFold(read.getType(), reshape.getType())) {
+    if (!reshape->hasOneUse())
+      return fail(decline, kEscapes, reshape);
+    read = reshape.getResult();
+    user = *read.getUsers().begin();
+  }
+  auto matmul = dyn_cast<MatMulOp>(user);
+  if (!matmul || matmul.getLhs() != read || matmul.getRhs() == read)
+    return fail(decline,
+                "the probabilities 'poot.convert' rounds to " +
+                    typeString(to) + " feed " + describe(user) +
+                    ", not the P.V matmul as its left operand",
+                user);
+  softmax.output = matmul;
+  softmax.result = matmul;
+  return success();
 }
 
 /// The P.V matmul that reads `probs` (directly, or head-folded by one
@@ -105,7 +128,7 @@ static LogicalResult readOutput(Value probs, Softmax &softmax,
                 matmul);
   }
   if (auto convert = dyn_cast<ConvertOp>(user))
-    return declineConvert(convert, decline);
+    return readConvertedProbs(convert, softmax, decline);
   return fail(decline,
               "the softmax probabilities feed " + describe(user) +
                   ", not the P.V matmul (a mask, scale or other op applied "
@@ -192,11 +215,12 @@ LogicalResult match::readSoftmax(ExpOp exp, Softmax &softmax,
                     "exp(s - max(s)))",
                 exp);
   Type element = tensorOf(s).getElementType();
-  if (!element.isF32())
+  if (!element.isF32() && !element.isF16() && !element.isBF16())
     return fail(decline,
                 "element type " + typeString(element) +
-                    " is not f32: the generated attention kernel is F32 "
-                    "only, so the chain stays primitive",
+                    " is not f32, f16 or bf16: the generated attention "
+                    "kernel reads those and computes in f32, so the chain "
+                    "stays primitive",
                 exp);
   int64_t rank = tensorOf(s).getRank();
   if (rank != 4 && rank != 3)

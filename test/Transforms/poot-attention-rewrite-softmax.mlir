@@ -413,10 +413,13 @@ func.func @max_without_keepdim(%q: tensor<1x1x4x2xf32>, %k: tensor<1x1x4x2xf32>,
 // -----
 
 // Hugging Face's `softmax(w, dtype=torch.float32).to(q.dtype)`: the softmax in
-// f32 between converts from and to f16. The kernel is F32 only and the fused
-// op would not round as this chain does.
+// f32 between converts from and to f16. Two-byte attention: the op computes
+// scores, softmax and P.V in f32 and rounds its output once, so both converts
+// go with the chain.
 // CHECK-LABEL: func.func @f32_softmax_around_f16
-// CHECK-NOT:   poot.attention
+// CHECK:       poot.attention %arg0, %arg1, %arg2 {scale = 1.000000e+00 : f64} : tensor<1x1x1x2xf16>, tensor<1x1x4x2xf16>, tensor<1x1x4x2xf16> -> tensor<1x1x1x2xf16>
+// CHECK-NOT:   poot.convert
+// CHECK-NOT:   poot.exp
 func.func @f32_softmax_around_f16(%q: tensor<1x1x1x2xf16>, %k: tensor<1x1x4x2xf16>, %v: tensor<1x1x4x2xf16>) -> tensor<1x1x1x2xf16> {
   %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf16> -> tensor<1x1x2x4xf16>
   %s = poot.matmul %q, %kt : (tensor<1x1x1x2xf16>, tensor<1x1x2x4xf16>) -> tensor<1x1x1x4xf16>
@@ -426,7 +429,6 @@ func.func @f32_softmax_around_f16(%q: tensor<1x1x1x2xf16>, %k: tensor<1x1x4x2xf1
   %ex = poot.exp %xs : tensor<1x1x1x4xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
-  // expected-remark @+1 {{attention not fused: the softmax runs in f32 and 'poot.convert' rounds its probabilities to f16 for the P.V matmul: the generated attention kernel is F32 only and the fused op would not round the probabilities (or the scores) as this chain does, so the chain stays primitive}}
   %p16 = poot.convert %p : tensor<1x1x1x4xf32> -> tensor<1x1x1x4xf16>
   %out = poot.matmul %p16, %v : (tensor<1x1x1x4xf16>, tensor<1x1x4x2xf16>) -> tensor<1x1x1x2xf16>
   return %out : tensor<1x1x1x2xf16>
@@ -434,21 +436,153 @@ func.func @f32_softmax_around_f16(%q: tensor<1x1x1x2xf16>, %k: tensor<1x1x4x2xf1
 
 // -----
 
-// Scores computed in bf16 and widened for an f32 softmax and P.V.
+// Q, K and V widened before the matmuls, an f32 mask on the f32 scores, the
+// f32 output rounded back: the converts are read through, the mask stays f32.
+// CHECK-LABEL: func.func @upcast_operands_bf16
+// CHECK:       poot.attention %arg0, %arg1, %arg2 mask(%arg3 : tensor<1x1x1x4xf32>) {scale = 1.000000e+00 : f64} : tensor<1x1x1x2xbf16>, tensor<1x1x4x2xbf16>, tensor<1x1x4x2xbf16> -> tensor<1x1x1x2xbf16>
+// CHECK-NOT:   poot.convert
+func.func @upcast_operands_bf16(%q: tensor<1x1x1x2xbf16>, %k: tensor<1x1x4x2xbf16>, %v: tensor<1x1x4x2xbf16>, %mask: tensor<1x1x1x4xf32>) -> tensor<1x1x1x2xbf16> {
+  %q32 = poot.convert %q : tensor<1x1x1x2xbf16> -> tensor<1x1x1x2xf32>
+  %k32 = poot.convert %k : tensor<1x1x4x2xbf16> -> tensor<1x1x4x2xf32>
+  %v32 = poot.convert %v : tensor<1x1x4x2xbf16> -> tensor<1x1x4x2xf32>
+  %kt = poot.transpose %k32 perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s0 = poot.matmul %q32, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %s = poot.add %s0, %mask : (tensor<1x1x1x4xf32>, tensor<1x1x1x4xf32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %o32 = poot.matmul %p, %v32 : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  %out = poot.convert %o32 : tensor<1x1x1x2xf32> -> tensor<1x1x1x2xbf16>
+  return %out : tensor<1x1x1x2xbf16>
+}
+
+// -----
+
+// Scores computed in bf16 and widened for an f32 softmax, but V is f32: not
+// one element type for Q, K and V.
 // CHECK-LABEL: func.func @f32_softmax_of_bf16_scores
 // CHECK-NOT:   poot.attention
 func.func @f32_softmax_of_bf16_scores(%q: tensor<1x1x1x2xbf16>, %k: tensor<1x1x4x2xbf16>, %v: tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32> {
   %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xbf16> -> tensor<1x1x2x4xbf16>
   %s = poot.matmul %q, %kt : (tensor<1x1x1x2xbf16>, tensor<1x1x2x4xbf16>) -> tensor<1x1x1x4xbf16>
-  // expected-remark @+1 {{attention not fused: the softmax runs in f32 on scores 'poot.convert' widens from bf16: the generated attention kernel is F32 only and the fused op would not round the scores (or the probabilities) as this chain does, so the chain stays primitive}}
   %s32 = poot.convert %s : tensor<1x1x1x4xbf16> -> tensor<1x1x1x4xf32>
   %m = poot.reduce max %s32 axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %xs = poot.sub %s32, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
   %ex = poot.exp %xs : tensor<1x1x1x4xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
   %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: Q is bf16, K bf16 and V f32: poot.attention reads Q, K and V in one element type, so the chain stays primitive}}
   %out = poot.matmul %p, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
   return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// bf16 Q, K and V widened, the f32 output kept f32: the op's result would be
+// rounded to bf16, which this chain never does.
+// CHECK-LABEL: func.func @f32_output_of_bf16
+// CHECK-NOT:   poot.attention
+func.func @f32_output_of_bf16(%q: tensor<1x1x1x2xbf16>, %k: tensor<1x1x4x2xbf16>, %v: tensor<1x1x4x2xbf16>) -> tensor<1x1x1x2xf32> {
+  %q32 = poot.convert %q : tensor<1x1x1x2xbf16> -> tensor<1x1x1x2xf32>
+  %k32 = poot.convert %k : tensor<1x1x4x2xbf16> -> tensor<1x1x4x2xf32>
+  %v32 = poot.convert %v : tensor<1x1x4x2xbf16> -> tensor<1x1x4x2xf32>
+  %kt = poot.transpose %k32 perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s = poot.matmul %q32, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: the attention output is f32 while Q, K and V are bf16: two-byte attention rounds its output once to bf16 (an f32 output is not in its contract), so the chain stays primitive}}
+  %out = poot.matmul %p, %v32 : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// f32 scores narrowed to f16 for the softmax: two-byte attention only widens.
+// CHECK-LABEL: func.func @scores_narrowed
+// CHECK-NOT:   poot.attention
+func.func @scores_narrowed(%q: tensor<1x1x1x2xf32>, %k: tensor<1x1x4x2xf32>, %v: tensor<1x1x4x2xf16>) -> tensor<1x1x1x2xf16> {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf32> -> tensor<1x1x2x4xf32>
+  %s = poot.matmul %q, %kt : (tensor<1x1x1x2xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x1x4xf32>
+  // expected-remark @+1 {{attention not fused: 'poot.convert' in the score chain turns f32 scores into f16: two-byte attention widens f16/bf16 to f32, nothing else}}
+  %s16 = poot.convert %s : tensor<1x1x1x4xf32> -> tensor<1x1x1x4xf16>
+  %m = poot.reduce max %s16 axis = 3 keepdim : tensor<1x1x1x4xf16> -> tensor<1x1x1x1xf16>
+  %xs = poot.sub %s16, %m : (tensor<1x1x1x4xf16>, tensor<1x1x1x1xf16>) -> tensor<1x1x1x4xf16>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf16>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf16> -> tensor<1x1x1x1xf16>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf16>, tensor<1x1x1x1xf16>) -> tensor<1x1x1x4xf16>
+  %out = poot.matmul %p, %v : (tensor<1x1x1x4xf16>, tensor<1x1x4x2xf16>) -> tensor<1x1x1x2xf16>
+  return %out : tensor<1x1x1x2xf16>
+}
+
+// -----
+
+// A bf16 mask before the scores' widening and an f32 one after: the op takes
+// one mask, in one type.
+// CHECK-LABEL: func.func @masks_on_both_sides
+// CHECK-NOT:   poot.attention
+func.func @masks_on_both_sides(%q: tensor<1x1x1x2xbf16>, %k: tensor<1x1x4x2xbf16>, %v: tensor<1x1x4x2xbf16>, %m16: tensor<1x1x1x4xbf16>, %m32: tensor<1x1x1x4xf32>) -> tensor<1x1x1x2xbf16> {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xbf16> -> tensor<1x1x2x4xbf16>
+  %s0 = poot.matmul %q, %kt : (tensor<1x1x1x2xbf16>, tensor<1x1x2x4xbf16>) -> tensor<1x1x1x4xbf16>
+  %s1 = poot.add %s0, %m16 : (tensor<1x1x1x4xbf16>, tensor<1x1x1x4xbf16>) -> tensor<1x1x1x4xbf16>
+  %s2 = poot.convert %s1 : tensor<1x1x1x4xbf16> -> tensor<1x1x1x4xf32>
+  %s = poot.add %s2, %m32 : (tensor<1x1x1x4xf32>, tensor<1x1x1x4xf32>) -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %p16 = poot.convert %p : tensor<1x1x1x4xf32> -> tensor<1x1x1x4xbf16>
+  // expected-remark @+1 {{attention not fused: the masks are added in both bf16 and f32 (on both sides of the scores' 'poot.convert'): the op takes one mask}}
+  %out = poot.matmul %p16, %v : (tensor<1x1x1x4xbf16>, tensor<1x1x4x2xbf16>) -> tensor<1x1x1x2xbf16>
+  return %out : tensor<1x1x1x2xbf16>
+}
+
+// -----
+
+// A softmax computed in f16 whose probabilities are widened to f32 for an
+// f32 P.V: two-byte attention rounds nothing but its output.
+// CHECK-LABEL: func.func @probabilities_widened
+// CHECK-NOT:   poot.attention
+func.func @probabilities_widened(%q: tensor<1x1x1x2xf16>, %k: tensor<1x1x4x2xf16>, %v: tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32> {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xf16> -> tensor<1x1x2x4xf16>
+  %s = poot.matmul %q, %kt : (tensor<1x1x1x2xf16>, tensor<1x1x2x4xf16>) -> tensor<1x1x1x4xf16>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x4xf16> -> tensor<1x1x1x1xf16>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x4xf16>, tensor<1x1x1x1xf16>) -> tensor<1x1x1x4xf16>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf16>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf16> -> tensor<1x1x1x1xf16>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf16>, tensor<1x1x1x1xf16>) -> tensor<1x1x1x4xf16>
+  // expected-remark @+1 {{attention not fused: 'poot.convert' turns the f16 softmax probabilities into f32: two-byte attention widens f16/bf16 to f32, nothing else}}
+  %p32 = poot.convert %p : tensor<1x1x1x4xf16> -> tensor<1x1x1x4xf32>
+  %out = poot.matmul %p32, %v : (tensor<1x1x1x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x1x2xf32>
+  return %out : tensor<1x1x1x2xf32>
+}
+
+// -----
+
+// Probabilities rounded to bf16 and then scaled before the P.V matmul: an op
+// after the softmax is not part of attention.
+// CHECK-LABEL: func.func @rounded_probabilities_scaled
+// CHECK-NOT:   poot.attention
+func.func @rounded_probabilities_scaled(%q: tensor<1x1x1x2xbf16>, %k: tensor<1x1x4x2xbf16>, %v: tensor<1x1x4x2xbf16>) -> tensor<1x1x1x2xbf16> {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x1x4x2xbf16> -> tensor<1x1x2x4xbf16>
+  %s = poot.matmul %q, %kt : (tensor<1x1x1x2xbf16>, tensor<1x1x2x4xbf16>) -> tensor<1x1x1x4xbf16>
+  %s32 = poot.convert %s : tensor<1x1x1x4xbf16> -> tensor<1x1x1x4xf32>
+  %m = poot.reduce max %s32 axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s32, %m : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x4xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x4xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x4xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x4xf32>
+  %p16 = poot.convert %p : tensor<1x1x1x4xf32> -> tensor<1x1x1x4xbf16>
+  %two = poot.constant dense<2.0> : tensor<bf16>
+  // expected-remark @+1 {{attention not fused: the probabilities 'poot.convert' rounds to bf16 feed 'poot.mul', not the P.V matmul as its left operand}}
+  %p2 = poot.mul %p16, %two : (tensor<1x1x1x4xbf16>, tensor<bf16>) -> tensor<1x1x1x4xbf16>
+  %out = poot.matmul %p2, %v : (tensor<1x1x1x4xbf16>, tensor<1x1x4x2xbf16>) -> tensor<1x1x1x2xbf16>
+  return %out : tensor<1x1x1x2xbf16>
 }
 
 // -----

@@ -74,17 +74,17 @@ func.func @rope_then_attention(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x8x4xf32>,
 // CHECK-LABEL: func.func @declined
 // CHECK-NOT:   poot.attention
 // CHECK:       poot.exp
-func.func @declined(%q: tensor<1x2x1x4xf16>, %k: tensor<1x2x8x4xf16>, %v: tensor<1x2x8x4xf16>) -> tensor<1x2x1x4xf16> {
-  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x2x8x4xf16> -> tensor<1x2x4x8xf16>
-  %s = poot.matmul %q, %kt : (tensor<1x2x1x4xf16>, tensor<1x2x4x8xf16>) -> tensor<1x2x1x8xf16>
-  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x2x1x8xf16> -> tensor<1x2x1x1xf16>
-  %xs = poot.sub %s, %m : (tensor<1x2x1x8xf16>, tensor<1x2x1x1xf16>) -> tensor<1x2x1x8xf16>
-  // expected-remark @+1 {{attention not fused: element type f16 is not f32}}
-  %ex = poot.exp %xs : tensor<1x2x1x8xf16>
-  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x2x1x8xf16> -> tensor<1x2x1x1xf16>
-  %p = poot.div %ex, %den : (tensor<1x2x1x8xf16>, tensor<1x2x1x1xf16>) -> tensor<1x2x1x8xf16>
-  %out = poot.matmul %p, %v : (tensor<1x2x1x8xf16>, tensor<1x2x8x4xf16>) -> tensor<1x2x1x4xf16>
-  return %out : tensor<1x2x1x4xf16>
+func.func @declined(%q: tensor<1x2x1x4xf64>, %k: tensor<1x2x8x4xf64>, %v: tensor<1x2x8x4xf64>) -> tensor<1x2x1x4xf64> {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x2x8x4xf64> -> tensor<1x2x4x8xf64>
+  %s = poot.matmul %q, %kt : (tensor<1x2x1x4xf64>, tensor<1x2x4x8xf64>) -> tensor<1x2x1x8xf64>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x2x1x8xf64> -> tensor<1x2x1x1xf64>
+  %xs = poot.sub %s, %m : (tensor<1x2x1x8xf64>, tensor<1x2x1x1xf64>) -> tensor<1x2x1x8xf64>
+  // expected-remark @+1 {{attention not fused: element type f64 is not f32, f16 or bf16}}
+  %ex = poot.exp %xs : tensor<1x2x1x8xf64>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x2x1x8xf64> -> tensor<1x2x1x1xf64>
+  %p = poot.div %ex, %den : (tensor<1x2x1x8xf64>, tensor<1x2x1x1xf64>) -> tensor<1x2x1x8xf64>
+  %out = poot.matmul %p, %v : (tensor<1x2x1x8xf64>, tensor<1x2x8x4xf64>) -> tensor<1x2x1x4xf64>
+  return %out : tensor<1x2x1x4xf64>
 }
 
 // -----

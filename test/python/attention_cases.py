@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import ml_dtypes
 import numpy as np
 
 
@@ -52,25 +53,37 @@ def _t(shape, dtype="f32") -> str:
     return "tensor<" + "x".join(str(d) for d in shape) + f"x{dtype}>"
 
 
-def build(form: Form, rng: np.random.Generator) -> tuple[str, dict[str, np.ndarray]]:
-    """(MLIR text of @step, inputs by name) for one form."""
+#: numpy dtypes of the float element types a case may take.
+NP_FLOAT = {"f32": np.dtype(np.float32), "f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16)}
+
+
+def build(
+    form: Form, rng: np.random.Generator, dtype: str = "f32", mask_dtype: str | None = None
+) -> tuple[str, dict[str, np.ndarray]]:
+    """(MLIR text of @step, inputs by name) for one form: Q, K, V (and the
+    shared key) in `dtype`, the mask in `mask_dtype` (default `dtype`; f32
+    with a two-byte `dtype` is the op's other allowed mask type). Two-byte
+    inputs are N(0, 1) draws rounded once to the type."""
+    mask_dtype = mask_dtype or dtype
     B, Hq, Hkv, Lq, Lk = form.batch, form.q_heads, form.kv_heads, form.q_len, form.key_len
     dk, dv, s = form.key_width, form.value_width, form.shared_width
     scale = float(1.0 / np.sqrt(dk + s))
 
     def normal(shape):
-        return rng.standard_normal(shape, dtype=np.float32)
+        if dtype == "f32":
+            return rng.standard_normal(shape, dtype=np.float32)
+        return rng.standard_normal(shape).astype(NP_FLOAT[dtype])
 
     inputs: dict[str, np.ndarray] = {"q": normal((B, Hq, Lq, dk + s))}
-    args = [f'%q: {_t(inputs["q"].shape)} {{poot.name = "q"}}']
+    args = [f'%q: {_t(inputs["q"].shape, dtype)} {{poot.name = "q"}}']
     if form.pool:
         inputs["k"] = normal((form.pool, Hkv, dk))
         inputs["v"] = normal((form.pool, Hkv, dv))
     else:
         inputs["k"] = normal((B, Hkv, Lk, dk))
         inputs["v"] = normal((B, Hkv, Lk, dv))
-    args += [f'%k: {_t(inputs["k"].shape)} {{poot.name = "k"}}']
-    args += [f'%v: {_t(inputs["v"].shape)} {{poot.name = "v"}}']
+    args += [f'%k: {_t(inputs["k"].shape, dtype)} {{poot.name = "k"}}']
+    args += [f'%v: {_t(inputs["v"].shape, dtype)} {{poot.name = "v"}}']
     optional = []
     if form.mask:
         heads = Hq if form.mask == "per_head" else 1
@@ -86,13 +99,13 @@ def build(form: Form, rng: np.random.Generator) -> tuple[str, dict[str, np.ndarr
             mask[..., rng.random(Lk) < 0.2] = -np.inf  # some keys hidden
             if form.empty_row:
                 mask[0, 1, 0, :] = -np.inf  # head 1 sees nothing: NaN
-        inputs["mask"] = np.ascontiguousarray(mask, dtype=np.float32)
-        args += [f'%mask: {_t(inputs["mask"].shape)} {{poot.name = "mask"}}']
-        optional.append(f'mask(%mask : {_t(inputs["mask"].shape)})')
+        inputs["mask"] = np.ascontiguousarray(mask).astype(NP_FLOAT[mask_dtype])
+        args += [f'%mask: {_t(inputs["mask"].shape, mask_dtype)} {{poot.name = "mask"}}']
+        optional.append(f'mask(%mask : {_t(inputs["mask"].shape, mask_dtype)})')
     if s:
         inputs["k_shared"] = normal((B, 1, Lk, s))
-        args += [f'%ks: {_t(inputs["k_shared"].shape)} {{poot.name = "k_shared"}}']
-        optional.append(f'key_shared(%ks : {_t(inputs["k_shared"].shape)})')
+        args += [f'%ks: {_t(inputs["k_shared"].shape, dtype)} {{poot.name = "k_shared"}}']
+        optional.append(f'key_shared(%ks : {_t(inputs["k_shared"].shape, dtype)})')
     if form.pool:
         read = np.stack([rng.permutation(form.pool)[:Lk] for _ in range(B)]).astype(np.int32)
         inputs["read"] = read
@@ -110,10 +123,10 @@ def build(form: Form, rng: np.random.Generator) -> tuple[str, dict[str, np.ndarr
     out_shape = (B, Hq, Lq, dv)
     attrs = f"scale = {scale!r} : f64" + (f", softcap = {form.softcap!r} : f64" if form.softcap else "")
     text = f"""
-func.func @step({", ".join(args)}) -> ({_t(out_shape)} {{poot.name = "out"}}) {{
+func.func @step({", ".join(args)}) -> ({_t(out_shape, dtype)} {{poot.name = "out"}}) {{
   %o = poot.attention %q, %k, %v {" ".join(optional)} {{{attrs}}}
-      : {_t(inputs["q"].shape)}, {_t(inputs["k"].shape)}, {_t(inputs["v"].shape)} -> {_t(out_shape)}
-  return %o : {_t(out_shape)}
+      : {_t(inputs["q"].shape, dtype)}, {_t(inputs["k"].shape, dtype)}, {_t(inputs["v"].shape, dtype)} -> {_t(out_shape, dtype)}
+  return %o : {_t(out_shape, dtype)}
 }}
 """
     return text, inputs

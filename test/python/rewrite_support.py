@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 
 from poot_mlir import ir, oracle
+from poot_mlir.oracle import dtypes
 from poot_mlir.compiler import FuseReport, fuse_attention
 from poot_mlir.passmanager import PassManager
 
@@ -124,5 +125,32 @@ def check_rewrite(
             before = oracle.run(module, inputs, reference=reference)
             after = oracle.run(report.module, inputs, reference=reference)
             what = "float64 reference" if reference else "own dtype"
+            if not reference and not exact and _two_byte(before):
+                # Two-byte attention is the chain's exact math rounded once
+                # (docs/two-byte-attention.md), not the chain's own roundings.
+                exact_chain = oracle.run(module, inputs, reference=True)
+                assert_rounded_once(exact_chain, after)
+                continue
             assert_same_results(before, after, 0.0 if exact else rtol, what)
     return report
+
+
+def _two_byte(result: oracle.Result) -> bool:
+    return any(out.dtype in dtypes.HALF_DTYPES for out in result.outputs)
+
+
+def assert_rounded_once(exact: oracle.Result, fused: oracle.Result) -> None:
+    """Every two-byte result of `fused` is the float64 `exact` rounded once
+    to its type: equal, or one ulp away where the rewrite's exact reading of
+    a scale (F64_RTOL) moved the value across a rounding boundary."""
+    for index, (want, got) in enumerate(zip(exact.outputs, fused.outputs)):
+        if got.dtype not in dtypes.HALF_DTYPES:
+            continue
+        rounded = dtypes.round_float64(want, got.dtype).astype(np.float64)
+        g = got.astype(np.float64)
+        label = f"result #{index} ({got.dtype})"
+        assert np.array_equal(np.isnan(rounded), np.isnan(g)), f"{label}: NaN positions differ"
+        ok = ~np.isnan(g)
+        ulp = np.abs(np.nextafter(got, np.array(np.inf, got.dtype)).astype(np.float64) - g)
+        assert (np.abs(g[ok] - rounded[ok]) <= ulp[ok]).all(), f"{label}: not the exact value rounded once"
+        assert np.mean(g[ok] == rounded[ok]) > 0.95, label

@@ -106,7 +106,7 @@ def test_nothing_to_plan_is_noted_and_logged(tmp_path, caplog):
 
 
 def test_a_declined_chain_is_a_warning_with_its_remark(tmp_path, caplog):
-    module, line = decode_step("bf16")  # the kernel is f32: the rewrite declines bf16
+    module, line = decode_step("f64")  # the kernels read f32/f16/bf16: the rewrite declines f64
     with caplog.at_level(logging.WARNING, logger="poot_mlir.compiler"):
         path = compile_cpu(module, tmp_path / "a")
     [remark] = _manifest(path)["fusion"]["declined"]

@@ -114,14 +114,15 @@ def tutorial_fill() -> ir.Module:
     return tr.finish()
 
 
-def upcast_softmax() -> ir.Module:
-    tr = Tracer("upcast")
-    q = tr.input("q", (B, H, LQ, D), "f16")
-    k = tr.input("k", (B, H, LK, D), "f16")
-    v = tr.input("v", (B, H, LK, D), "f16")
-    s = ops.convert(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))), "f32")
-    p = ops.convert(ops.softmax(s), "f16")  # stops here
-    tr.output("out", ops.matmul(p, v))
+def half_probabilities() -> ir.Module:
+    """An f32 attention whose probabilities (and V) are rounded to f16 for
+    the P.V matmul: Q/K f32, V f16 -- not one element type."""
+    tr = Tracer("half_probabilities")
+    q = tr.input("q", (B, H, LQ, D))
+    k = tr.input("k", (B, H, LK, D))
+    v = tr.input("v", (B, H, LK, D))
+    p = ops.convert(ops.softmax(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2)))), "f16")
+    tr.output("out", ops.matmul(p, ops.convert(v, "f16")))  # stops here
     return tr.finish()
 
 
@@ -158,8 +159,9 @@ def router_softmax() -> ir.Module:
         ("the probabilities on the right of the matmul", probabilities_on_the_right,
          "the softmax probabilities are the right operand of 'poot.matmul'", "ops.matmul(w, p)"),
         ("a -1e9 fill", tutorial_fill, "'poot.select' hides scores with -1e+09", "masked_fill"),
-        ("the f32 softmax around f16", upcast_softmax,
-         "the softmax runs in f32 and 'poot.convert' rounds its probabilities to f16", "ops.convert"),
+        ("f16 probabilities of an f32 attention", half_probabilities,
+         "Q is f32, K f32 and V f16: poot.attention reads Q, K and V in one element type",
+         "ops.matmul(p, ops.convert(v"),
         ("a router softmax", router_softmax,
          "the softmax probabilities feed 'poot.top_k', not the P.V matmul", "ops.top_k(p"),
     ],

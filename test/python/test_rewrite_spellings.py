@@ -4,7 +4,9 @@ each spelling), fuse to one poot.attention with the oracle's results before
 and after equal on fresh random inputs (seed printed; f32 within 1e-5, the
 float64 reference within 1e-6; NaN in the same places). Boolean masks keep
 rows whose keys are all hidden exactly as the primitive chain computes them.
-The f32 softmax around f16/bf16 declines with a remark saying why."""
+The f32 softmax around f16/bf16 fuses too (two-byte attention: the chain's
+exact math rounded once); mixed spellings outside that contract decline with
+a remark saying why."""
 
 from __future__ import annotations
 
@@ -190,25 +192,85 @@ def test_non_absorbing_fill_declines(rng: np.random.Generator) -> None:
     )
 
 
-# --- f32 softmax around two-byte inputs ---------------------------------------------
+# --- two-byte attention: the f32 softmax around f16/bf16 ----------------------------
+# Each fuses into one poot.attention whose result is the chain's exact math
+# rounded once (check_rewrite: docs/two-byte-attention.md), not the chain's
+# own intermediate roundings.
+
+
+def half_qkv(tr: Tracer, dtype: str):
+    q = tr.input("q", (B, H, LQ, D), dtype)
+    k = tr.input("k", (B, HKV, LK, D), dtype)
+    v = tr.input("v", (B, HKV, LK, D), dtype)
+    return q, ops.repeat_kv(k, H // HKV), ops.repeat_kv(v, H // HKV)
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
-def test_f32_softmax_around_half_declines_with_a_remark(
-    dtype: str, rng: np.random.Generator
-) -> None:
-    """HF: `softmax(attn_weights, dim=-1, dtype=torch.float32).to(q.dtype)`."""
+def test_hf_f32_softmax_around_half_fuses(dtype: str, rng: np.random.Generator) -> None:
+    """HF eager: `softmax(attn_weights, dim=-1, dtype=torch.float32).to(q.dtype)`
+    with the mask added in the two-byte type before the upcast."""
     tr = Tracer("upcast")
-    q = tr.input("q", (B, H, LQ, D), dtype)
-    k = tr.input("k", (B, H, LK, D), dtype)
-    v = tr.input("v", (B, H, LK, D), dtype)
-    s = ops.mul(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))), SCALE)
+    q, k, v = half_qkv(tr, dtype)
+    bias = tr.input("bias", (B, 1, LQ, LK), dtype)
+    s = ops.add(ops.mul(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))), SCALE), bias)
     p = ops.convert(ops.softmax(ops.convert(s, "f32")), dtype)
     module = finish(tr, p, v)
+    report = check_rewrite(module, rng, fused=1)
+    assert count_ops(report.module, "poot.convert") == 0, report.module
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_upcast_operands_and_f32_mask_fuse(dtype: str, rng: np.random.Generator) -> None:
+    """`q.float() @ k.float().transpose(-1, -2) * scale + mask_f32`, softmax,
+    `(p @ v.float()).to(q.dtype)`: the converts on Q, K and V are read
+    through, the f32 mask stays f32 (the op adds it as given)."""
+    tr = Tracer("upcast_operands")
+    q, k, v = half_qkv(tr, dtype)
+    mask = tr.input("mask", (B, 1, 1, LK), "f32")
+    q32, k32, v32 = (ops.convert(x, "f32") for x in (q, k, v))
+    s = ops.add(ops.mul(ops.matmul(q32, ops.transpose(k32, (0, 1, 3, 2))), SCALE), mask)
+    tr.output("out", ops.convert(ops.matmul(ops.softmax(s), v32), dtype))
+    module = tr.finish()
+    report = check_rewrite(module, rng, fused=1)
+    assert "mask(" in str(report.module) and "xf32>)" in str(report.module)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+def test_two_byte_chain_throughout_fuses(dtype: str, rng: np.random.Generator) -> None:
+    """The chain computed in the two-byte type throughout (`torch.softmax` on
+    bf16 scores): the op computes it in f32 and rounds once."""
+    tr = Tracer("half")
+    q, k, v = half_qkv(tr, dtype)
+    module = finish(tr, ops.softmax(ops.mul(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))), SCALE)), v)
+    check_rewrite(module, rng, fused=1)
+
+
+def test_probabilities_rounded_to_another_type_decline(rng: np.random.Generator) -> None:
+    """bf16 Q/K/V whose f32 probabilities are rounded to f16: not one
+    element type, so not the op's contract."""
+    tr = Tracer("mixed")
+    q, k, v = half_qkv(tr, "bf16")
+    s = ops.convert(ops.mul(ops.matmul(q, ops.transpose(k, (0, 1, 3, 2))), SCALE), "f32")
+    p = ops.convert(ops.softmax(s), "f16")
+    tr.output("out", ops.matmul(p, ops.convert(v, "f16")))
+    module = tr.finish()
     report = check_rewrite(module, rng, fused=0, exact=True)
     assert len(report.remarks) == 1, report.remarks
-    assert f"rounds its probabilities to {dtype}" in report.remarks[0]
-    assert "F32 only" in report.remarks[0]
+    assert "Q is bf16, K bf16 and V f16" in report.remarks[0]
+
+
+def test_f32_output_of_two_byte_operands_declines(rng: np.random.Generator) -> None:
+    """bf16 Q/K/V upcast, an f32 output kept f32: the op's result is rounded
+    to bf16, so it cannot stand for this chain."""
+    tr = Tracer("f32_out")
+    q, k, v = half_qkv(tr, "bf16")
+    q32, k32, v32 = (ops.convert(x, "f32") for x in (q, k, v))
+    s = ops.mul(ops.matmul(q32, ops.transpose(k32, (0, 1, 3, 2))), SCALE)
+    tr.output("out", ops.matmul(ops.softmax(s), v32))
+    module = tr.finish()
+    report = check_rewrite(module, rng, fused=0, exact=True)
+    assert len(report.remarks) == 1, report.remarks
+    assert "the attention output is f32 while Q, K and V are bf16" in report.remarks[0]
 
 
 # --- layouts ---------------------------------------------------------------------------

@@ -68,8 +68,8 @@ struct AttentionToLoops
             ? std::optional<double>(op.getSoftcap()->convertToDouble())
             : std::nullopt);
     auto resultType = cast<RankedTensorType>(op.getType());
-    auto outType =
-        MemRefType::get({resultType.getNumElements()}, b.getF32Type());
+    auto outType = MemRefType::get({resultType.getNumElements()},
+                                   resultType.getElementType());
     Value out = memref::AllocOp::create(b, loc, outType);
     Value scratch;
     if (launch == KernelSignature::Launch::Partials)
@@ -123,7 +123,8 @@ struct AttentionToLoops
             : std::nullopt);
     auto resultType = cast<RankedTensorType>(op.getType());
     Value out = memref::AllocOp::create(
-        b, loc, MemRefType::get({resultType.getNumElements()}, b.getF32Type()));
+        b, loc, MemRefType::get({resultType.getNumElements()},
+                                resultType.getElementType()));
     Value scratch;
     if (int64_t floats = kernel.scratchFloats())
       scratch = memref::AllocOp::create(

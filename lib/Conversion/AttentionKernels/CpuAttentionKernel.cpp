@@ -47,12 +47,22 @@ VectorType CpuAttentionKernel::vec() const {
   return VectorType::get({req.getLanes()}, b.getF32Type());
 }
 
+/// A vector of the memref's own element type: two-byte operands are read
+/// as vectors of halves and widened to f32 (KernelBuilder::widen).
+static VectorType vecOf(Value mem, int64_t lanes) {
+  return VectorType::get({lanes},
+                         cast<MemRefType>(mem.getType()).getElementType());
+}
+
 Value CpuAttentionKernel::vload(Value mem, Value idx) {
-  return vector::LoadOp::create(b, loc, vec(), mem, ValueRange{idx});
+  return widen(vector::LoadOp::create(b, loc, vecOf(mem, req.getLanes()), mem,
+                                      ValueRange{idx}));
 }
 
 void CpuAttentionKernel::vstore(Value val, Value mem, Value idx) {
-  vector::StoreOp::create(b, loc, val, mem, ValueRange{idx});
+  Type element = cast<MemRefType>(mem.getType()).getElementType();
+  vector::StoreOp::create(b, loc, narrowTo(val, element), mem,
+                          ValueRange{idx});
 }
 
 Value CpuAttentionKernel::splat(Value scalar) {
@@ -328,9 +338,13 @@ void CpuAttentionKernel::emitItem(const AttentionBuffers &bufs,
       for (int64_t c = 0; c < kb; c += W)
         maskMax = arith::MaximumFOp::create(
             b, loc, maskMax,
-            vector::TransferReadOp::create(
-                b, loc, vec(), bufs.mask, ValueRange{add(maskBase, add(k0, index(c)))},
-                ninf, ArrayRef<bool>{false}));
+            widen(vector::TransferReadOp::create(
+                b, loc, vecOf(bufs.mask, W), bufs.mask,
+                ValueRange{add(maskBase, add(k0, index(c)))},
+                arith::ConstantOp::create(
+                    b, loc,
+                    b.getFloatAttr(vecOf(bufs.mask, W).getElementType(), -kInf)),
+                ArrayRef<bool>{false})));
       Value visible = arith::CmpFOp::create(
           b, loc, arith::CmpFPredicate::UNE,
           vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF,

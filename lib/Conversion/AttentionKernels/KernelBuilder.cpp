@@ -4,6 +4,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
 
 #include <limits>
 
@@ -38,12 +40,35 @@ Value KernelBuilder::remui(Value x, int64_t y) {
   return arith::RemUIOp::create(b, loc, x, index(y));
 }
 
+Value KernelBuilder::widen(Value x) {
+  Type element = getElementTypeOrSelf(x.getType());
+  if (!element.isF16() && !element.isBF16())
+    return x;
+  Type wide = b.getF32Type();
+  if (auto vector = dyn_cast<VectorType>(x.getType()))
+    wide = vector.clone(wide);
+  return arith::ExtFOp::create(b, loc, wide, x);
+}
+
+Value KernelBuilder::narrowTo(Value x, Type element) {
+  if (getElementTypeOrSelf(x.getType()) == element ||
+      !isa<FloatType>(element))
+    return x;
+  Type narrow = element;
+  if (auto vector = dyn_cast<VectorType>(x.getType()))
+    narrow = vector.clone(element);
+  // arith.truncf without a rounding mode is round-to-nearest-even on every
+  // target we lower to (LLVM fptrunc, SPIR-V OpFConvert).
+  return arith::TruncFOp::create(b, loc, narrow, x);
+}
+
 Value KernelBuilder::load(Value mem, Value idx) {
-  return memref::LoadOp::create(b, loc, mem, ValueRange{idx});
+  return widen(memref::LoadOp::create(b, loc, mem, ValueRange{idx}));
 }
 
 void KernelBuilder::store(Value val, Value mem, Value idx) {
-  memref::StoreOp::create(b, loc, val, mem, ValueRange{idx});
+  Type element = cast<MemRefType>(mem.getType()).getElementType();
+  memref::StoreOp::create(b, loc, narrowTo(val, element), mem, ValueRange{idx});
 }
 
 Value KernelBuilder::exp(Value x) { return math::ExpOp::create(b, loc, x); }

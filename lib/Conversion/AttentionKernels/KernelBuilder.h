@@ -24,8 +24,16 @@ public:
   Value mul(Value x, Value y);
   Value divui(Value x, int64_t y);
   Value remui(Value x, int64_t y);
+  /// Two-byte attention (docs/two-byte-attention.md): every f16/bf16 value
+  /// is widened to f32 as it is loaded, all math runs in f32, and a value
+  /// is rounded (to nearest even) only when it is stored into a two-byte
+  /// buffer -- the output, once.
   Value load(Value mem, Value idx);
   void store(Value val, Value mem, Value idx);
+  /// An f16/bf16 scalar or vector extended to f32; anything else as is.
+  Value widen(Value x);
+  /// A float scalar or vector truncated to `element` (no-op when equal).
+  Value narrowTo(Value x, Type element);
   Value exp(Value x);
   Value isNegInf(Value x);
   Value select(Value cond, Value x, Value y);

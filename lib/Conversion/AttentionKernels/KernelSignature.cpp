@@ -8,13 +8,17 @@ static int64_t elementsOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getNumElements();
 }
 
+static Type elementOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType();
+}
+
 KernelSignature::KernelSignature(AttentionOp op, AttentionRequestAttr req) {
-  inputs.push_back({"query", elementsOf(op.getQuery()), false});
-  inputs.push_back({"key", elementsOf(op.getKey()), false});
-  inputs.push_back({"value", elementsOf(op.getValue()), false});
+  inputs.push_back({"query", elementsOf(op.getQuery()), elementOf(op.getQuery())});
+  inputs.push_back({"key", elementsOf(op.getKey()), elementOf(op.getKey())});
+  inputs.push_back({"value", elementsOf(op.getValue()), elementOf(op.getValue())});
   if (Value shared = op.getKeyShared()) {
     layout.keyShared = true;
-    inputs.push_back({"key_shared", elementsOf(shared), false});
+    inputs.push_back({"key_shared", elementsOf(shared), elementOf(shared)});
   }
   if (Value mask = op.getMask()) {
     layout.mask = true;
@@ -22,24 +26,26 @@ KernelSignature::KernelSignature(AttentionOp op, AttentionRequestAttr req) {
     layout.maskBatch = type.getDimSize(0);
     layout.maskHeads = type.getDimSize(1);
     layout.maskRows = type.getDimSize(2);
-    inputs.push_back({"mask", elementsOf(mask), false});
+    inputs.push_back({"mask", elementsOf(mask), elementOf(mask)});
   }
   if (Value read = op.getRead()) {
     layout.read = true;
-    inputs.push_back({"read", elementsOf(read), true});
+    inputs.push_back({"read", elementsOf(read), elementOf(read)});
   }
   if (Value length = op.getLength()) {
     layout.length = true;
-    inputs.push_back({"len", elementsOf(length), true});
+    inputs.push_back({"len", elementsOf(length), elementOf(length)});
   }
   outElements = elementsOf(op.getResult());
+  outElement = elementOf(op.getResult());
+  scratchElement = Float32Type::get(op.getContext());
   int64_t rows = req.getBatch() * req.getQHeads() * req.getQLen();
   scratchElements = rows * req.getSplits() * (req.getValueWidth() + 2);
 }
 
 SmallVector<KernelSignature::Arg> KernelSignature::args(Launch launch) const {
-  Arg out{"out", outElements, false};
-  Arg scratch{"scratch", scratchElements, false};
+  Arg out{"out", outElements, outElement};
+  Arg scratch{"scratch", scratchElements, scratchElement};
   if (launch == Launch::Combine)
     return {scratch, out};
   SmallVector<Arg> all(inputs);
@@ -51,9 +57,7 @@ SmallVector<Type> KernelSignature::argumentTypes(MLIRContext *ctx,
                                                  Launch launch) const {
   SmallVector<Type> types;
   for (const Arg &arg : args(launch))
-    types.push_back(MemRefType::get(
-        {arg.elements}, arg.isInt ? Type(IntegerType::get(ctx, 32))
-                                  : Type(Float32Type::get(ctx))));
+    types.push_back(MemRefType::get({arg.elements}, arg.element));
   return types;
 }
 

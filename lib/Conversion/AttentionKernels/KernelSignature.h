@@ -41,12 +41,15 @@ private:
   struct Arg {
     StringRef name;
     int64_t elements;
-    bool isInt;
+    /// The operand's own element type (f32/f16/bf16 or i32); the scratch
+    /// of (o, m, l) partials is always f32.
+    Type element;
   };
   SmallVector<Arg> args(Launch launch) const;
 
   SmallVector<Arg> inputs;
   int64_t outElements, scratchElements;
+  Type outElement, scratchElement;
 };
 
 } // namespace mlir::poot

@@ -21,9 +21,11 @@ documented here so every consumer sees the same answer):
 - `top_k` and `block_topk` order NaN below every number (the stable sort of
   `-operand` numpy performs puts NaN last); in `block_topk` that includes
   the -inf of the non-candidate blocks, as in the tracer's chain.
-- The fused attention ops hold their running values in float32 for 16-bit
-  inputs (the generated kernel's accumulators are floats) and round the
-  result to the input dtype once.
+- The fused attention ops on 16-bit inputs are two-byte attention
+  (docs/two-byte-attention.md): the inputs are widened exactly, everything
+  (scores, softmax, P.V) is computed in float64 -- the reference of the
+  kernels' f32 math -- and the output is rounded once, to nearest even, to
+  the result dtype (`dtypes.round_float64`).
 """
 
 from __future__ import annotations
@@ -366,9 +368,10 @@ def index_guard(operand: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.n
 
 
 def _running_dtype(dtype: np.dtype) -> np.dtype:
-    """Where a fused attention op holds its scores and sums: float32 for
-    16-bit inputs (the kernel's float accumulators), else the input dtype."""
-    return dtypes.F32 if dtype in dtypes.HALF_DTYPES else np.dtype(dtype)
+    """Where a fused attention op holds its scores and sums: float64 for
+    16-bit inputs (two-byte attention: the exact reference of the kernels'
+    f32 math, rounded once at the end), else the input dtype."""
+    return dtypes.F64 if dtype in dtypes.HALF_DTYPES else np.dtype(dtype)
 
 
 def softmax(scores: np.ndarray) -> np.ndarray:

@@ -186,7 +186,10 @@ def as_device(value: Any) -> DeviceArray | None:
             raise ShapeBindError("CUDA tensor is not contiguous; pass .contiguous()")
         name = str(value.dtype).removeprefix("torch.")
         table = {"float32": np.float32, "float64": np.float64, "int32": np.int32,
-                 "float16": np.float16, "bool": np.bool_, "int64": np.int64}
+                 "float16": np.float16, "bool": np.bool_, "int64": np.int64,
+                 # torch has no __cuda_array_interface__ for bfloat16; its
+                 # bytes are the oracle's bf16 (ml_dtypes.bfloat16).
+                 "bfloat16": binding.numpy_dtype("bf16")}
         if name not in table:
             raise ShapeBindError(f"unsupported CUDA tensor dtype {value.dtype}")
         return DeviceArray(int(value.data_ptr()), tuple(value.shape), np.dtype(table[name]), value)
