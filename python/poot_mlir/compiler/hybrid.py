@@ -56,6 +56,8 @@ def standalone_attention(op, name: str) -> str:
     attrs = [f"scale = {op.attributes['scale']}"]
     if "softcap" in op.attributes:
         attrs.append(f"softcap = {op.attributes['softcap']}")
+    if "causal" in op.attributes:
+        attrs.append("causal")
     result = op.results[0].type
     types = ", ".join(str(operands[n].type) for n in ("query", "key", "value"))
     return (
