@@ -109,7 +109,7 @@ func.func @masked_fill_sub(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x5x4xf32>, %v:
   %off = poot.constant dense<2> : tensor<i32>
   %hidden = poot.compare gt, %d, %off : (tensor<3x5xi32>, tensor<i32>) -> tensor<3x5xi1>
   %fill = poot.constant dense<0xFF800000> : tensor<f32>
-  %s2 = poot.select %hidden, %fill, %s1 : (tensor<3x5xi1>, tensor<1x2x3x5xf32>, tensor<f32>) -> tensor<1x2x3x5xf32>
+  %s2 = poot.select %hidden, %fill, %s1 : (tensor<3x5xi1>, tensor<f32>, tensor<1x2x3x5xf32>) -> tensor<1x2x3x5xf32>
   %m = poot.reduce max %s2 axis = 3 keepdim : tensor<1x2x3x5xf32> -> tensor<1x2x3x1xf32>
   %xs = poot.sub %s2, %m : (tensor<1x2x3x5xf32>, tensor<1x2x3x1xf32>) -> tensor<1x2x3x5xf32>
   %ex = poot.exp %xs : tensor<1x2x3x5xf32>
@@ -341,8 +341,8 @@ func.func @causal_and_padding(%q: tensor<1x2x4x4xf32>, %k: tensor<1x2x4x4xf32>, 
   %s2 = poot.add %s1, %mask : (tensor<1x2x4x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32>
   %ninf = poot.constant dense<0xFF800000> : tensor<f32>
   %s3 = poot.select %pad, %s2, %ninf : (tensor<1x1x1x4xi1>, tensor<1x2x4x4xf32>, tensor<f32>) -> tensor<1x2x4x4xf32>
-  %m = poot.reduce max %s2 axis = 3 keepdim : tensor<1x2x4x4xf32> -> tensor<1x2x4x1xf32>
-  %xs = poot.sub %s2, %m : (tensor<1x2x4x4xf32>, tensor<1x2x4x1xf32>) -> tensor<1x2x4x4xf32>
+  %m = poot.reduce max %s3 axis = 3 keepdim : tensor<1x2x4x4xf32> -> tensor<1x2x4x1xf32>
+  %xs = poot.sub %s3, %m : (tensor<1x2x4x4xf32>, tensor<1x2x4x1xf32>) -> tensor<1x2x4x4xf32>
   %ex = poot.exp %xs : tensor<1x2x4x4xf32>
   %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x2x4x4xf32> -> tensor<1x2x4x1xf32>
   %p = poot.div %ex, %den : (tensor<1x2x4x4xf32>, tensor<1x2x4x1xf32>) -> tensor<1x2x4x4xf32>

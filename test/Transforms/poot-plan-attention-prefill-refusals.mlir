@@ -1,11 +1,11 @@
 // RUN: poot-opt %s -split-input-file --poot-plan-attention="target=spirv workgroup-memory=32768 max-grid-x=2 max-grid-y=2" -verify-diagnostics
 
 // The tiled prefill's launch is refused with GridLimit when its workgroups
-// (B * Hq * ceil(Lq / q_block) = 1 * 2 * 4) pass max-grid-x * max-grid-y.
-func.func @grid(%q: tensor<1x2x64x16xf32>, %k: tensor<1x2x64x16xf32>, %v: tensor<1x2x64x16xf32>) -> tensor<1x2x64x16xf32> {
+// (B * Hq * ceil(Lq / q_block) = 1 * 8 * 1) pass max-grid-x * max-grid-y.
+func.func @grid(%q: tensor<1x8x64x16xf32>, %k: tensor<1x2x64x16xf32>, %v: tensor<1x2x64x16xf32>) -> tensor<1x8x64x16xf32> {
   // expected-error @+1 {{GridLimit: 8 workgroups do not fit a 2 x 2 grid}}
-  %o = poot.attention %q, %k, %v causal {scale = 0.25 : f64} : tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32> -> tensor<1x2x64x16xf32>
-  return %o : tensor<1x2x64x16xf32>
+  %o = poot.attention %q, %k, %v causal {scale = 0.25 : f64} : tensor<1x8x64x16xf32>, tensor<1x2x64x16xf32>, tensor<1x2x64x16xf32> -> tensor<1x8x64x16xf32>
+  return %o : tensor<1x8x64x16xf32>
 }
 
 // -----
