@@ -145,6 +145,9 @@ std::optional<bool> match::causalSetOf(Value cond, int64_t lq, int64_t lk) {
     return std::nullopt;
   // lhs - rhs = a*t + c*i + d; normalise to (t - i) <dir> k.
   Affine diff = lhs->plus(rhs->scaled(-1));
+  // One query row (i = 0, its iota a size-1 constant): only t's side counts.
+  if (lq == 1)
+    diff.rowCoef = -diff.keyCoef;
   CompareDirection dir = compare.getDirection();
   int64_t k;
   if (diff.keyCoef == 1 && diff.rowCoef == -1) {

@@ -152,6 +152,63 @@ func.func @strict_lt_plus_one(%q: tensor<1x2x4x4xf32>, %k: tensor<1x2x4x4xf32>, 
 
 // -----
 
+// One query row (decode, GPT-2's mask sliced to Lq = 1): its row iota is the
+// constant 0, and k <= 0 + (Lk - 1) is the causal set (every key).
+// CHECK-LABEL: func.func @decode_row
+// CHECK:       poot.attention %arg0, %arg1, %arg2 causal {scale = 5.000000e-01 : f64}
+// CHECK-NOT:   mask(
+// CHECK-NOT:   poot.compare
+// CHECK-NOT:   poot.exp
+func.func @decode_row(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x5x4xf32>, %v: tensor<1x2x5x4xf32>) -> tensor<1x2x1x4xf32> {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x2x5x4xf32> -> tensor<1x2x4x5xf32>
+  %s = poot.matmul %q, %kt : (tensor<1x2x1x4xf32>, tensor<1x2x4x5xf32>) -> tensor<1x2x1x5xf32>
+  %c = poot.constant dense<0.5> : tensor<f32>
+  %s1 = poot.mul %s, %c : (tensor<1x2x1x5xf32>, tensor<f32>) -> tensor<1x2x1x5xf32>
+  %row = poot.iota dim = 0 : tensor<1x1xi32>
+  %col = poot.iota dim = 1 : tensor<1x5xi32>
+  %off = poot.constant dense<4> : tensor<i32>
+  %last = poot.add %row, %off : (tensor<1x1xi32>, tensor<i32>) -> tensor<1x1xi32>
+  %keep = poot.compare le, %col, %last : (tensor<1x5xi32>, tensor<1x1xi32>) -> tensor<1x5xi1>
+  %fill = poot.constant dense<-3.40282347E+38> : tensor<f32>
+  %s2 = poot.select %keep, %s1, %fill : (tensor<1x5xi1>, tensor<1x2x1x5xf32>, tensor<f32>) -> tensor<1x2x1x5xf32>
+  %m = poot.reduce max %s2 axis = 3 keepdim : tensor<1x2x1x5xf32> -> tensor<1x2x1x1xf32>
+  %xs = poot.sub %s2, %m : (tensor<1x2x1x5xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x5xf32>
+  %ex = poot.exp %xs : tensor<1x2x1x5xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x2x1x5xf32> -> tensor<1x2x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x2x1x5xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x5xf32>
+  %out = poot.matmul %p, %v : (tensor<1x2x1x5xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x1x4xf32>
+  return %out : tensor<1x2x1x4xf32>
+}
+
+// -----
+
+// Near miss: one row seeing k <= 3 of 5 keys is no causal set.
+// CHECK-LABEL: func.func @decode_hides_the_tail
+// CHECK:       poot.attention %arg0, %arg1, %arg2 mask(%{{.*}} : tensor<1x1x1x5xf32>) {scale = 5.000000e-01 : f64}
+// CHECK-NOT:   causal
+func.func @decode_hides_the_tail(%q: tensor<1x2x1x4xf32>, %k: tensor<1x2x5x4xf32>, %v: tensor<1x2x5x4xf32>) -> tensor<1x2x1x4xf32> {
+  %kt = poot.transpose %k perm = [0, 1, 3, 2] : tensor<1x2x5x4xf32> -> tensor<1x2x4x5xf32>
+  %s = poot.matmul %q, %kt : (tensor<1x2x1x4xf32>, tensor<1x2x4x5xf32>) -> tensor<1x2x1x5xf32>
+  %c = poot.constant dense<0.5> : tensor<f32>
+  %s1 = poot.mul %s, %c : (tensor<1x2x1x5xf32>, tensor<f32>) -> tensor<1x2x1x5xf32>
+  %row = poot.iota dim = 0 : tensor<1x1xi32>
+  %col = poot.iota dim = 1 : tensor<1x5xi32>
+  %off = poot.constant dense<3> : tensor<i32>
+  %last = poot.add %row, %off : (tensor<1x1xi32>, tensor<i32>) -> tensor<1x1xi32>
+  %keep = poot.compare le, %col, %last : (tensor<1x5xi32>, tensor<1x1xi32>) -> tensor<1x5xi1>
+  %fill = poot.constant dense<-3.40282347E+38> : tensor<f32>
+  %s2 = poot.select %keep, %s1, %fill : (tensor<1x5xi1>, tensor<1x2x1x5xf32>, tensor<f32>) -> tensor<1x2x1x5xf32>
+  %m = poot.reduce max %s2 axis = 3 keepdim : tensor<1x2x1x5xf32> -> tensor<1x2x1x1xf32>
+  %xs = poot.sub %s2, %m : (tensor<1x2x1x5xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x5xf32>
+  %ex = poot.exp %xs : tensor<1x2x1x5xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x2x1x5xf32> -> tensor<1x2x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x2x1x5xf32>, tensor<1x2x1x1xf32>) -> tensor<1x2x1x5xf32>
+  %out = poot.matmul %p, %v : (tensor<1x2x1x5xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x1x4xf32>
+  return %out : tensor<1x2x1x4xf32>
+}
+
+// -----
+
 // Near miss: k > q with Lk = 5 > Lq = 3 is top-left aligned (torch's is_causal
 // for Lq != Lk), not the op's bottom-right causal set: a tensor mask.
 // CHECK-LABEL: func.func @top_left_is_not_bottom_right

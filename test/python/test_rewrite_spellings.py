@@ -129,10 +129,11 @@ def causal_prefill_neg_inf() -> ir.Module:
 
 
 #: The spellings whose mask becomes poot.attention's causal kind (the rest,
-#: a sliced constant buffer and the Lq = 1 decode among them, stay tensors).
+#: a sliced constant buffer among them, stay tensors).
 CAUSAL_KIND = {
     "GPT-2 causal, torch.where with finfo.min",
     "causal by torch.where with -inf",
+    "bottom-right causal, Lq=1 decode",
     "top-left causal masked_fill -inf",
 }
 
