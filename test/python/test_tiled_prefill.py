@@ -3,7 +3,7 @@
 Every prefill form (causal and not, GQA, query lengths that are no multiple
 of the row block, a chunk after a cache with the bottom-right causal
 diagonal, live length, tensor masks, split and paged keys) runs on lavapipe
-against the float64 oracle on fresh seeded inputs; the NVVM form is checked
+(raw Vulkan and wgpu) against the float64 oracle on fresh seeded inputs; the NVVM form is checked
 by ptxas for sm_90; the CPU runs the causal kind through its own schedule.
 """
 
@@ -19,7 +19,7 @@ from attention_cases import Form, assert_matches, build
 from system_deps import ptxas_path, require
 from poot_mlir import oracle
 from poot_mlir.compiler import devices, gpu
-from poot_mlir.runtime.gpu import GpuArtifact, VulkanBackend
+from poot_mlir.runtime.gpu import GpuArtifact, VulkanBackend, WgpuBackend
 
 LAVAPIPE = devices.VULKAN_LAVAPIPE
 
@@ -36,15 +36,18 @@ PREFILL_FORMS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def vulkan():
-    require("vulkan")
-    backend = VulkanBackend(prefer="lavapipe")
+@pytest.fixture(scope="module", params=["vulkan", "wgpu"])
+def vulkan(request):
+    """Lavapipe through raw Vulkan, then through wgpu."""
+    require(request.param)
+    backend = (WgpuBackend if request.param == "wgpu" else VulkanBackend)(prefer="lavapipe")
     yield backend
     backend.close()
 
 
 def run_on(text, inputs, device, vulkan, path):
+    if isinstance(vulkan, WgpuBackend):
+        device = device.with_limits(client="wgpu")
     artifact = GpuArtifact(gpu.compile_gpu(text, device, path), backend=vulkan)
     return artifact.manifest["attention"][0], artifact.run(inputs).outputs[0]
 
