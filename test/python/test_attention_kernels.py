@@ -393,7 +393,7 @@ func.func @step(%q0: tensor<1x4x1x16xf32> {poot.name = "q0"}, %k0: tensor<1x2x51
 
 
 @pytest.mark.requires("vulkan")
-@pytest.mark.parametrize("form", [FORMS[1], FORMS[4], FORMS[7], FORMS[10], FORMS[11]], ids=lambda f: f.name)
+@pytest.mark.parametrize("form", [FORMS[1], FORMS[4], FORMS[7], FORMS[10], FORMS[11], FORMS[12]], ids=lambda f: f.name)
 def test_hybrid_host_program_offloads_attention_to_lavapipe(form, rng, tmp_path):
     """A CPU host step whose attention runs as SPIR-V kernels on lavapipe."""
     from poot_mlir.compiler.hybrid import compile_hybrid
