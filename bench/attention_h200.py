@@ -93,6 +93,14 @@ def torch_inputs(torch, form: cases.Form, rng) -> dict:
         m = torch.zeros((Lq, Lk), device=dev)
         m.masked_fill_(cols > rows + (Lk - Lq), float("-inf"))
         out["mask"] = m[None, None].contiguous()
+    if form.causal:
+        # The causal kind has no mask input: the eager chain and the float64
+        # reference read this one ("_" inputs are not bound to poot).
+        Lq, Lk = form.q_len, form.key_len
+        m = torch.zeros((Lq, Lk), device=dev)
+        m.masked_fill_(torch.arange(Lk, device=dev)[None, :] > torch.arange(Lq, device=dev)[:, None] + (Lk - Lq),
+                       float("-inf"))
+        out["_causal_mask"] = m[None, None].contiguous()
     return out
 
 
@@ -104,8 +112,8 @@ def reference64(torch, form: cases.Form, t: dict):
     for h in range(form.q_heads):
         g = h // n_rep
         s = (q[:, h] @ k[:, g].transpose(-1, -2)) * form.scale
-        if "mask" in t:
-            m = t["mask"]
+        m = t.get("mask", t.get("_causal_mask"))
+        if m is not None:
             s = s + m[:, 0 if m.shape[1] == 1 else h].double()
         outs.append(torch.softmax(s, dim=-1) @ v[:, g])
     return torch.stack(outs, dim=1)
@@ -117,7 +125,7 @@ def rel_err(torch, out, ref) -> float:
 
 def sdpa_fn(torch, form, t, out_holder):
     F = torch.nn.functional
-    causal = form.mask == "causal"
+    causal = form.mask == "causal" or form.causal
 
     def fn():
         out_holder[0] = F.scaled_dot_product_attention(
@@ -137,8 +145,8 @@ def eager_fn(torch, form, t, out_holder):
         v = repeat_kv(t["v"])
         s = torch.matmul(t["q"], k.transpose(-1, -2))
         s = s * form.scale
-        if "mask" in t:
-            s = s + t["mask"]
+        if "mask" in t or "_causal_mask" in t:
+            s = s + t.get("mask", t.get("_causal_mask"))
         m = s.amax(dim=-1, keepdim=True)
         ex = torch.exp(s - m)
         p = ex / ex.sum(dim=-1, keepdim=True)
@@ -188,7 +196,7 @@ def bench_form(torch, cuda_mod, device, root: Path, index: dict, name: str, form
         try:
             art = GpuArtifact(root / entry["path"], backend=device)
             outs = [torch.full(form.out_shape, float("nan"), device="cuda") for _ in sets]
-            steps = [cuda_mod.prepare(art, {k: t[k] for k in t}, outputs={"out": o}, check_ranges=False)
+            steps = [cuda_mod.prepare(art, {k: t[k] for k in t if not k.startswith("_")}, outputs={"out": o}, check_ranges=False)
                      for t, o in zip(sets, outs)]
             t0 = time.perf_counter()
             steps[0].launch()

@@ -35,6 +35,7 @@ class Form:
     pool: int = 0  # paged: pool slots S (k [S,Hkv,dk])
     live: bool = False  # len [B] i32
     empty_row: bool = False  # one (b, h) row whose keys are all masked -> NaN
+    causal: bool = False  # poot.attention's causal kind (t <= i + Lk - Lq), no mask tensor
 
     @property
     def scale(self) -> float:
@@ -99,6 +100,8 @@ def text(form: Form) -> str:
     attrs = f"scale = {form.scale!r} : f64"
     if form.softcap:
         attrs += f", softcap = {form.softcap!r} : f64"
+    if form.causal:
+        optional.append("causal")
     out = _t(form.out_shape)
     return (
         f'func.func @step({", ".join(args)}) -> ({out} {{poot.name = "out"}}) {{\n'
@@ -167,7 +170,7 @@ def reference(form: Form, ins: dict[str, np.ndarray]) -> np.ndarray:
     return sem.attention(
         f64(ins["q"]), f64(ins["k"]), f64(ins["v"]), scale=form.scale, softcap=form.softcap,
         mask=f64(ins.get("mask")), key_shared=f64(ins.get("k_shared")),
-        read=ins.get("read"), length=ins.get("len"),
+        read=ins.get("read"), length=ins.get("len"), causal=form.causal,
     )
 
 
@@ -216,12 +219,17 @@ def verify_cases() -> list[tuple[str, Form, dict, str]]:
     both(Form("live", batch=3, q_heads=8, kv_heads=2, key_len=2048, live=True))
     both(Form("paged_live", batch=2, q_heads=8, kv_heads=2, key_len=1024, pool=1500, live=True))
     both(Form("empty_row", batch=1, q_heads=4, kv_heads=2, key_len=512, mask="alibi", empty_row=True))
-    # Prefill (Lq > 1: always streaming).
+    # Prefill (Lq >= 16: the tiled prefill; a tensor mask, or the causal kind).
     cases.append(("causal_prefill", Form("causal_prefill", batch=1, q_heads=8, kv_heads=2, q_len=256,
-                                          key_len=256, mask="causal"), {}, "streaming"))
+                                          key_len=256, mask="causal"), {}, "tiled_prefill"))
+    cases.append(("causal_kind_prefill", Form("causal_kind_prefill", batch=1, q_heads=8, kv_heads=2,
+                                               q_len=256, key_len=256, causal=True), {}, "tiled_prefill"))
+    cases.append(("causal_kind_chunk", Form("causal_kind_chunk", batch=2, q_heads=8, kv_heads=2,
+                                             q_len=200, key_len=1000, causal=True, live=True),
+                  {}, "tiled_prefill"))
     cases.append(("alibi_prefill_softcap", Form("alibi_prefill_softcap", batch=2, q_heads=4, kv_heads=2,
                                                  q_len=33, key_len=300, mask="alibi", softcap=30.0),
-                  {}, "streaming"))
+                  {}, "tiled_prefill"))
     # Lane counts of the streaming schedule (dv = 64: 264 bytes a lane).
     lane_form = Form("lanes", batch=2, q_heads=4, kv_heads=2, key_len=1000)
     for lanes in (64, 32, 8, 1):
@@ -251,4 +259,7 @@ def bench_forms() -> list[tuple[str, Form]]:
         ("decode_b16_8k", Form("decode_b16_8k", batch=16, key_len=8192, **d)),
         ("prefill_2k", Form("prefill_2k", batch=1, q_len=2048, key_len=2048, mask="causal", **d)),
         ("prefill_8k", Form("prefill_8k", batch=1, q_len=8192, key_len=8192, mask="causal", **d)),
+        # The causal kind (no mask tensor; tiles above the diagonal skipped).
+        ("prefill_2k_kind", Form("prefill_2k_kind", batch=1, q_len=2048, key_len=2048, causal=True, **d)),
+        ("prefill_8k_kind", Form("prefill_8k_kind", batch=1, q_len=8192, key_len=8192, causal=True, **d)),
     ]

@@ -36,6 +36,12 @@ PREFILL = [
                key_width=d, value_width=d, mask="causal")
     for hq, hkv, d in ((8, 2, 64), (32, 8, 128))
     for L in (512, 1024)
+] + [
+    # The causal kind: no mask tensor, key blocks above the diagonal skipped.
+    cases.Form(f"prefill_kind_h{hq}_d{d}_L{L}", q_heads=hq, kv_heads=hkv, q_len=L, key_len=L,
+               key_width=d, value_width=d, causal=True)
+    for hq, hkv, d in ((8, 2, 64), (32, 8, 128))
+    for L in (512, 1024)
 ]
 
 
@@ -69,7 +75,7 @@ def main() -> None:
         inputs = cases.inputs(form, rng)
         bound = art.bind(inputs)
         tq, tk, tv = (torch.from_numpy(inputs[n]) for n in "qkv")
-        causal = form.mask == "causal"
+        causal = form.mask == "causal" or form.causal
 
         def sdpa():
             return F.scaled_dot_product_attention(tq, tk, tv, is_causal=causal, scale=form.scale,

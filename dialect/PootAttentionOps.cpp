@@ -131,6 +131,15 @@ LogicalResult AttentionOp::verify() {
              << m;
   }
 
+  if (getCausal()) {
+    if (getMask())
+      return emitOpError("causal excludes a mask operand (a causal chain with "
+                         "other masks stays one tensor mask)");
+    if (lk < lq)
+      return emitOpError("causal needs Lk >= Lq (every row sees key 0), got Lk = ")
+             << lk << ", Lq = " << lq;
+  }
+
   if (Value length = getLength()) {
     auto l = tensorOf(length);
     if (l.getRank() != 1 || l.getDimSize(0) != b)

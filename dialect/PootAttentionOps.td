@@ -24,6 +24,7 @@ def Poot_AttentionOp : Poot_Op<"attention", [Pure, AttrSizedOperandSegments,
     s[t]   = softcap * tanh(s[t] / softcap)          if softcap is set
     s[t]   = s[t] + mask[b', h', i', t]              if mask is given (broadcast
                                                      over size-1 b', h', i')
+    s[t]   = -inf                                    if causal and t > i + (Lk - Lq)
     s[t]   = -inf                                    if len is given and t >= len[b]
     p      = exp(s - max_t s) / sum_t exp(s - max_t s)
     out[b,h,i,:] = sum_t p[t] * value(b,g,t)
@@ -63,6 +64,18 @@ def Poot_AttentionOp : Poot_Op<"attention", [Pure, AttrSizedOperandSegments,
     scores or probabilities. The `mask` of a two-byte op is the query's
     type or f32, and is added as given.
 
+    `causal` is the causal mask as an index expression instead of a tensor:
+    query row `i` sees the keys `t <= i + (Lk - Lq)`, the diagonal aligned to
+    the bottom-right corner (square prefill: `t <= i`; a chunk of `Lq` new
+    rows after `Lk - Lq` cached ones: every cached key and its own prefix).
+    It needs `Lk >= Lq` (so every row sees key 0) and excludes a `mask`
+    operand. The rewrite forms it only from an iota-compare chain that is
+    exactly this set (tril/triu, `is_causal`, `t <= i + (Lk - Lq)`), filled
+    with -inf or the lowest finite value; it agrees with that chain for
+    every score below 2^103 in magnitude (a NaN or infinite score at a
+    hidden key, which an additive mask would carry into the row, is
+    dropped). Kernels skip the hidden keys; none reads a mask.
+
     ```mlir
     %o = poot.attention %q, %k, %v mask(%m : tensor<1x1x1x128xf32>) {scale = 0.125 : f64}
         : tensor<1x32x1x64xf32>, tensor<1x8x128x64xf32>, tensor<1x8x128x64xf32>
@@ -78,7 +91,8 @@ def Poot_AttentionOp : Poot_Op<"attention", [Pure, AttrSizedOperandSegments,
     Optional<Poot_IntTensor>:$read,
     Optional<Poot_IntTensor>:$length,
     F64Attr:$scale,
-    OptionalAttr<F64Attr>:$softcap);
+    OptionalAttr<F64Attr>:$softcap,
+    UnitAttr:$causal);
   let results = (outs Poot_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value
@@ -86,6 +100,7 @@ def Poot_AttentionOp : Poot_Op<"attention", [Pure, AttrSizedOperandSegments,
     (`key_shared` `(` $key_shared^ `:` type($key_shared) `)`)?
     (`read` `(` $read^ `:` type($read) `)`)?
     (`len` `(` $length^ `:` type($length) `)`)?
+    (`causal` $causal^)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
   }];
   let hasVerifier = 1;

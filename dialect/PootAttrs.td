@@ -67,7 +67,12 @@ def Poot_AttentionSchedule : I32EnumAttr<"AttentionSchedule", "attention kernel 
     // of `key_block` keys sized to the L1 cache, vectors of `lanes` floats
     // over the head width; work items run on a thread pool (OpenMP); a
     // combine loop when split.
-    I32EnumAttrCase<"CpuTiled", 3, "cpu_tiled">]> {
+    I32EnumAttrCase<"CpuTiled", 3, "cpu_tiled">,
+    // GPU prefill: one workgroup per (batch row, query head, block of
+    // `q_block` query rows); K/V tiles of `key_block` keys staged in
+    // workgroup memory and read by every row of the block; causal tiles
+    // above the diagonal skipped (TiledPrefillKernel.h).
+    I32EnumAttrCase<"TiledPrefill", 4, "tiled_prefill">]> {
   let cppNamespace = "::mlir::poot";
   let genSpecializedAttr = 0;
 }
@@ -84,7 +89,9 @@ def Poot_MaskKind : I32EnumAttr<"MaskKind", "additive mask layout", [
     // Head axis 1: one mask shared by every head.
     I32EnumAttrCase<"Shared", 1, "shared">,
     // Head axis Hq: per-head biases (ALiBi).
-    I32EnumAttrCase<"PerHead", 2, "per_head">]> {
+    I32EnumAttrCase<"PerHead", 2, "per_head">,
+    // No tensor: row i sees keys t <= i + (Lk - Lq) (poot.attention causal).
+    I32EnumAttrCase<"Causal", 3, "causal">]> {
   let cppNamespace = "::mlir::poot";
   let genSpecializedAttr = 0;
 }
@@ -148,8 +155,10 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
     two dimensions past the device's X limit). The CPU schedule
     (`cpu_tiled`) reads `lanes` as the vector width, `grid_x` as the number
     of work items, `grid_y` as the chunks (one per core) they are dealt to, `q_block` as the query rows per work item and
-    `key_block` as the keys per cache block (both 0, and not printed, for
-    the GPU schedules). Equal requests generate equal kernels, so the
+    `key_block` as the keys per cache block. The GPU prefill
+    (`tiled_prefill`) reads `q_block` as the query rows per workgroup and
+    `key_block` as the keys per staged tile (both 0, and not printed, for
+    the other GPU schedules). Equal requests generate equal kernels, so the
     request is the plan key.
   }];
   let parameters = (ins

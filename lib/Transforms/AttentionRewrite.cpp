@@ -10,7 +10,8 @@
 //
 // and adds the live length when every live select is present and the length
 // is proven in [1, Lk]. The masks (additive terms and boolean selects) become
-// one additive mask operand; head-folded [B*H, L, D] operands are unfolded,
+// one additive mask operand (a lone causal iota-compare mask becomes the
+// op's `causal` kind: CausalMatch.cpp); head-folded [B*H, L, D] operands are unfolded,
 // a key stored transposed is transposed back, and scales applied to q or k
 // are folded into the op's scale. The op's verifier is the typing rule: a
 // form is built, verified with its diagnostics captured, and dropped again if
@@ -24,6 +25,7 @@
 #include "lib/Transforms/RewriteSupport.h"
 
 #include "lib/Transforms/AttentionMatch.h"
+#include "lib/Transforms/CausalMatch.h"
 #include "lib/Transforms/MatchSupport.h"
 #include "lib/Transforms/RangeProofs.h"
 #include "lib/Transforms/SelectionMatch.h"
@@ -107,6 +109,7 @@ private:
   Type element;
   SmallVector<Operation *> created;
   Value query, mask, length;
+  bool causal = false;
 };
 
 LogicalResult ChainRewriter::buildLength(std::string &why) {
@@ -180,6 +183,14 @@ Value ChainRewriter::unfold(Value value) {
 }
 
 LogicalResult ChainRewriter::buildMask(std::string &why) {
+  // A lone mask that is exactly the causal index set becomes the op's
+  // `causal` kind: no mask tensor, and kernels skip the hidden keys.
+  int64_t lq = chain.shape[2], lk = chain.shape[3];
+  if (chain.transform.masks.size() == 1 &&
+      match::isCausalMask(chain.transform.masks.front(), lq, lk)) {
+    causal = true;
+    return success();
+  }
   // Replay the mask steps on a zero score: each boolean select becomes
   // select(m, 0, fill); s + that is the select of s wherever s + fill rounds
   // to fill (always for -inf, for |s| below 2^103 with f32's lowest).
@@ -273,6 +284,8 @@ FailureOr<AttentionOp> ChainRewriter::attempt(const Operands &operands,
       rewriter.getF64FloatAttr(transform.scale),
       transform.softcap ? rewriter.getF64FloatAttr(*transform.softcap)
                         : FloatAttr());
+  if (causal)
+    attention.setCausal(true);
   std::string message;
   if (succeeded(verifyQuietly(attention, message)))
     return attention;

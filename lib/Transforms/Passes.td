@@ -74,6 +74,14 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     - grid: the workgroup count folded onto (x, y) past `max-grid-x`; a count
       that does not fit `max-grid-x * max-grid-y` is refused with `GridLimit`.
 
+    On a GPU target a prefill (`Lq >= 16`) plans `tiled_prefill`
+    (PlanPrefill.cpp): a workgroup per block of `q_block` query rows, K/V
+    tiles of `key_block` keys in workgroup memory, the first of (64, 32),
+    (32, 32), (32, 16), (16, 32), (16, 16), (8, 16), (8, 8) whose memory
+    (PlanCommon.h `tiledPrefillFloats`) fits `workgroup-memory` and whose
+    128 threads (64 on SPIR-V) split the scores and outputs evenly; when
+    none fits it keeps the rules above (streaming).
+
     On the CPU with `vector-width` > 0 it plans the CPU schedule instead
     (`cpu_tiled`): `lanes` = the widest power of two <= vector-width that
     divides every head width; `key_block` = the most keys (a power of two,

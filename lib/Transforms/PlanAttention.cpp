@@ -10,6 +10,7 @@
 #include "lib/Transforms/Passes.h"
 
 #include "lib/Transforms/PlanCommon.h"
+#include "lib/Transforms/PlanPrefill.h"
 #include "lib/Transforms/PlanSelection.h"
 
 #include "mlir/IR/TypeUtilities.h"
@@ -31,8 +32,11 @@ constexpr int64_t kMaxSplits = 16;
 constexpr int64_t kMinChunk = 128;
 constexpr int64_t kFloatBytes = 4;
 
-/// The request's mask kind: none, one mask for every head, or per head.
+/// The request's mask kind: none, one mask for every head, per head, or the
+/// causal index expression.
 MaskKind maskKindOf(AttentionOp op) {
+  if (op.getCausal())
+    return MaskKind::Causal;
   Value mask = op.getMask();
   if (!mask)
     return MaskKind::None;
@@ -129,6 +133,21 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
             op, batch, qHeads, kvHeads, qLen, keyLen, keyWidth, sharedWidth,
             valueWidth))
       return *warp;
+
+    // GPU prefill: the tiled schedule when a tiling fits.
+    AttentionRequestAttr shape = AttentionRequestAttr::get(
+        op.getContext(), batch, qHeads, kvHeads, qLen, keyLen, keyWidth,
+        sharedWidth, valueWidth,
+        op.getSoftcap() ? ScoreKind::ScaleSoftcap : ScoreKind::Scale,
+        maskKindOf(op), keyBoundOf(op), AttentionSchedule::Streaming, 1, 1,
+        keyLen, 1, 1, /*q_block=*/0, /*key_block=*/0);
+    if (std::optional<FailureOr<AttentionRequestAttr>> tiled =
+            planTiledPrefill(op, shape, deviceLimits())) {
+      if (failed(*tiled))
+        return failure();
+      op->setAttr(PootDialect::kRequestAttrName, **tiled);
+      return success();
+    }
 
     // Lanes: the widest power of two <= 64 whose running state fits.
     std::optional<int64_t> laneBytesOr =

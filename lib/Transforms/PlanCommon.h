@@ -82,6 +82,50 @@ inline int64_t warpDecodeSplits(int64_t groups, int64_t positions,
               positions / minChunk, maxSplits}));
 }
 
+/// Workgroup memory of the tiled prefill (TiledPrefillKernel.h), in floats:
+/// the block's queries [R x (Dq + 1)], a key tile [C x (Dq + 1)], a value
+/// tile [C x Dv], the scores [R x (C + 1)] and per row (m, l, alpha). The +1
+/// strides keep the threads of a warp reading different rows of one column
+/// on different banks.
+struct TiledPrefillLayout {
+  int64_t query, key, value, scores, max, sum, alpha, floats;
+};
+inline TiledPrefillLayout tiledPrefillLayout(int64_t rows, int64_t tile,
+                                             int64_t queryWidth,
+                                             int64_t valueWidth) {
+  TiledPrefillLayout at;
+  at.query = 0;
+  at.key = at.query + rows * (queryWidth + 1);
+  at.value = at.key + tile * (queryWidth + 1);
+  at.scores = at.value + tile * valueWidth;
+  at.max = at.scores + rows * (tile + 1);
+  at.sum = at.max + rows;
+  at.alpha = at.sum + rows;
+  at.floats = at.alpha + rows;
+  return at;
+}
+/// The same count, or nullopt when it overflows (then nothing fits).
+inline std::optional<int64_t> tiledPrefillFloatsChecked(int64_t rows,
+                                                        int64_t tile,
+                                                        int64_t queryWidth,
+                                                        int64_t valueWidth) {
+  std::optional<int64_t> q = mul(rows, queryWidth + 1),
+                         k = mul(tile, queryWidth + 1),
+                         v = mul(tile, valueWidth);
+  if (!q || !k || !v)
+    return std::nullopt;
+  std::optional<int64_t> sum = llvm::checkedAdd(*q, *k);
+  if (sum)
+    sum = llvm::checkedAdd(*sum, *v);
+  if (sum)
+    sum = llvm::checkedAdd(*sum, rows * (tile + 1) + 3 * rows);
+  return sum;
+}
+inline int64_t tiledPrefillFloats(int64_t rows, int64_t tile,
+                                  int64_t queryWidth, int64_t valueWidth) {
+  return tiledPrefillLayout(rows, tile, queryWidth, valueWidth).floats;
+}
+
 } // namespace mlir::poot
 
 #endif // POOT_LIB_TRANSFORMS_PLANCOMMON_H

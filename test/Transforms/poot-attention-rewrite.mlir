@@ -54,10 +54,10 @@ func.func @gqa_decode(%q: tensor<1x4x1x4xf32>,
 // -----
 
 // MQA written as a plain head broadcast; prefill (Lq = Lk = 8) with the
-// in-graph causal mask (iota col > iota row); Dv (2) != Dk (4); no scale op
-// (scale 1).
+// in-graph causal mask (iota col > iota row: the op's causal kind); Dv (2)
+// != Dk (4); no scale op (scale 1).
 // CHECK-LABEL: func.func @mqa_prefill
-// CHECK:       poot.attention %arg0, %arg1, %arg2 mask(%{{.*}} : tensor<1x1x8x8xf32>) {scale = 1.000000e+00 : f64}
+// CHECK:       poot.attention %arg0, %arg1, %arg2 causal {scale = 1.000000e+00 : f64}
 // CHECK-SAME:      : tensor<1x4x8x4xf32>, tensor<1x1x8x4xf32>, tensor<1x1x8x2xf32> -> tensor<1x4x8x2xf32>
 // CHECK-NOT:   poot.broadcast
 func.func @mqa_prefill(%q: tensor<1x4x8x4xf32>, %k: tensor<1x1x8x4xf32>, %v: tensor<1x1x8x2xf32>) -> tensor<1x4x8x2xf32> {

@@ -31,6 +31,7 @@ class Form:
     pool: int = 0  # paged: pool slots S
     live: bool = False
     empty_row: bool = False  # one row whose keys are all masked (-> NaN)
+    causal: bool = False  # the op's causal kind (t <= i + Lk - Lq), no mask tensor
 
 
 FORMS = [
@@ -46,6 +47,7 @@ FORMS = [
     Form("live", live=True),
     Form("paged_live", pool=700, live=True),
     Form("empty_row", mask="per_head", empty_row=True),
+    Form("causal_chunk", q_len=12, key_len=40, causal=True),
 ]
 
 
@@ -120,6 +122,8 @@ def build(
         inputs["len"] = length
         args += [f'%len: {_t(length.shape, "i32")} {{poot.name = "len", poot.range = #poot.range<1, {Lk}>}}']
         optional.append(f'len(%len : {_t(length.shape, "i32")})')
+    if form.causal:
+        optional.append("causal")
     out_shape = (B, Hq, Lq, dv)
     attrs = f"scale = {scale!r} : f64" + (f", softcap = {form.softcap!r} : f64" if form.softcap else "")
     text = f"""

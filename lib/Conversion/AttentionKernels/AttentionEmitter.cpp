@@ -105,26 +105,43 @@ Value AttentionEmitter::score(const AttentionBuffers &bufs, Value row,
         mul(add(mul(batch, index(req.getKeyLen())), t), index(ds));
     acc = dot(bufs.keyShared, sBase, add(qBase, index(dk)), ds, acc);
   }
-  Value s = mul(acc, f32(scale));
+  Value i = sig.mask ? arith::RemUIOp::create(b, loc, row,
+                                              index(req.getQLen()))
+                     : Value();
+  return addMask(bufs, transformScore(acc), batch, head, i, t);
+}
+
+Value AttentionEmitter::transformScore(Value dot) {
+  Value s = mul(dot, f32(scale));
   if (softcap) {
     Value cap = f32(*softcap);
     s = mul(cap, math::TanhOp::create(b, loc,
                                       arith::DivFOp::create(b, loc, s, cap)));
   }
-  if (sig.mask) {
-    // mask [Bm, Hm, Qm, Lk] with size-1 dims broadcast.
-    Value i = arith::RemUIOp::create(b, loc, row, index(req.getQLen()));
-    Value mb = sig.maskBatch == 1 ? index(0) : batch;
-    Value mh = sig.maskHeads == 1 ? index(0) : head;
-    Value mi = sig.maskRows == 1 ? index(0) : i;
-    Value flat = add(mul(add(mul(add(mul(mb, index(sig.maskHeads)), mh),
-                                 index(sig.maskRows)),
-                             mi),
-                         index(req.getKeyLen())),
-                     t);
-    s = add(s, load(bufs.mask, flat));
-  }
   return s;
+}
+
+Value AttentionEmitter::addMask(const AttentionBuffers &bufs, Value s,
+                                Value batch, Value head, Value i, Value t) {
+  if (!sig.mask)
+    return s;
+  // mask [Bm, Hm, Qm, Lk] with size-1 dims broadcast.
+  Value mb = sig.maskBatch == 1 ? index(0) : batch;
+  Value mh = sig.maskHeads == 1 ? index(0) : head;
+  Value mi = sig.maskRows == 1 ? index(0) : i;
+  Value flat = add(mul(add(mul(add(mul(mb, index(sig.maskHeads)), mh),
+                               index(sig.maskRows)),
+                           mi),
+                       index(req.getKeyLen())),
+                   t);
+  return add(s, load(bufs.mask, flat));
+}
+
+Value AttentionEmitter::causalEnd(Value end, Value i) {
+  if (req.getMask() != MaskKind::Causal)
+    return end;
+  Value last = add(i, index(req.getKeyLen() - req.getQLen() + 1));
+  return arith::MinSIOp::create(b, loc, end, last);
 }
 
 Value AttentionEmitter::emitLaneInit(Value lane, Value lds) {
@@ -184,7 +201,8 @@ void AttentionEmitter::emitLaneScan(const AttentionBuffers &bufs, Value row,
   Value g = arith::DivUIOp::create(b, loc, head, index(nRep));
 
   // This split's chunk of the visible keys: [split * chunk, min(+chunk, end)).
-  Value end = keyEnd(bufs, batch);
+  Value end = causalEnd(keyEnd(bufs, batch),
+                        arith::RemUIOp::create(b, loc, row, index(req.getQLen())));
   Value begin = mul(split, index(req.getChunk()));
   Value chunkEnd =
       arith::MinSIOp::create(b, loc, add(begin, index(req.getChunk())), end);

@@ -75,15 +75,27 @@ public:
   /// The batch row b and query head h of a row index.
   std::pair<Value, Value> batchAndHead(Value row);
 
-private:
+  // The pieces every schedule shares (the tiled prefill reads them too).
+
   /// Number of visible keys of batch row b: Lk, or clamp(len[b], 0, Lk).
   Value keyEnd(const AttentionBuffers &bufs, Value b);
-  /// Score of key t for (row, b, h): transform(q . key(t)) + mask.
-  Value score(const AttentionBuffers &bufs, Value row, Value b, Value h,
-              Value g, Value t);
+  /// With the causal kind, the keys query row i sees end at
+  /// min(end, i + (Lk - Lq) + 1); otherwise `end`.
+  Value causalEnd(Value end, Value i);
   /// Base offset of value(b, g, t) and of the dense/paged key row.
   Value keyRowBase(const AttentionBuffers &bufs, Value b, Value g, Value t,
                    int64_t width);
+  /// The score transform of a dot product: scale, then the softcap.
+  Value transformScore(Value dot);
+  /// `s` plus the tensor mask's word for (b, h, query row i, key t), or `s`
+  /// when there is no mask operand.
+  Value addMask(const AttentionBuffers &bufs, Value s, Value b, Value h,
+                Value i, Value t);
+
+private:
+  /// Score of key t for (row, b, h): transform(q . key(t)) + mask.
+  Value score(const AttentionBuffers &bufs, Value row, Value b, Value h,
+              Value g, Value t);
 
   AttentionRequestAttr req;
   AttentionSignature sig;

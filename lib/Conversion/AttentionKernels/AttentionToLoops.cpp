@@ -55,6 +55,14 @@ struct AttentionToLoops
     KernelSignature sig(op, req);
     if (req.getSchedule() == AttentionSchedule::CpuTiled)
       return lowerCpuTiled(op, req, sig);
+    // The loops run the seed's lane phases; the GPU-only schedules (warps
+    // and shuffles, barriers inside the key walk) have no loop form here.
+    if (req.getSchedule() == AttentionSchedule::WarpDecode ||
+        req.getSchedule() == AttentionSchedule::TiledPrefill)
+      return op.emitError()
+             << "poot-attention-to-loops cannot express the "
+             << stringifyAttentionSchedule(req.getSchedule())
+             << " schedule (a GPU kernel): plan for the CPU target";
     auto launch = req.getSchedule() == AttentionSchedule::SplitKV
                       ? KernelSignature::Launch::Partials
                       : KernelSignature::Launch::Stream;

@@ -243,9 +243,20 @@ void CpuAttentionKernel::emitItem(const AttentionBuffers &bufs,
                        index(req.getKeyLen()));
       }
 
+      // The causal kind: row i sees keys t <= i + (Lk - Lq), so its part of
+      // the block is [k0, min(k0 + n, i + Lk - Lq + 1)); a block wholly
+      // above the diagonal is skipped and no mask is read.
+      bool causal = req.getMask() == MaskKind::Causal;
+      Value rowN =
+          causal ? arith::MinSIOp::create(
+                       b, loc, n,
+                       arith::SubIOp::create(
+                           b, loc, add(i, index(req.getKeyLen() - lq + 1)), k0))
+                       .getResult()
+                 : n;
       auto blockBody = [&]() {
       // Scores of the block's keys.
-      forLoop(b, loc, index(0), n, index(1), {},
+      forLoop(b, loc, index(0), rowN, index(1), {},
               [&](Value j, ValueRange) -> SmallVector<Value> {
         Value t = add(k0, j);
         Value kBase = keyRowBase(bufs, batch, g, t, dk);
@@ -274,7 +285,7 @@ void CpuAttentionKernel::emitItem(const AttentionBuffers &bufs,
         return {};
       });
       // A short last block: the missing keys score -inf (weight 0).
-      forLoop(b, loc, n, index(kb), index(1), {},
+      forLoop(b, loc, rowN, index(kb), index(1), {},
               [&](Value j, ValueRange) -> SmallVector<Value> {
         store(ninf, scores, add(sRow, j));
         return {};
@@ -313,7 +324,7 @@ void CpuAttentionKernel::emitItem(const AttentionBuffers &bufs,
       for (int64_t c = 0; c < dv; c += W)
         o.push_back(mul(vload(acc, add(oBase, index(c))), alphaVec));
       scf::ForOp pv = forLoop(
-          b, loc, index(0), n, index(1), o,
+          b, loc, index(0), rowN, index(1), o,
           [&](Value j, ValueRange carried) -> SmallVector<Value> {
             Value p = splat(load(scores, add(sRow, j)));
             Value vBase = keyRowBase(bufs, batch, g, add(k0, j), dv);
@@ -327,6 +338,15 @@ void CpuAttentionKernel::emitItem(const AttentionBuffers &bufs,
       for (int64_t c = 0; c < dv; c += W)
         vstore(pv.getResult(c / W), acc, add(oBase, index(c)));
       };
+      if (causal) {
+        Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
+                                          rowN, index(0));
+        auto ifAny = scf::IfOp::create(b, loc, any, /*withElse=*/false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(&ifAny.getThenRegion().front());
+        blockBody();
+        return {};
+      }
       if (!sig.mask) {
         blockBody();
         return {};

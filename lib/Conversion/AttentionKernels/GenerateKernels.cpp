@@ -9,6 +9,7 @@
 #include "lib/Conversion/AttentionKernels/AttentionEmitter.h"
 #include "lib/Conversion/AttentionKernels/KernelSignature.h"
 #include "lib/Conversion/AttentionKernels/SelectionEmitter.h"
+#include "lib/Conversion/AttentionKernels/TiledPrefillKernel.h"
 #include "lib/Conversion/AttentionKernels/WarpDecodeKernel.h"
 #include "lib/Conversion/Passes.h"
 
@@ -30,7 +31,7 @@ using namespace mlir::poot;
 
 namespace {
 
-enum class KernelPhase { Stream, Partials, Combine, Warp };
+enum class KernelPhase { Stream, Partials, Combine, Warp, Tiled };
 
 struct GenerateKernels
     : poot::impl::PootGenerateAttentionKernelsBase<GenerateKernels> {
@@ -104,6 +105,8 @@ struct GenerateKernels
     int64_t count = phase == KernelPhase::Combine ? emitter.rows()
                     : phase == KernelPhase::Warp
                         ? req.getBatch() * req.getKvHeads() * splits
+                    : phase == KernelPhase::Tiled
+                        ? tiledPrefillWorkgroups(req)
                         : emitter.rows() * splits;
     Value inRange = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::ult, wg,
@@ -114,6 +117,8 @@ struct GenerateKernels
       lds = workgroupBuffer(b, loc, func,
                             kWarpsPerGroup * (req.getQHeads() / req.getKvHeads()) *
                                 (req.getValueWidth() + 2));
+    else if (phase == KernelPhase::Tiled)
+      lds = workgroupBuffer(b, loc, func, tiledPrefillLdsFloats(req));
     else if (phase != KernelPhase::Combine)
       lds = workgroupBuffer(b, loc, func, emitter.ldsFloats());
 
@@ -131,6 +136,13 @@ struct GenerateKernels
                                              op.getSoftcap()->convertToDouble())
                                        : std::nullopt,
                        bufs, wg, lane, lds);
+      } else if (phase == KernelPhase::Tiled) {
+        emitTiledPrefill(b, loc, req, sig.layout,
+                         op.getScale().convertToDouble(),
+                         op.getSoftcap() ? std::optional<double>(
+                                               op.getSoftcap()->convertToDouble())
+                                         : std::nullopt,
+                         bufs, wg, lane, lds);
       } else {
         Value splitsV = arith::ConstantIndexOp::create(b, loc, splits);
         Value row = arith::DivUIOp::create(b, loc, wg, splitsV);
@@ -350,7 +362,16 @@ struct GenerateKernels
         kernels.push_back(SymbolRefAttr::get(
             gpuModule.getNameAttr(), {FlatSymbolRefAttr::get(&getContext(), name)}));
       };
-      if (req.getSchedule() == AttentionSchedule::WarpDecode) {
+      if (req.getSchedule() == AttentionSchedule::CpuTiled) {
+        op.emitError("the cpu_tiled schedule has no GPU kernel: plan for a "
+                     "GPU target");
+        failed = true;
+        continue;
+      }
+      if (req.getSchedule() == AttentionSchedule::TiledPrefill) {
+        emitKernel(kb, op, req, sig, KernelPhase::Tiled, "prefill");
+        ref("prefill");
+      } else if (req.getSchedule() == AttentionSchedule::WarpDecode) {
         emitKernel(kb, op, req, sig, KernelPhase::Warp, "warp");
         ref("warp");
         if (req.getSplits() > 1) {

@@ -79,6 +79,7 @@ def _attention(inst: Instruction, args: Values, reference: bool) -> list[np.ndar
         key_shared=groups["key_shared"],
         read=groups["read"],
         length=groups["length"],
+        causal="causal" in inst.attrs,
     )
     return [out]
 

@@ -1,0 +1,50 @@
+//===- TiledPrefillKernel.h - the tiled GPU prefill kernel ---------*- C++ -*-===//
+//
+// The GPU prefill schedule (`tiled_prefill`): a workgroup of `lanes` threads
+// owns `q_block` query rows of one (batch row, query head) and walks the
+// keys in tiles of `key_block`. Each tile of K and V is staged once in
+// workgroup memory and read by every row of the block (the seed's streaming
+// schedule re-reads it per row); the block's query rows are staged once for
+// the whole walk. Per tile:
+//
+//   stage K, V (zero past the last key)     barrier
+//   S[r][c] = transform(q_r . k_c) + mask   barrier  (-inf where hidden)
+//   per row: m' = max(m, max_c S), P = exp(S - m'), l = l a + sum P,
+//            a = exp(m - m')                barrier
+//   o[r][d] = o[r][d] a[r] + sum_c P[r][c] V[c][d]   (o in registers)
+//                                           barrier
+//
+// A thread owns the scores e = tid + k * lanes of the R x C tile and the
+// outputs e = tid + k * lanes of the R x Dv block, so `lanes` divides both.
+// The causal kind ends the walk at the block's last visible key: tiles above
+// the diagonal are never loaded, and no mask tensor exists to read. Same
+// score, mask, softmax and -inf / NaN semantics as AttentionEmitter (whose
+// addressing, length clamp, score transform and mask it calls).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef POOT_CONVERSION_ATTENTIONKERNELS_TILEDPREFILLKERNEL_H
+#define POOT_CONVERSION_ATTENTIONKERNELS_TILEDPREFILLKERNEL_H
+
+#include "lib/Conversion/AttentionKernels/AttentionEmitter.h"
+
+namespace mlir::poot {
+
+/// Workgroup-memory floats of the tiled prefill for a request (the planner
+/// sizes against the same count: PlanCommon.h tiledPrefillFloats).
+int64_t tiledPrefillLdsFloats(AttentionRequestAttr req);
+
+/// Workgroups of the launch: B * Hq * ceil(Lq / q_block).
+int64_t tiledPrefillWorkgroups(AttentionRequestAttr req);
+
+/// Emits the kernel body for workgroup `wg` and thread `tid`; `lds` holds
+/// tiledPrefillLdsFloats(req) floats. Writes the normalised output rows.
+void emitTiledPrefill(OpBuilder &b, Location loc, AttentionRequestAttr req,
+                      const AttentionSignature &sig, double scale,
+                      std::optional<double> softcap,
+                      const AttentionBuffers &bufs, Value wg, Value tid,
+                      Value lds);
+
+} // namespace mlir::poot
+
+#endif // POOT_CONVERSION_ATTENTIONKERNELS_TILEDPREFILLKERNEL_H

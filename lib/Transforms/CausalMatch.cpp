@@ -1,0 +1,213 @@
+//===- CausalMatch.cpp - the causal mask as an index expression -----------===//
+//
+// A mask step of the score chain is causal when its condition is, as a set
+// of (query row i, key t) pairs, exactly `t <= i + (Lk - Lq)` (or its
+// complement, for a condition that names the hidden keys). The condition is
+// read as `compare(lhs, rhs)` of two affine index expressions over the
+// iotas of the score frame's last two axes and integer splats:
+//
+//   tril / is_causal:      compare gt, iota_t, iota_i           (hidden)
+//   bottom-right aligned:  compare le, iota_t, iota_i + (Lk-Lq) (visible)
+//   any spelling of the same set: sub, swapped sides, lt with +1, ...
+//
+// Anything else (another diagonal, a window, an iota over a leading axis, a
+// non-splat offset) is not causal and stays a tensor mask.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Transforms/CausalMatch.h"
+
+#include "lib/Transforms/MatchSupport.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
+
+using namespace mlir;
+using namespace mlir::poot;
+using namespace mlir::poot::match;
+
+namespace {
+
+/// `t * keyCoef + i * rowCoef + offset` over the score frame.
+struct Affine {
+  int64_t keyCoef = 0, rowCoef = 0, offset = 0;
+  Affine scaled(int64_t f) const {
+    return {keyCoef * f, rowCoef * f, offset * f};
+  }
+  Affine plus(const Affine &o) const {
+    return {keyCoef + o.keyCoef, rowCoef + o.rowCoef, offset + o.offset};
+  }
+};
+
+/// The operand behind views that keep the last two axes where they are:
+/// broadcasts (numpy: trailing-aligned) and reshapes that only add or drop
+/// leading unit axes.
+Value peelViews(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (isa<BroadcastOp>(def)) {
+      value = def->getOperand(0);
+      continue;
+    }
+    if (auto reshape = dyn_cast<ReshapeOp>(def)) {
+      ArrayRef<int64_t> from = tensorOf(reshape.getOperand()).getShape(),
+                        to = reshape.getType().getShape();
+      auto lead = [](ArrayRef<int64_t> s) {
+        return s.size() <= 2 ? ArrayRef<int64_t>() : s.drop_back(2);
+      };
+      auto tail = [](ArrayRef<int64_t> s) {
+        return s.size() <= 2 ? s : s.take_back(2);
+      };
+      bool unitLead = llvm::all_of(lead(from), [](int64_t d) { return d == 1; }) &&
+                      llvm::all_of(lead(to), [](int64_t d) { return d == 1; });
+      if (unitLead && tail(from) == tail(to) && from.size() >= 2 &&
+          to.size() >= 2) {
+        value = reshape.getOperand();
+        continue;
+      }
+    }
+    break;
+  }
+  return value;
+}
+
+/// The affine index expression `value` computes over the score frame
+/// [.., Lq, Lk], or nullopt when it is not one.
+std::optional<Affine> readAffine(Value value, int64_t lq, int64_t lk,
+                                 int depth = 0) {
+  if (depth > 16)
+    return std::nullopt;
+  value = peelViews(value);
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || !type.getElementType().isSignlessInteger() ||
+      type.getElementType().isInteger(1))
+    return std::nullopt;
+  Operation *def = value.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  if (auto iota = dyn_cast<IotaOp>(def)) {
+    int64_t dim = iota.getDim(), rank = type.getRank();
+    int64_t fromEnd = rank - 1 - dim, size = type.getDimSize(dim);
+    if (size == 1)
+      return Affine{};
+    if (fromEnd == 0 && size == lk)
+      return Affine{1, 0, 0};
+    if (fromEnd == 1 && size == lq)
+      return Affine{0, 1, 0};
+    return std::nullopt;
+  }
+  DenseIntElementsAttr dense;
+  if (matchPattern(value, m_Constant(&dense))) {
+    if (!dense.isSplat())
+      return std::nullopt;
+    return Affine{0, 0, dense.getSplatValue<APInt>().getSExtValue()};
+  }
+  if (auto convert = dyn_cast<ConvertOp>(def)) {
+    auto from = tensorOf(convert.getOperand()).getElementType();
+    // Integer widening or narrowing of small indices keeps their values.
+    if (!from.isSignlessInteger() || from.getIntOrFloatBitWidth() < 32)
+      return std::nullopt;
+    return readAffine(convert.getOperand(), lq, lk, depth + 1);
+  }
+  if (isa<AddOp, SubOp>(def)) {
+    auto lhs = readAffine(def->getOperand(0), lq, lk, depth + 1);
+    auto rhs = readAffine(def->getOperand(1), lq, lk, depth + 1);
+    if (!lhs || !rhs)
+      return std::nullopt;
+    return lhs->plus(rhs->scaled(isa<SubOp>(def) ? -1 : 1));
+  }
+  return std::nullopt;
+}
+
+CompareDirection flip(CompareDirection d) {
+  switch (d) {
+  case CompareDirection::LT:
+    return CompareDirection::GT;
+  case CompareDirection::LE:
+    return CompareDirection::GE;
+  case CompareDirection::GT:
+    return CompareDirection::LT;
+  case CompareDirection::GE:
+    return CompareDirection::LE;
+  default:
+    return d;
+  }
+}
+
+} // namespace
+
+std::optional<bool> match::causalSetOf(Value cond, int64_t lq, int64_t lk) {
+  auto compare = peelViews(cond).getDefiningOp<CompareOp>();
+  if (!compare || lk < lq)
+    return std::nullopt;
+  auto lhs = readAffine(compare.getLhs(), lq, lk);
+  auto rhs = readAffine(compare.getRhs(), lq, lk);
+  if (!lhs || !rhs)
+    return std::nullopt;
+  // lhs - rhs = a*t + c*i + d; normalise to (t - i) <dir> k.
+  Affine diff = lhs->plus(rhs->scaled(-1));
+  // One query row (i = 0, its iota a size-1 constant): only t's side counts.
+  if (lq == 1)
+    diff.rowCoef = -diff.keyCoef;
+  CompareDirection dir = compare.getDirection();
+  int64_t k;
+  if (diff.keyCoef == 1 && diff.rowCoef == -1) {
+    k = -diff.offset;
+  } else if (diff.keyCoef == -1 && diff.rowCoef == 1) {
+    dir = flip(dir);
+    k = diff.offset;
+  } else {
+    return std::nullopt;
+  }
+  // Visible: t - i <= Lk - Lq; hidden: t - i > Lk - Lq.
+  int64_t diagonal = lk - lq;
+  switch (dir) {
+  case CompareDirection::LE:
+    if (k == diagonal)
+      return true;
+    break;
+  case CompareDirection::LT:
+    if (k - 1 == diagonal)
+      return true;
+    break;
+  case CompareDirection::GT:
+    if (k == diagonal)
+      return false;
+    break;
+  case CompareDirection::GE:
+    if (k == diagonal + 1)
+      return false;
+    break;
+  default:
+    break;
+  }
+  return std::nullopt;
+}
+
+bool match::isCausalMask(const MaskStep &step, int64_t lq, int64_t lk) {
+  switch (step.kind) {
+  case MaskStep::Select: {
+    // select(cond, s, fill) keeps the visible keys; select(cond, fill, s)
+    // hides the keys cond names. The fill is -inf or the lowest finite.
+    std::optional<bool> visible = causalSetOf(step.value, lq, lk);
+    return visible && *visible == step.keepWhenTrue;
+  }
+  case MaskStep::Add: {
+    // s + select(cond, fill, 0) (cond hidden) or s + select(cond, 0, fill).
+    auto select = peelViews(step.value).getDefiningOp<SelectOp>();
+    if (!select)
+      return false;
+    auto isFill = [](Value v) { return isNegInf(v) || isLowestFinite(v); };
+    Value onTrue = peelViews(select.getOnTrue()),
+          onFalse = peelViews(select.getOnFalse());
+    bool hiddenOnTrue = isFill(onTrue) && isZero(onFalse);
+    bool hiddenOnFalse = isZero(onTrue) && isFill(onFalse);
+    if (!hiddenOnTrue && !hiddenOnFalse)
+      return false;
+    std::optional<bool> visible = causalSetOf(select.getCond(), lq, lk);
+    return visible && *visible == hiddenOnFalse;
+  }
+  case MaskStep::Scale:
+    return false;
+  }
+  return false;
+}
