@@ -92,12 +92,14 @@ def build(out_root: Path) -> None:
                            "path": str(out.relative_to(out_root))}
             try:
                 path = compile_artifact(bf16_text(form), dev, out)
-                att = json.loads((path / "manifest.json").read_text())["attention"][0]
-                assert att["out"]["dtype"] == "bf16", att["out"]
+                manifest = json.loads((path / "manifest.json").read_text())
+                att = manifest["attention"][0]
+                out_dtype = manifest["function"]["outputs"][0]["dtype"]
+                assert out_dtype == "bf16", out_dtype
                 entry["request"] = att["request"]
                 entry["launches"] = [{k: l[k] for k in ("entry", "grid", "block")} for l in att["launches"]]
-                for ptx in sorted(path.glob("*.ptx")):
-                    entry["ptxas"] = ptxas_report(ptx)
+                for launch in att["launches"]:
+                    entry["ptxas"] = ptxas_report(path / launch["kernel"])
             except Exception as exc:  # a planner refusal is a result too
                 entry["error"] = f"{type(exc).__name__}: {exc}"
             r = entry.get("request", {})

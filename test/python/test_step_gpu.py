@@ -208,7 +208,7 @@ def test_gemv_kernels_at_remainder_shapes(tmp_path, rng, runtime, k, n, ratio, t
     x, w = tr.input("x", (1, k)), tr.input("w", (k, n))
     tr.output("out", ops.matmul(x, w))
     reference = tr.mlir()
-    path = compile_step_gpu(tr.finish(), device, tmp_path / "gemv")
+    path = compile_gpu(tr.finish(), device, tmp_path / "gemv")
     art = ProgramArtifact(path, backend)
     try:
         # The column groups load lane by lane on SPIR-V: upstream's vector
@@ -247,7 +247,7 @@ def test_row_reductions_split_at_odd_lengths(tmp_path, rng, runtime, d) -> None:
     tr.output("norm", ops.rms_norm(x, g, 1e-6))
     tr.output("max", ops.reduce_max(y, -1, keepdim=True))
     reference = tr.mlir()
-    art = ProgramArtifact(compile_step_gpu(tr.finish(), device, tmp_path / "rows"), backend)
+    art = ProgramArtifact(compile_gpu(tr.finish(), device, tmp_path / "rows"), backend)
     try:
         inputs = {"x": rng.standard_normal((1, 1, d), dtype=np.float32),
                   "g": (1 + 0.1 * rng.standard_normal(d)).astype(np.float32),

@@ -19,7 +19,7 @@ from attention_cases import Form, assert_matches, build
 from system_deps import ptxas_path, require
 from poot_mlir import oracle
 from poot_mlir.compiler import devices, gpu
-from poot_mlir.runtime.gpu import GpuArtifact, VulkanBackend, WgpuBackend
+from poot_mlir.runtime.gpu import GpuArtifact, make_device
 
 LAVAPIPE = devices.VULKAN_LAVAPIPE
 
@@ -40,13 +40,13 @@ PREFILL_FORMS = [
 def vulkan(request):
     """Lavapipe through raw Vulkan, then through wgpu."""
     require(request.param)
-    backend = (WgpuBackend if request.param == "wgpu" else VulkanBackend)(prefer="lavapipe")
+    backend = make_device("wgpu-lavapipe" if request.param == "wgpu" else "lavapipe")
     yield backend
     backend.close()
 
 
 def run_on(text, inputs, device, vulkan, path):
-    if isinstance(vulkan, WgpuBackend):
+    if vulkan.client == "wgpu":
         device = device.with_limits(client="wgpu")
     artifact = GpuArtifact(gpu.compile_gpu(text, device, path), backend=vulkan)
     return artifact.manifest["attention"][0], artifact.run(inputs).outputs[0]

@@ -28,7 +28,7 @@ from poot_mlir import errors, oracle
 from poot_mlir.compiler import devices, gpu
 from poot_mlir.compiler.cpu import compile_cpu
 from poot_mlir.runtime.cpu import CpuArtifact
-from poot_mlir.runtime.gpu import GpuArtifact, VulkanBackend, WgpuBackend
+from poot_mlir.runtime.gpu import GpuArtifact, make_device
 
 #: Unit roundoff of each two-byte type: the contract's one rounding.
 UNIT_ROUNDOFF = {"bf16": 2.0**-8, "f16": 2.0**-11}
@@ -158,7 +158,7 @@ def lavapipe(request):
     """Lavapipe through raw Vulkan, then through wgpu (naga reads the f16
     module too)."""
     require(request.param)
-    backend = (WgpuBackend if request.param == "wgpu" else VulkanBackend)(prefer="lavapipe")
+    backend = make_device("wgpu-lavapipe" if request.param == "wgpu" else "lavapipe")
     yield backend
     backend.close()
 
@@ -170,11 +170,11 @@ LAVAPIPE_CASES = [CASES[0], CASES[1], CASES[2], CASES[4]]
 def test_f16_attention_on_lavapipe(form, rng, lavapipe, tmp_path) -> None:
     text, inputs = build(form, rng, "f16")
     device = devices.VULKAN_LAVAPIPE.with_limits(compute_units=64)
-    if isinstance(lavapipe, WgpuBackend):
+    if lavapipe.client == "wgpu":
         device = device.with_limits(client="wgpu")
     path = gpu.compile_gpu(text, device, tmp_path / "a")
     manifest = json.loads((path / "manifest.json").read_text())
-    assert manifest["attention"][0]["out"]["dtype"] == "f16"
+    assert manifest["function"]["outputs"][0]["dtype"] == "f16"
     out = GpuArtifact(path, backend=lavapipe).run(inputs).outputs[0]
     # lavapipe's exp is within a few ulp of f32: far inside f16's rounding.
     assert_contract(out, text, inputs, "f16")
@@ -203,10 +203,11 @@ def test_sm90_two_byte_ptx_is_accepted_by_ptxas(form, dtype, rng, tmp_path) -> N
     path = gpu.compile_gpu(text, devices.SM_90, tmp_path / "a")
     manifest = json.loads((path / "manifest.json").read_text())
     attention = manifest["attention"][0]
-    assert attention["out"]["dtype"] == dtype
+    assert manifest["function"]["outputs"][0]["dtype"] == dtype
     if form.name.startswith("warp"):
         assert attention["request"]["schedule"] == "warp_decode"
-    ptx = next(path.glob("*.ptx")).read_text()
+    kernel = path / attention["launches"][0]["kernel"]
+    ptx = kernel.read_text()
     assert ".target sm_90" in ptx
     # Two-byte loads widened to f32, f32 math, one rounding (to nearest
     # even) at the output's two-byte store.
@@ -214,7 +215,7 @@ def test_sm90_two_byte_ptx_is_accepted_by_ptxas(form, dtype, rng, tmp_path) -> N
     assert f"cvt.rn.{dtype}.f32" in ptx and "st.global.b16" in ptx
     require("ptxas")
     subprocess.run(
-        [ptxas_path(), "-arch=sm_90", str(next(path.glob("*.ptx"))), "-o", str(tmp_path / "k.cubin")],
+        [ptxas_path(), "-arch=sm_90", str(kernel), "-o", str(tmp_path / "k.cubin")],
         check=True,
     )
     assert (tmp_path / "k.cubin").stat().st_size > 0
