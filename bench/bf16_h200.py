@@ -116,8 +116,9 @@ def build(out_root: Path) -> None:
 # --- run (GPU machine) ----------------------------------------------------------------
 
 
-def bench_form(torch, cuda_mod, backend, root: Path, index: dict, name: str, form: cases.Form,
+def bench_form(torch, cuda_mod, device, root: Path, index: dict, name: str, form: cases.Form,
                rng, args) -> dict:
+    backend = device.backend  # runtime.cuda.CudaBackend of the shared device
     from attention_h200 import L2_ROTATE_BYTES, median_ms_torch, reference64, rel_err, torch_inputs
     from poot_mlir.runtime.gpu import GpuArtifact
 
@@ -159,9 +160,10 @@ def bench_form(torch, cuda_mod, backend, root: Path, index: dict, name: str, for
             v["error"] = entry["error"]
             continue
         try:
-            art = GpuArtifact(root / entry["path"], backend=backend)
+            art = GpuArtifact(root / entry["path"], backend=device)
             outs = [torch.full(form.out_shape, float("nan"), device="cuda", dtype=torch.bfloat16) for _ in sets]
-            steps = [cuda_mod.prepare(art, dict(t), outputs={"out": o}, check_ranges=False)
+            steps = [cuda_mod.prepare(art, {k: t[k] for k in t if not k.startswith("_")},
+                                      outputs={"out": o}, check_ranges=False)
                      for t, o in zip(sets, outs)]
             t0 = time.perf_counter()
             steps[0].launch()
@@ -244,11 +246,12 @@ def run(args) -> int:
 
     from attention_h200 import ceilings
     from poot_mlir.runtime import cuda as cuda_mod
-    from poot_mlir.runtime.gpu import make_backend
+    from poot_mlir.runtime.gpu import make_device
 
     root = Path(args.artifacts)
     index = json.loads((root / "bf16" / "index.json").read_text())
-    backend = make_backend("cuda")
+    device = make_device("cuda")  # shared by every artifact
+    backend = device.backend
     seed = int.from_bytes(os.urandom(8), "little")
     rng = np.random.default_rng(seed)
     props = backend.properties()
@@ -263,7 +266,7 @@ def run(args) -> int:
             continue
         print(f"{name}:", flush=True)
         try:
-            results["forms"].append(bench_form(torch, cuda_mod, backend, root, index, name, form, rng, args))
+            results["forms"].append(bench_form(torch, cuda_mod, device, root, index, name, form, rng, args))
         except Exception as exc:
             results["forms"].append({"form": name, "error": f"{type(exc).__name__}: {exc}",
                                      "trace": traceback.format_exc()})

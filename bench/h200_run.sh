@@ -51,7 +51,11 @@ step)
   timeout 120 python3 -m pytest -q -p no:cacheprovider test/python/test_cuda_program.py > "$OUT/step_pytest.log" 2>&1
   echo "step pytest rc=$?"; tail -3 "$OUT/step_pytest.log"
   timeout 300 python3 -X faulthandler bench/step_h200.py run bench/artifacts/step_h200 > "$OUT/step.json" 2> "$OUT/step.log"
-  echo "step rc=$?"; tail -3 "$OUT/step.log"; grep -E "ms|launches|GBps" "$OUT/step.json" ;;
+  echo "step rc=$?"; tail -3 "$OUT/step.log"; grep -E "ms|launches|GBps" "$OUT/step.json"
+  # Kernel memory errors only: cuda-python's cuGetProcAddress probes are API errors by design.
+  timeout 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+    python3 bench/step_h200.py verify bench/artifacts/step_h200 > "$OUT/step_memcheck.log" 2>&1
+  echo "step memcheck rc=$?"; tail -2 "$OUT/step_memcheck.log" ;;
 proto)
   stamp proto
   timeout 200 python3 bench/proto_h200.py --only "${PROTO_ONLY:-}" --json "$OUT/proto.json" > "$OUT/proto.log" 2>&1; echo "proto rc=$?"

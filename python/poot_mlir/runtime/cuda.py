@@ -163,6 +163,8 @@ def as_device(value: Any) -> DeviceArray | None:
         iface = getattr(value, "__cuda_array_interface__", None)
     except Exception:  # torch raises for tensors that require grad
         iface = None
+    if iface is not None and iface["typestr"] not in _TYPESTR and hasattr(value, "data_ptr"):
+        iface = None  # torch exports bfloat16 as an opaque '<V2': read its dtype below
     if iface is not None:
         shape = tuple(int(d) for d in iface["shape"])
         typestr = iface["typestr"]
