@@ -123,6 +123,7 @@ void mlir::poot::registerAllPasses() {
   poot::registerPootSPIRVBuildNonFinite();
   poot::registerPootSPIRVSignedOperands();
   poot::registerPootSPIRVBf16AsI16();
+  poot::registerPootGPUExpandIntDivisions();
   poot::registerPootGPUSerializeProgram();
   poot::registerPootCPUExpandStridedCopies();
   poot::registerPootCPUWidenBoolMemrefs();

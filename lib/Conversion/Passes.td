@@ -909,6 +909,33 @@ def PootSPIRVBuildNonFinite
   }];
 }
 
+def PootGPUExpandIntDivisions
+    : Pass<"poot-gpu-expand-int-divisions", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Expand integer floor/ceil divisions in kernels (only those)";
+  let description = [{
+    No GPU conversion legalizes `arith.floordivsi`, `arith.ceildivsi` or
+    `arith.ceildivui`, and `lower-affine` makes them from affine index math.
+    Upstream `arith-expand` rewrites them into plain arithmetic, but it also
+    expands `arith.maximumf`/`minimumf` into compares and selects, which
+    NVVM would otherwise emit as one `max.NaN.f32`: in the attention
+    kernels' online softmax that added 14 predicates per lane and cost the
+    long-context decode about a third of its speed on the H200. This pass
+    applies only upstream's floor/ceil division patterns.
+
+    Before:
+    ```mlir
+    %q = arith.floordivsi %a, %b : index
+    ```
+    After (schematically):
+    ```mlir
+    %d = arith.divsi %a, %b : index
+    %fix = ... (the quotient minus one where the signs differ and a
+           remainder is left)
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def PootSPIRVBf16AsI16 : Pass<"poot-spirv-bf16-as-i16", "::mlir::ModuleOp"> {
   let summary = "Carry bf16 values as their 16 bits (i16) for SPIR-V";
   let description = [{

@@ -85,5 +85,7 @@ void mlir::poot::addWholeStepPasses(
   // arithmetic (no target lowers arith.floordivsi directly; lower-affine
   // makes some from a delinearize).
   pm.addPass(createLowerAffinePass());
-  pm.addNestedPass<gpu::GPUModuleOp>(arith::createArithExpandOpsPass());
+  // (Only the divisions: arith-expand would also turn maximumf into
+  // compares and selects, slowing the attention kernels.)
+  pm.addNestedPass<gpu::GPUModuleOp>(createPootGPUExpandIntDivisions());
 }
