@@ -22,23 +22,24 @@ from datetime import date
 
 import numpy as np
 
-from poot_mlir.compiler import compile_cpu, fuse_attention
-from poot_mlir.frontend import Tracer, ops
-from poot_mlir.runtime.cpu import CpuArtifact
-
 B, HQ, HKV, D, CAP = 1, 8, 2, 64, 256
 
 
-def paged_step(slots: int):
+def paged_step(slots: int, batch: int = B):
+    # (Imported here: bench/pool_scaling_h200.py reads the shape constants on
+    # a machine without MLIR.)
+    from poot_mlir.compiler import fuse_attention
+    from poot_mlir.frontend import Tracer, ops
+
     tr = Tracer("step")
     kp = tr.state("kp", (slots, HKV, D))
     vp = tr.state("vp", (slots, HKV, D))
     pos = tr.pos(max_pos=CAP - 1)
-    write = tr.write_map("write", B, slots)
-    read = tr.slot_map("read", B, CAP, slots)
-    q = tr.input("q", (B, HQ, 1, D))
-    k = tr.input("k", (B, HKV, 1, D))
-    v = tr.input("v", (B, HKV, 1, D))
+    write = tr.write_map("write", batch, slots)
+    read = tr.slot_map("read", batch, CAP, slots)
+    q = tr.input("q", (batch, HQ, 1, D))
+    k = tr.input("k", (batch, HKV, 1, D))
+    v = tr.input("v", (batch, HKV, 1, D))
     out, kp1, vp1 = ops.attention_paged(q, k, v, kp, vp, write, read, pos)
     tr.output("out", out)
     tr.state_out("kp", kp1)
@@ -49,6 +50,9 @@ def paged_step(slots: int):
 
 
 def main() -> None:
+    from poot_mlir.compiler import compile_cpu
+    from poot_mlir.runtime.cpu import CpuArtifact
+
     parser = argparse.ArgumentParser()
     parser.add_argument("--min-log2", type=int, default=12)
     parser.add_argument("--max-log2", type=int, default=20)
