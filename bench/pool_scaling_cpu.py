@@ -49,6 +49,29 @@ def paged_step(slots: int, batch: int = B):
     return module
 
 
+def time_paged_steps(sess, slots: int, batch: int, steps: int, rng) -> list[float]:
+    """Milliseconds of `steps` calls of `sess.step` (after 5 warm-up steps),
+    one new token per row each, every row in its own random slots (shared by
+    this benchmark and bench/pool_scaling_h200.py)."""
+    table = rng.permutation(slots)[: batch * CAP].astype(np.int32).reshape(batch, CAP)
+    times = []
+    for step in range(steps + 5):
+        pos = step % CAP
+        inputs = {
+            "q": rng.standard_normal((batch, HQ, 1, D)).astype(np.float32),
+            "k": rng.standard_normal((batch, HKV, 1, D)).astype(np.float32),
+            "v": rng.standard_normal((batch, HKV, 1, D)).astype(np.float32),
+            "pos": np.int32(pos),
+            "write": table[:, pos].copy(),
+            "read": table,
+        }
+        t0 = time.perf_counter()
+        sess.step(inputs)
+        if step >= 5:
+            times.append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
 def main() -> None:
     from poot_mlir.compiler import compile_cpu
     from poot_mlir.runtime.cpu import CpuArtifact
@@ -66,22 +89,7 @@ def main() -> None:
         in_place = all(p.in_place_of is not None for p in art.signature.results if p.state)
         pools = {n: rng.standard_normal((slots, HKV, D)).astype(np.float32) for n in ("kp", "vp")}
         sess = art.session(pools)
-        table = rng.permutation(slots)[:CAP].astype(np.int32).reshape(B, CAP)
-        times = []
-        for step in range(args.steps + 5):
-            pos = step % CAP
-            inputs = {
-                "q": rng.standard_normal((B, HQ, 1, D)).astype(np.float32),
-                "k": rng.standard_normal((B, HKV, 1, D)).astype(np.float32),
-                "v": rng.standard_normal((B, HKV, 1, D)).astype(np.float32),
-                "pos": np.int32(pos),
-                "write": table[:, pos].copy(),
-                "read": table,
-            }
-            t0 = time.perf_counter()
-            sess.step(inputs)
-            if step >= 5:
-                times.append((time.perf_counter() - t0) * 1e3)
+        times = time_paged_steps(sess, slots, B, args.steps, rng)
         pool_mb = 2 * slots * HKV * D * 4 / 1e6
         row = {"slots": slots, "pool_MB": round(pool_mb, 1), "ms_per_step": round(statistics.median(times), 3),
                "in_place": in_place}

@@ -46,7 +46,7 @@ def build(out: Path) -> None:
 
 
 def run(out: Path, steps: int = 50) -> None:
-    from pool_scaling_cpu import CAP, D, HKV, HQ
+    from pool_scaling_cpu import D, HKV, time_paged_steps
 
     B = ROWS
 
@@ -60,22 +60,7 @@ def run(out: Path, steps: int = 50) -> None:
         in_place = all(p.in_place_of is not None for p in art.signature.results if p.state)
         pools = {n: rng.standard_normal((slots, HKV, D), dtype=np.float32) for n in ("kp", "vp")}
         sess = art.session(pools)
-        table = rng.permutation(slots)[: B * CAP].astype(np.int32).reshape(B, CAP)
-        times = []
-        for step in range(steps + 5):
-            pos = step % CAP
-            inputs = {
-                "q": rng.standard_normal((B, HQ, 1, D), dtype=np.float32),
-                "k": rng.standard_normal((B, HKV, 1, D), dtype=np.float32),
-                "v": rng.standard_normal((B, HKV, 1, D), dtype=np.float32),
-                "pos": np.int32(pos),
-                "write": table[:, pos].copy(),
-                "read": table,
-            }
-            t0 = time.perf_counter()
-            sess.step(inputs)
-            if step >= 5:
-                times.append((time.perf_counter() - t0) * 1e3)
+        times = time_paged_steps(sess, slots, B, steps, rng)
         rows.append({"slots": slots, "pool_MB": 2 * slots * HKV * D * 4 / 1e6, "in_place": in_place,
                      "ms_per_step_median": statistics.median(times)})
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
