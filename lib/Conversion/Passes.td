@@ -825,6 +825,12 @@ def PootGPUHostToParallel
       an `scf.parallel` when the lowering marked its iterations
       `poot.distinct_iterations` (a write map names each slot once: the
       binder checks it), else it runs in a one-iteration loop;
+    - a top-level `scf.if` whose then-block holds only scalar loads and
+      arithmetic and `scf.parallel` loops with host-known bounds (a one-row
+      write map's scatter: the unrolled loop leaves its bounds check on the
+      host) is interchanged with its loops, `if c { x = f(); parallel i
+      {..} }` -> `parallel i { if c { x = f(); .. } }`, so the condition is
+      evaluated in the kernels;
     - scalar loads and arithmetic whose uses are all inside top-level loops
       (a clamped position, a loaded length) are recomputed inside them;
     - any other computation left on the host (zero-rank math) is wrapped in

@@ -298,6 +298,62 @@ def test_paged_step_with_failing_validation_between(paged, rng) -> None:
             np.testing.assert_array_equal(value, ref.state[name], err_msg=name)
 
 
+def _one_row_paged_attention():
+    """A paged decode step with one row (B=1): the write map's scatter is
+    unrolled, leaving its bounds check as a host `scf.if` around the copy
+    loops, which poot-gpu-host-to-parallel moves into the loops."""
+    from poot_mlir.compiler import fuse_attention
+    from poot_mlir.frontend import Tracer, ops
+
+    slots, hq, hkv, d, cap = 40, 4, 2, 16, 8
+    tr = Tracer("step")
+    kp = tr.state("kp", (slots, hkv, d))
+    vp = tr.state("vp", (slots, hkv, d))
+    pos = tr.pos(max_pos=cap - 1)
+    write = tr.write_map("write", 1, slots)
+    read = tr.slot_map("read", 1, cap, slots)
+    q = tr.input("q", (1, hq, 1, d))
+    k = tr.input("k", (1, hkv, 1, d))
+    v = tr.input("v", (1, hkv, 1, d))
+    out, kp1, vp1 = ops.attention_paged(q, k, v, kp, vp, write, read, pos)
+    tr.output("out", out)
+    tr.state_out("kp", kp1)
+    tr.state_out("vp", vp1)
+    text = tr.mlir()
+    module = tr.finish()
+    fuse_attention(module)
+    return text, module, (slots, hq, hkv, d, cap)
+
+
+@pytest.mark.parametrize("runtime", list(RUNTIMES))
+def test_one_row_paged_attention_step(runtime, tmp_path, rng) -> None:
+    """B=1 paged decode on the device: 6 steps (one of them writing no row:
+    slot -1) against the oracle, the pools in place."""
+    dependency, device, backend = RUNTIMES[runtime]
+    require(dependency)
+    text, module, (slots, hq, hkv, d, cap) = _one_row_paged_attention()
+    art = ProgramArtifact(compile_gpu(module, device, tmp_path / "b1"), backend)
+    try:
+        state = {name: rng.standard_normal((slots, hkv, d)).astype(np.float32) for name in ("kp", "vp")}
+        sess, ref = art.session(state), oracle.Session(text, state)
+        table = rng.permutation(slots)[:cap].astype(np.int32).reshape(1, cap)
+        for step in range(6):
+            inputs = {
+                "q": rng.standard_normal((1, hq, 1, d)).astype(np.float32),
+                "k": rng.standard_normal((1, hkv, 1, d)).astype(np.float32),
+                "v": rng.standard_normal((1, hkv, 1, d)).astype(np.float32),
+                "pos": np.int32(step),
+                "write": np.array([-1 if step == 3 else table[0, step]], np.int32),
+                "read": table,
+            }
+            got, want = sess.step(inputs), ref.step(inputs)
+            np.testing.assert_allclose(got.named["out"], want.named["out"], rtol=1e-5, atol=1e-5)
+            for name in ("kp", "vp"):
+                np.testing.assert_array_equal(sess.state[name], ref.state[name], err_msg=name)
+    finally:
+        art.close()
+
+
 # Every f32/i32/i1 primitive (the SPIR-V step lowering has no f16/bf16
 # arithmetic emulation yet, and GLSL.std.450 has no f64 exp/log/tanh; see
 # docs/gpu-steps.md).

@@ -90,6 +90,55 @@ void sinkScalarsIntoLoops(Block &body) {
   }
 }
 
+/// A host `scf.if` that only guards loops (a write map's one-row scatter,
+/// whose bounds check the unrolled loop left on the host) becomes loops
+/// that each test the condition: `if c { x = f(); parallel i { g(x, i) } }`
+/// -> `parallel i { if c { x = f(); g(x, i) } }`. The condition's scalars
+/// are then used only inside loops and sink into them, so nothing is
+/// computed on the host. Returns false (and changes nothing) unless the
+/// then-block is sinkable scalars plus loops whose bounds the host already
+/// has, and there is no else-block.
+bool interchangeGuardWithLoops(scf::IfOp guard) {
+  if (guard.getNumResults() != 0 || !guard.getElseRegion().empty())
+    return false;
+  Block &then = guard.getThenRegion().front();
+  SmallVector<Operation *> scalars;
+  SmallVector<scf::ParallelOp> loops;
+  for (Operation &op : then.without_terminator()) {
+    if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
+      if (loop.getNumResults() != 0 ||
+          llvm::any_of(loop->getOperands(), [&](Value bound) {
+            return guard->isAncestor(bound.getParentBlock()->getParentOp());
+          }))
+        return false;
+      loops.push_back(loop);
+    } else if (sinkable(&op)) {
+      scalars.push_back(&op);
+    } else {
+      return false;
+    }
+  }
+  if (loops.empty())
+    return false;
+  OpBuilder b(guard);
+  for (scf::ParallelOp loop : loops) {
+    auto par = scf::ParallelOp::create(b, loop.getLoc(), loop.getLowerBound(),
+                                       loop.getUpperBound(), loop.getStep());
+    OpBuilder pb(par.getBody()->getTerminator());
+    auto inner = scf::IfOp::create(pb, guard.getLoc(), guard.getCondition(),
+                                   /*withElseRegion=*/false);
+    OpBuilder ib(inner.getThenRegion().front().getTerminator());
+    IRMapping mapping;
+    mapping.map(loop.getInductionVars(), par.getInductionVars());
+    for (Operation *op : scalars)
+      ib.clone(*op, mapping);
+    for (Operation &op : loop.getBody()->without_terminator())
+      ib.clone(op, mapping);
+  }
+  guard.erase();
+  return true;
+}
+
 /// A one-iteration scf.parallel around the ops [first, last] of `body`.
 scf::ParallelOp wrapInSingleIteration(Operation *first, Operation *last) {
   OpBuilder b(first);
@@ -219,6 +268,8 @@ struct HostToParallel
     }
 
     // 2. Scalars the loops need (a clamped position, a loaded length).
+    for (auto guard : llvm::make_early_inc_range(body.getOps<scf::IfOp>()))
+      interchangeGuardWithLoops(guard);
     sinkScalarsIntoLoops(body);
 
     // 3. Whatever computes on the host still (zero-rank math, scf.if) runs
