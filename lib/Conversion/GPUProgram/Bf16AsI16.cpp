@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Conversion/Passes.h"
+#include "lib/Conversion/RetypeOpPattern.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -133,29 +134,6 @@ struct GlobalBits : OpConversionPattern<memref::GlobalOp> {
   }
 };
 
-/// Any other op without regions that moves bf16 bits (loads, stores, views,
-/// allocations, launches, selects, terminators): the same op over the
-/// converted operands, with converted result types.
-struct RetypeBits : ConversionPattern {
-  RetypeBits(const TypeConverter &converter, MLIRContext *ctx)
-      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/0, ctx) {}
-  LogicalResult
-  matchAndRewrite(Operation *op, ArrayRef<Value> operands,
-                  ConversionPatternRewriter &rewriter) const override {
-    if (op->getNumRegions() || isa<FunctionOpInterface>(op) || !movesBits(op))
-      return failure();
-    SmallVector<Type> types;
-    if (failed(getTypeConverter()->convertTypes(op->getResultTypes(), types)))
-      return failure();
-    Operation *copy = rewriter.clone(*op);
-    copy->setOperands(operands);
-    for (auto [result, type] : llvm::zip(copy->getResults(), types))
-      result.setType(type);
-    rewriter.replaceOp(op, copy->getResults());
-    return success();
-  }
-};
-
 /// The f32 form of a bf16 scalar or vector type; other types unchanged.
 Type widened(Type type) {
   if (!isBf16(type))
@@ -264,7 +242,11 @@ struct Bf16AsI16 : poot::impl::PootSPIRVBf16AsI16Base<Bf16AsI16> {
     target.markUnknownOpDynamicallyLegal(isLegal);
     RewritePatternSet patterns(ctx);
     patterns.add<ConstantBits, BitcastBits, GlobalBits>(converter, ctx);
-    patterns.add<RetypeBits>(converter, ctx);
+    // Any other op that moves bf16 bits (loads, stores, views, allocations,
+    // launches, selects, terminators): the same op over i16.
+    patterns.add<poot::RetypeOpPattern>(converter, ctx, [](Operation *op) {
+      return !isa<FunctionOpInterface>(op) && movesBits(op);
+    });
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateFunctionOpInterfaceTypeConversionPattern<gpu::GPUFuncOp>(

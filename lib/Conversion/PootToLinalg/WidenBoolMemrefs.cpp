@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Conversion/Passes.h"
+#include "lib/Conversion/RetypeOpPattern.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Func/Transforms/FuncConversions.h"
@@ -57,32 +58,6 @@ struct StoreLowering : OpConversionPattern<memref::StoreOp> {
   }
 };
 
-/// Any other memref op (alloc, dealloc, cast, subview, copy, ...): the same
-/// op on the converted operands with converted result types.
-struct RetypeMemRefOp : ConversionPattern {
-  RetypeMemRefOp(const TypeConverter &converter, MLIRContext *ctx)
-      : ConversionPattern(converter, MatchAnyOpTypeTag(), /*benefit=*/0, ctx) {}
-  LogicalResult
-  matchAndRewrite(Operation *op, ArrayRef<Value> operands,
-                  ConversionPatternRewriter &rewriter) const override {
-    if (op->getDialect()->getNamespace() !=
-            memref::MemRefDialect::getDialectNamespace() ||
-        op->getNumRegions() != 0 || isa<memref::LoadOp, memref::StoreOp>(op))
-      return failure();
-    SmallVector<Type> types;
-    if (failed(getTypeConverter()->convertTypes(op->getResultTypes(), types)))
-      return failure();
-    Operation *clone = rewriter.clone(*op);
-    rewriter.modifyOpInPlace(clone, [&] {
-      clone->setOperands(operands);
-      for (auto [result, type] : llvm::zip(clone->getResults(), types))
-        result.setType(type);
-    });
-    rewriter.replaceOp(op, clone->getResults());
-    return success();
-  }
-};
-
 struct PootCPUWidenBoolMemrefs
     : poot::impl::PootCPUWidenBoolMemrefsBase<PootCPUWidenBoolMemrefs> {
   void runOnOperation() override {
@@ -108,7 +83,13 @@ struct PootCPUWidenBoolMemrefs
     });
 
     RewritePatternSet patterns(ctx);
-    patterns.add<LoadLowering, StoreLowering, RetypeMemRefOp>(converter, ctx);
+    patterns.add<LoadLowering, StoreLowering>(converter, ctx);
+    // Any other memref op (alloc, dealloc, cast, subview, copy, ...).
+    patterns.add<RetypeOpPattern>(converter, ctx, [](Operation *op) {
+      return op->getDialect()->getNamespace() ==
+                 memref::MemRefDialect::getDialectNamespace() &&
+             !isa<memref::LoadOp, memref::StoreOp>(op);
+    });
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateCallOpTypeConversionPattern(patterns, converter);
