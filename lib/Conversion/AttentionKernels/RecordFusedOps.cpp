@@ -32,31 +32,44 @@ using namespace mlir::poot;
 
 namespace {
 
+/// The launch fields every request has: its schedule, lanes and grid.
+template <typename Request>
+void addLaunchFields(llvm::json::Object &o, Request r) {
+  o["schedule"] = stringifyAttentionSchedule(r.getSchedule()).str();
+  o["lanes"] = r.getLanes();
+  o["grid_x"] = r.getGridX();
+  o["grid_y"] = r.getGridY();
+}
+
+/// The fields of the two attention requests: shape, score transform and the
+/// split of the keys.
+template <typename Request>
+void addAttentionFields(llvm::json::Object &o, Request r) {
+  o["batch"] = r.getBatch();
+  o["q_heads"] = r.getQHeads();
+  o["kv_heads"] = r.getKvHeads();
+  o["q_len"] = r.getQLen();
+  o["key_len"] = r.getKeyLen();
+  o["key_width"] = r.getKeyWidth();
+  o["value_width"] = r.getValueWidth();
+  o["transform"] = stringifyScoreKind(r.getTransform()).str();
+  o["splits"] = r.getSplits();
+  o["chunk"] = r.getChunk();
+  addLaunchFields(o, r);
+}
+
 /// The fused op's kind and its request's parameters by their assembly names
 /// (integers as integers, enums by keyword). The default-valued CPU fields
 /// (q_block, key_block) are left out when 0, as the printer leaves them out.
 std::optional<llvm::json::Object> requestRecord(Attribute request,
                                                 std::string &kind) {
+  llvm::json::Object o;
   if (auto r = dyn_cast<AttentionRequestAttr>(request)) {
     kind = "attention";
-    llvm::json::Object o{
-        {"batch", r.getBatch()},
-        {"q_heads", r.getQHeads()},
-        {"kv_heads", r.getKvHeads()},
-        {"q_len", r.getQLen()},
-        {"key_len", r.getKeyLen()},
-        {"key_width", r.getKeyWidth()},
-        {"shared_width", r.getSharedWidth()},
-        {"value_width", r.getValueWidth()},
-        {"transform", stringifyScoreKind(r.getTransform()).str()},
-        {"mask", stringifyMaskKind(r.getMask()).str()},
-        {"key_bound", stringifyKeyBound(r.getKeyBound()).str()},
-        {"schedule", stringifyAttentionSchedule(r.getSchedule()).str()},
-        {"lanes", r.getLanes()},
-        {"splits", r.getSplits()},
-        {"chunk", r.getChunk()},
-        {"grid_x", r.getGridX()},
-        {"grid_y", r.getGridY()}};
+    addAttentionFields(o, r);
+    o["shared_width"] = r.getSharedWidth();
+    o["mask"] = stringifyMaskKind(r.getMask()).str();
+    o["key_bound"] = stringifyKeyBound(r.getKeyBound()).str();
     if (r.getQBlock())
       o["q_block"] = r.getQBlock();
     if (r.getKeyBlock())
@@ -65,37 +78,21 @@ std::optional<llvm::json::Object> requestRecord(Attribute request,
   }
   if (auto r = dyn_cast<SelectedAttentionRequestAttr>(request)) {
     kind = "selected_attention";
-    return llvm::json::Object{
-        {"batch", r.getBatch()},
-        {"q_heads", r.getQHeads()},
-        {"kv_heads", r.getKvHeads()},
-        {"q_len", r.getQLen()},
-        {"key_len", r.getKeyLen()},
-        {"key_width", r.getKeyWidth()},
-        {"value_width", r.getValueWidth()},
-        {"k", r.getK()},
-        {"block_size", r.getBlockSize()},
-        {"visited", r.getVisited()},
-        {"transform", stringifyScoreKind(r.getTransform()).str()},
-        {"schedule", stringifyAttentionSchedule(r.getSchedule()).str()},
-        {"lanes", r.getLanes()},
-        {"splits", r.getSplits()},
-        {"chunk", r.getChunk()},
-        {"grid_x", r.getGridX()},
-        {"grid_y", r.getGridY()}};
+    addAttentionFields(o, r);
+    o["k"] = r.getK();
+    o["block_size"] = r.getBlockSize();
+    o["visited"] = r.getVisited();
+    return o;
   }
   if (auto r = dyn_cast<BlockTopKRequestAttr>(request)) {
     kind = "block_topk";
-    return llvm::json::Object{
-        {"batch", r.getBatch()},
-        {"q_len", r.getQLen()},
-        {"blocks", r.getBlocks()},
-        {"k", r.getK()},
-        {"block_size", r.getBlockSize()},
-        {"schedule", stringifyAttentionSchedule(r.getSchedule()).str()},
-        {"lanes", r.getLanes()},
-        {"grid_x", r.getGridX()},
-        {"grid_y", r.getGridY()}};
+    o["batch"] = r.getBatch();
+    o["q_len"] = r.getQLen();
+    o["blocks"] = r.getBlocks();
+    o["k"] = r.getK();
+    o["block_size"] = r.getBlockSize();
+    addLaunchFields(o, r);
+    return o;
   }
   return std::nullopt;
 }
