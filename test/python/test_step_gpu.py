@@ -7,6 +7,7 @@ ptxas; ROCDL IR.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -46,6 +47,26 @@ def _runtime(request):
     dependency, device, backend = RUNTIMES[request.param]
     require(dependency)
     return device, backend
+
+
+@contextlib.contextmanager
+def _compiled(tr, device, backend, folder):
+    """The traced program's float64 reference text and its artifact for
+    `device` (closed on exit)."""
+    reference = tr.mlir()
+    art = ProgramArtifact(compile_gpu(tr.finish(), device, folder), backend)
+    try:
+        yield reference, art
+    finally:
+        art.close()
+
+
+def _assert_matches_oracle(art, reference, inputs, names=("out",)) -> None:
+    got = art.run(inputs).named
+    want = oracle.run(reference, inputs, reference=True).named
+    for name in names:
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-5,
+                                   atol=1e-5 * float(np.abs(want[name]).max()), err_msg=name)
 
 
 @pytest.fixture(scope="module", params=list(RUNTIMES))
@@ -135,10 +156,7 @@ def test_buffer_plan_matches_a_hand_count(tmp_path, rng) -> None:
     tr = Tracer("mlp")
     x, w1, w2, w3 = (tr.input(name, shape) for name, shape in shapes)
     tr.output("out", ops.matmul(ops.matmul(ops.matmul(x, w1), w2), w3))
-    reference = tr.mlir()
-    path = compile_gpu(tr.finish(), devices.VULKAN_LAVAPIPE, tmp_path / "mlp")
-    art = ProgramArtifact(path, "lavapipe")
-    try:
+    with _compiled(tr, devices.VULKAN_LAVAPIPE, "lavapipe", tmp_path / "mlp") as (reference, art):
         program = art.programs["mlp"]
         temps = [b for b in program["buffers"] if b["kind"] == "temp"]
         assert sorted(b["bytes"] for b in temps) == [256, 512, 768]
@@ -146,11 +164,7 @@ def test_buffer_plan_matches_a_hand_count(tmp_path, rng) -> None:
         offsets = {b["bytes"]: b["offset"] for b in temps}
         assert offsets[256] == offsets[768] == 0 and offsets[512] == 768
         inputs = {name: rng.standard_normal(shape, dtype=np.float32) for name, shape in shapes}
-        got = art.run(inputs).named["out"]
-        want = oracle.run(reference, inputs, reference=True).named["out"]
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
-    finally:
-        art.close()
+        _assert_matches_oracle(art, reference, inputs)
 
 
 def test_decode_matmul_reductions_split_over_threads(tmp_path, rng) -> None:
@@ -163,20 +177,13 @@ def test_decode_matmul_reductions_split_over_threads(tmp_path, rng) -> None:
     tr = Tracer("gemv")
     x, w = tr.input("x", (1, 2048)), tr.input("w", (2048, 256))
     tr.output("out", ops.matmul(x, w))
-    reference = tr.mlir()
-    path = compile_gpu(tr.finish(), devices.VULKAN_LAVAPIPE, tmp_path / "gemv")
-    art = ProgramArtifact(path, "lavapipe")
-    try:
+    with _compiled(tr, devices.VULKAN_LAVAPIPE, "lavapipe", tmp_path / "gemv") as (reference, art):
         program = art.programs["gemv"]
         temps = [b["bytes"] for b in program["buffers"] if b["kind"] == "temp"]
         assert 16 * 256 * 4 in temps  # the partials: ratio min(65536 / (256 / 4), 2048 / 128) = 16
         inputs = {"x": rng.standard_normal((1, 2048), dtype=np.float32),
                   "w": rng.standard_normal((2048, 256), dtype=np.float32)}
-        got = art.run(inputs).named["out"]
-        want = oracle.run(reference, inputs, reference=True).named["out"]
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
-    finally:
-        art.close()
+        _assert_matches_oracle(art, reference, inputs)
 
 
 def _launches(program: dict) -> list[dict]:
@@ -207,13 +214,10 @@ def test_gemv_kernels_at_remainder_shapes(tmp_path, rng, runtime, k, n, ratio, t
     tr = Tracer("gemv")
     x, w = tr.input("x", (1, k)), tr.input("w", (k, n))
     tr.output("out", ops.matmul(x, w))
-    reference = tr.mlir()
-    path = compile_gpu(tr.finish(), device, tmp_path / "gemv")
-    art = ProgramArtifact(path, backend)
-    try:
+    with _compiled(tr, device, backend, tmp_path / "gemv") as (reference, art):
         # The column groups load lane by lane on SPIR-V: upstream's vector
         # load casts pointers, which spirv-val refuses (toolchain-notes).
-        for spv in sorted(Path(path).glob("*.spv")):
+        for spv in sorted(art.path.glob("*.spv")):
             subprocess.run(["spirv-val", "--target-env", "vulkan1.2", str(spv)], check=True)
         program = art.programs["gemv"]
         found = _launches(program)
@@ -224,11 +228,7 @@ def test_gemv_kernels_at_remainder_shapes(tmp_path, rng, runtime, k, n, ratio, t
         assert temps == sorted([n * 4] + ([ratio * n * 4] if ratio > 1 else []))  # result (+ partials)
         inputs = {"x": rng.standard_normal((1, k), dtype=np.float32),
                   "w": rng.standard_normal((k, n), dtype=np.float32)}
-        got = art.run(inputs).named["out"]
-        want = oracle.run(reference, inputs, reference=True).named["out"]
-        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * float(np.abs(want).max()))
-    finally:
-        art.close()
+        _assert_matches_oracle(art, reference, inputs)
 
 
 @pytest.mark.parametrize("runtime", list(RUNTIMES))
@@ -246,19 +246,11 @@ def test_row_reductions_split_at_odd_lengths(tmp_path, rng, runtime, d) -> None:
     x, g, y = tr.input("x", (1, 1, d)), tr.input("g", (d,)), tr.input("y", (3, d))
     tr.output("norm", ops.rms_norm(x, g, 1e-6))
     tr.output("max", ops.reduce_max(y, -1, keepdim=True))
-    reference = tr.mlir()
-    art = ProgramArtifact(compile_gpu(tr.finish(), device, tmp_path / "rows"), backend)
-    try:
+    with _compiled(tr, device, backend, tmp_path / "rows") as (reference, art):
         inputs = {"x": rng.standard_normal((1, 1, d), dtype=np.float32),
                   "g": (1 + 0.1 * rng.standard_normal(d)).astype(np.float32),
                   "y": rng.standard_normal((3, d), dtype=np.float32)}
-        got = art.run(inputs).named
-        want = oracle.run(reference, inputs, reference=True).named
-        for name in ("norm", "max"):
-            np.testing.assert_allclose(got[name], want[name], rtol=1e-5,
-                                       atol=1e-5 * float(np.abs(want[name]).max()), err_msg=name)
-    finally:
-        art.close()
+        _assert_matches_oracle(art, reference, inputs, ("norm", "max"))
 
 
 @pytest.fixture(scope="module", params=list(RUNTIMES))
