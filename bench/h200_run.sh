@@ -2,8 +2,8 @@
 # One device call: environment, verification, benchmark, sanitizers, pytest.
 # Usage (device tool, repo root, carry bench/artifacts): bash bench/h200_run.sh [stages]
 # Stages (default: env verify bench sanitize pytest): env verify bench sanitize pytest sparse step
-# bf16 proto proto_sanitize ncu sass. (step needs `python bench/step_h200.py build bench/artifacts/step_h200`,
-# bf16 `python bench/bf16_h200.py build`.) Logs under $OUT (at most 8 files come back from a device call).
+# bf16 pool proto proto_sanitize ncu sass. (step needs `python bench/step_h200.py build bench/artifacts/step_h200`,
+# bf16 `python bench/bf16_h200.py build`, pool `python bench/pool_scaling_h200.py build bench/artifacts/pool_h200`.) Logs under $OUT (at most 8 files come back from a device call).
 set -u
 export PYTHONPATH=python PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/poot_out}; mkdir -p "$OUT"
@@ -56,6 +56,10 @@ step)
   timeout 150 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
     python3 bench/step_h200.py verify bench/artifacts/step_h200 > "$OUT/step_memcheck.log" 2>&1
   echo "step memcheck rc=$?"; tail -2 "$OUT/step_memcheck.log" ;;
+pool)
+  stamp "pool (paged decode step against the pool size)"
+  timeout 200 python3 bench/pool_scaling_h200.py run bench/artifacts/pool_h200 > "$OUT/pool.json" 2> "$OUT/pool.log"
+  echo "pool rc=$?"; tail -6 "$OUT/pool.log" ;;
 proto)
   stamp proto
   timeout 200 python3 bench/proto_h200.py --only "${PROTO_ONLY:-}" --json "$OUT/proto.json" > "$OUT/proto.log" 2>&1; echo "proto rc=$?"
