@@ -17,6 +17,16 @@ static RankedTensorType tensorOf(Value value) {
   return cast<RankedTensorType>(value.getType());
 }
 
+Attribute PootDialect::getPlan(Operation *op) {
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return attention.getRequestAttr();
+  if (auto selected = dyn_cast<SelectedAttentionOp>(op))
+    return selected.getRequestAttr();
+  if (auto topk = dyn_cast<BlockTopKOp>(op))
+    return topk.getRequestAttr();
+  return {};
+}
+
 //===----------------------------------------------------------------------===//
 // AttentionOp
 //===----------------------------------------------------------------------===//

@@ -9,6 +9,7 @@
 #define POOT_ATTENTION_OPS_TD
 
 include "dialect/PootBase.td"
+include "dialect/PootAttrs.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -76,6 +77,9 @@ def Poot_AttentionOp : Poot_Op<"attention", [Pure, AttrSizedOperandSegments,
     hidden key, which an additive mask would carry into the row, is
     dropped). Kernels skip the hidden keys; none reads a mask.
 
+    `request` is the plan (`#poot.attention_request`), absent until
+    `poot-plan-attention` chooses the schedule the generator emits.
+
     ```mlir
     %o = poot.attention %q, %k, %v mask(%m : tensor<1x1x1x128xf32>) {scale = 0.125 : f64}
         : tensor<1x32x1x64xf32>, tensor<1x8x128x64xf32>, tensor<1x8x128x64xf32>
@@ -92,7 +96,8 @@ def Poot_AttentionOp : Poot_Op<"attention", [Pure, AttrSizedOperandSegments,
     Optional<Poot_IntTensor>:$length,
     F64Attr:$scale,
     OptionalAttr<F64Attr>:$softcap,
-    UnitAttr:$causal);
+    UnitAttr:$causal,
+    OptionalAttr<Poot_AttentionRequestAttr>:$request);
   let results = (outs Poot_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value
@@ -137,7 +142,8 @@ def Poot_BlockTopKOp : Poot_Op<"block_topk", [Pure,
     non-candidate among them becomes `-1`. So a NaN-scored candidate ranks
     below the non-candidates and is listed only when nothing else is left.
     `scores` are the block scores `[B, Lq, NB]` (e.g. the max index score
-    of each block); the op never reads the keys.
+    of each block); the op never reads the keys. `request` is the plan
+    (`#poot.block_topk_request`), absent until `poot-plan-attention`.
 
     ```mlir
     %ids = poot.block_topk %scores, %qpos k = 4 block_size = 64
@@ -145,7 +151,8 @@ def Poot_BlockTopKOp : Poot_Op<"block_topk", [Pure,
     ```
   }];
   let arguments = (ins Poot_FloatTensor:$scores, Poot_IntTensor:$q_pos,
-                   Poot_SignedI64Attr:$k, Poot_SignedI64Attr:$block_size);
+                   Poot_SignedI64Attr:$k, Poot_SignedI64Attr:$block_size,
+                   OptionalAttr<Poot_BlockTopKRequestAttr>:$request);
   let results = (outs Poot_IntTensor:$ids);
   let assemblyFormat = [{
     $scores `,` $q_pos `k` `=` $k `block_size` `=` $block_size attr-dict `:`
@@ -175,6 +182,8 @@ def Poot_SelectedAttentionOp : Poot_Op<"selected_attention", [Pure,
     ```
 
     A row with no visible key is `NaN` (0 / 0), as in `poot.attention`.
+    `request` is the plan (`#poot.selected_attention_request`), absent until
+    `poot-plan-attention`.
 
     ```mlir
     %o = poot.selected_attention %q, %k, %v, %ids, %qpos block_size = 64
@@ -186,7 +195,8 @@ def Poot_SelectedAttentionOp : Poot_Op<"selected_attention", [Pure,
   let arguments = (ins Poot_FloatTensor:$query, Poot_FloatTensor:$key,
                    Poot_FloatTensor:$value, Poot_IntTensor:$block_ids,
                    Poot_IntTensor:$q_pos, Poot_SignedI64Attr:$block_size, F64Attr:$scale,
-                   OptionalAttr<F64Attr>:$softcap);
+                   OptionalAttr<F64Attr>:$softcap,
+                   OptionalAttr<Poot_SelectedAttentionRequestAttr>:$request);
   let results = (outs Poot_FloatTensor:$result);
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $block_ids `,` $q_pos `block_size` `=` $block_size

@@ -1,5 +1,6 @@
 //===- PootAttrs.cpp - poot enums and attributes ---------------------------===//
 #include "dialect/PootDialect.h"
+#include "dialect/AttentionLayout.h"
 
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -11,6 +12,23 @@ using namespace mlir::poot;
 
 #define GET_ATTRDEF_CLASSES
 #include "dialect/PootAttrs.cpp.inc"
+
+int64_t AttentionRequestAttr::getLdsFloats() const {
+  switch (getSchedule()) {
+  case AttentionSchedule::Streaming:
+  case AttentionSchedule::SplitKV:
+    return getLanes() * getStateFloats();
+  case AttentionSchedule::WarpDecode:
+    return warpDecodeLdsFloats(getNumRep(), getValueWidth());
+  case AttentionSchedule::TiledPrefill:
+    return tiledPrefillFloats(getQBlock(), getKeyBlock(),
+                              getKeyWidth() + getSharedWidth(),
+                              getValueWidth());
+  case AttentionSchedule::CpuTiled:
+    return 0;
+  }
+  llvm_unreachable("unknown attention schedule");
+}
 
 void PootDialect::registerAttributes() {
   addAttributes<

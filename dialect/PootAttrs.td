@@ -158,8 +158,12 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
     `key_block` as the keys per cache block. The GPU prefill
     (`tiled_prefill`) reads `q_block` as the query rows per workgroup and
     `key_block` as the keys per staged tile (both 0, and not printed, for
-    the other GPU schedules). Equal requests generate equal kernels, so the
-    request is the plan key.
+    the other GPU schedules). The warp decode (`warp_decode`) reads `unroll`
+    as the keys each warp loads before it uses any of them (0, not printed,
+    for the other schedules). Derived sizes (n_rep, rows, workgroup-memory
+    and scratch floats, the warp constants) are methods of the attribute,
+    so the planner and the generator read one definition. Equal requests
+    generate equal kernels, so the request is the plan key.
   }];
   let parameters = (ins
     "int64_t":$batch, "int64_t":$q_heads, "int64_t":$kv_heads,
@@ -172,8 +176,66 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
     "int64_t":$lanes, "int64_t":$splits, "int64_t":$chunk,
     "int64_t":$grid_x, "int64_t":$grid_y,
     DefaultValuedParameter<"int64_t", "0">:$q_block,
-    DefaultValuedParameter<"int64_t", "0">:$key_block);
+    DefaultValuedParameter<"int64_t", "0">:$key_block,
+    DefaultValuedParameter<"int64_t", "0">:$unroll);
   let assemblyFormat = "`<` struct(params) `>`";
+  // `unroll` last and defaulted, so a request of another schedule is built
+  // without it.
+  let skipDefaultBuilders = 1;
+  let builders = [
+    AttrBuilder<(ins "int64_t":$batch, "int64_t":$q_heads, "int64_t":$kv_heads,
+      "int64_t":$q_len, "int64_t":$key_len, "int64_t":$key_width,
+      "int64_t":$shared_width, "int64_t":$value_width,
+      "::mlir::poot::ScoreKind":$transform, "::mlir::poot::MaskKind":$mask,
+      "::mlir::poot::KeyBound":$key_bound,
+      "::mlir::poot::AttentionSchedule":$schedule,
+      "int64_t":$lanes, "int64_t":$splits, "int64_t":$chunk,
+      "int64_t":$grid_x, "int64_t":$grid_y, "int64_t":$q_block,
+      "int64_t":$key_block, CArg<"int64_t", "0">:$unroll), [{
+      return $_get($_ctxt, batch, q_heads, kv_heads, q_len, key_len,
+                   key_width, shared_width, value_width, transform, mask,
+                   key_bound, schedule, lanes, splits, chunk, grid_x, grid_y,
+                   q_block, key_block, unroll);
+    }]>];
+  let extraClassDeclaration = [{
+    /// Threads of one warp, and warps per workgroup, of the warp-decode
+    /// schedule (WarpDecodeKernel.h); the planner sizes against the same.
+    static constexpr int64_t kWarpSize = 32;
+    static constexpr int64_t kWarpsPerGroup = 4;
+    /// Bytes a warp-decode lane reads per load at most (one 16-byte vector).
+    static constexpr int64_t kWarpLoadBytes = 16;
+
+    /// Query heads per KV head (the GQA group size n_rep).
+    int64_t getNumRep() const { return getQHeads() / getKvHeads(); }
+    /// Output rows: batch * q_heads * q_len.
+    int64_t getRows() const { return getBatch() * getQHeads() * getQLen(); }
+    /// Floats of one running state (o[Dv], m, l).
+    int64_t getStateFloats() const { return getValueWidth() + 2; }
+    /// Keys one warp of the warp-decode schedule loads per step (>= 1).
+    int64_t getKeysPerStep() const { return getUnroll() > 1 ? getUnroll() : 1; }
+    /// Workgroup-memory floats of the schedule's first kernel: the lanes'
+    /// states (streaming, split_kv), the warps' states of every head of the
+    /// group (warp_decode), the tiled prefill's layout; 0 for the CPU.
+    int64_t getLdsFloats() const;
+    /// Scratch floats of the split partials: rows * splits * (Dv + 2).
+    int64_t getScratchFloats() const {
+      return getRows() * getSplits() * getStateFloats();
+    }
+    /// Warp-decode workgroup memory: kWarpsPerGroup states per query head of
+    /// the group (the planner checks it before any request exists).
+    static int64_t warpDecodeLdsFloats(int64_t nRep, int64_t valueWidth) {
+      return kWarpsPerGroup * nRep * (valueWidth + 2);
+    }
+    /// Elements per warp-decode load of a head width of `elementBytes`
+    /// elements: the widest power of two <= kWarpLoadBytes / elementBytes
+    /// with `width` a whole number of warp-wide vectors (1: scalar loads).
+    static int64_t warpVectorWidth(int64_t width, int64_t elementBytes) {
+      int64_t vector = kWarpLoadBytes / elementBytes;
+      while (vector > 1 && width % (kWarpSize * vector))
+        vector /= 2;
+      return vector < 1 ? 1 : vector;
+    }
+  }];
 }
 
 def Poot_BlockTopKRequestAttr : Poot_Attr<"BlockTopKRequest", "block_topk_request"> {

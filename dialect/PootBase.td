@@ -41,8 +41,13 @@ def Poot_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kSlotAttrName = "poot.slot";
     static constexpr ::llvm::StringLiteral kRangeAttrName = "poot.range";
     static constexpr ::llvm::StringLiteral kNameAttrName = "poot.name";
-    /// The planner's #poot.attention_request on a poot.attention.
+    /// The plan a fused op's offload call carries (a copy of the op's
+    /// declared `request`: #poot.attention_request and its kin), for the
+    /// launches of the whole-step program.
     static constexpr ::llvm::StringLiteral kRequestAttrName = "poot.request";
+    /// The declared `request` of a poot.attention, poot.selected_attention
+    /// or poot.block_topk (null when unplanned or another op).
+    static ::mlir::Attribute getPlan(::mlir::Operation *op);
 
   private:
     void registerAttributes();

@@ -433,7 +433,7 @@ def PootGenerateAttentionKernels
 
     Before:
     ```mlir
-    %o = poot.attention %q, %k, %v {poot.request = #poot.attention_request<...>, scale = 0.125 : f64} : ...
+    %o = poot.attention %q, %k, %v {request = #poot.attention_request<...>, scale = 0.125 : f64} : ...
     ```
     After:
     ```mlir
@@ -458,6 +458,7 @@ def PootGenerateAttentionKernels
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect", "::mlir::spirv::SPIRVDialect",
+    "::mlir::vector::VectorDialect",
   ];
 }
 
@@ -477,7 +478,7 @@ def PootAttentionToLoops : Pass<"poot-attention-to-loops", "::mlir::ModuleOp"> {
 
     Before:
     ```mlir
-    %o = poot.attention %q, %k, %v {poot.request = #poot.attention_request<...>, scale = 0.125 : f64} : ...
+    %o = poot.attention %q, %k, %v {request = #poot.attention_request<...>, scale = 0.125 : f64} : ...
     ```
     After:
     ```mlir
@@ -521,7 +522,7 @@ def PootRecordFusedOps : Pass<"poot-record-fused-ops", "::mlir::ModuleOp"> {
 
     Before:
     ```mlir
-    %o = poot.attention %q, %k, %v {poot.request = #poot.attention_request<
+    %o = poot.attention %q, %k, %v {request = #poot.attention_request<
         batch = 1, ..., schedule = streaming, lanes = 64, ...>, scale = 0.125 : f64}
         : ... loc("model.py":12:5)
     ```
@@ -529,7 +530,7 @@ def PootRecordFusedOps : Pass<"poot-record-fused-ops", "::mlir::ModuleOp"> {
     ```mlir
     module attributes {poot.fused_ops = ["{\"location\":\"model.py:12:5\",
         \"op\":\"attention\",\"request\":{\"batch\":1,...},\"scale\":0.125}"]} {
-      %o = poot.attention %q, %k, %v {poot.fused = 0 : i64, poot.request = ...}
+      %o = poot.attention %q, %k, %v {poot.fused = 0 : i64, request = ...}
     ```
   }];
 }
@@ -548,11 +549,11 @@ def PootAttentionToCalls : Pass<"poot-attention-to-calls", "::mlir::ModuleOp"> {
     `llvm.emit_c_interface`, so the compiled step calls
     `_mlir_ciface_poot_offload_<i>(descriptors...)`, which the runtime
     provides (it launches the attention's GPU kernels). The op's
-    `poot.request` is copied to the call as `poot.request`.
+    The op's `request` is copied to the call as `poot.request`.
 
     Before:
     ```mlir
-    %o = poot.attention %q, %k, %v {poot.request = #poot.attention_request<...>, scale = 0.125 : f64} : ...
+    %o = poot.attention %q, %k, %v {request = #poot.attention_request<...>, scale = 0.125 : f64} : ...
     ```
     After:
     ```mlir

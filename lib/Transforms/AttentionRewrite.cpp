@@ -283,7 +283,8 @@ FailureOr<AttentionOp> ChainRewriter::attempt(const Operands &operands,
       operands.keyShared, operands.read, length,
       rewriter.getF64FloatAttr(transform.scale),
       transform.softcap ? rewriter.getF64FloatAttr(*transform.softcap)
-                        : FloatAttr());
+                        : FloatAttr(),
+      /*causal=*/UnitAttr(), /*request=*/AttentionRequestAttr());
   if (causal)
     attention.setCausal(true);
   std::string message;

@@ -59,7 +59,7 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
   let summary = "Turn each poot.attention into a generation request for a device";
   let description = [{
     The planner. For every `poot.attention` it picks the schedule and records
-    a `#poot.attention_request` (the plan key) as the op's `poot.request`
+    a `#poot.attention_request` (the plan key) as the op's declared `request`
     attribute, from the device description given as options:
 
     - lanes: the widest power of two <= 64 whose running state
@@ -118,7 +118,7 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     ```
     After (`poot-plan-attention{workgroup-memory=32768 compute-units=64}`):
     ```mlir
-    %o = poot.attention %q, %k, %v {poot.request = #poot.attention_request<
+    %o = poot.attention %q, %k, %v {request = #poot.attention_request<
         batch = 1, q_heads = 32, ..., schedule = split_kv, lanes = 64,
         splits = 2, chunk = 512, grid_x = 64, grid_y = 1>, scale = 0.125 : f64} : ...
     ```

@@ -123,23 +123,22 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
     if (target == DeviceTarget::CPU && vectorWidth > 0)
       return planCpu(op, batch, qHeads, kvHeads, qLen, keyLen, keyWidth,
                      sharedWidth, valueWidth);
-    if (std::optional<LogicalResult> warp = planWarpDecode(
-            op, batch, qHeads, kvHeads, qLen, keyLen, keyWidth, sharedWidth,
-            valueWidth))
-      return *warp;
-
-    // GPU prefill: the tiled schedule when a tiling fits.
+    // The op's sizes, score, mask and key bound; the schedule is chosen below.
     AttentionRequestAttr shape = AttentionRequestAttr::get(
         op.getContext(), batch, qHeads, kvHeads, qLen, keyLen, keyWidth,
         sharedWidth, valueWidth,
         op.getSoftcap() ? ScoreKind::ScaleSoftcap : ScoreKind::Scale,
         maskKindOf(op), keyBoundOf(op), AttentionSchedule::Streaming, 1, 1,
         keyLen, 1, 1, /*q_block=*/0, /*key_block=*/0);
+    if (std::optional<LogicalResult> warp = planWarpDecode(op, shape))
+      return *warp;
+
+    // GPU prefill: the tiled schedule when a tiling fits.
     if (std::optional<FailureOr<AttentionRequestAttr>> tiled =
             planTiledPrefill(op, shape, deviceLimits())) {
       if (failed(*tiled))
         return failure();
-      op->setAttr(PootDialect::kRequestAttrName, **tiled);
+      op.setRequestAttr(**tiled);
       return success();
     }
 
@@ -173,12 +172,27 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
       if (splits < 2)
         splits = 1;
     }
+    return planTail(op, shape, AttentionSchedule::Streaming, lanes, splits,
+                    /*workgroupsPerSplit=*/rows, /*unroll=*/0);
+  }
+
+  /// The tail every GPU schedule of the seed's form shares: keeps `splits`
+  /// only while its scratch (rows x splits states) fits a buffer and its
+  /// workgroups fit the grid, refuses a scratch past the device's largest
+  /// allocation, folds the grid and records the request on `op`. A split
+  /// streaming schedule becomes split_kv; warp_decode stays itself.
+  LogicalResult planTail(AttentionOp op, AttentionRequestAttr shape,
+                         AttentionSchedule schedule, int64_t lanes,
+                         int64_t splits, int64_t workgroupsPerSplit,
+                         int64_t unroll) {
+    int64_t rows = shape.getRows();
+    int64_t laneBytes = shape.getStateFloats() * kFloatBytes;
     if (splits > 1) {
       // A scratch whose size overflows fits no buffer.
       int64_t scratchBytes =
           mul(mul(rows, splits), laneBytes).value_or(INT64_MAX);
       bool fitsBuffer = scratchBytes <= maxBufferBytes;
-      std::optional<int64_t> workgroups = mul(rows, splits);
+      std::optional<int64_t> workgroups = mul(workgroupsPerSplit, splits);
       bool fitsGrid =
           workgroups && foldGrid(*workgroups, maxGridX, maxGridY).has_value();
       if (!fitsBuffer || !fitsGrid) {
@@ -191,27 +205,36 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
                << maxAllocBytes.getValue() << " bytes";
       }
     }
+    int64_t keyLen = shape.getKeyLen();
     int64_t chunk = llvm::divideCeil(keyLen, splits);
 
-    // splits > 1 only when rows * splits fit the grid (checked above).
-    std::optional<Grid> grid = foldGrid(rows * splits, maxGridX, maxGridY);
+    // splits > 1 only when the workgroups fit the grid (checked above).
+    std::optional<Grid> grid =
+        foldGrid(workgroupsPerSplit * splits, maxGridX, maxGridY);
     if (!grid)
-      return op.emitError() << "GridLimit: " << rows * splits
+      return op.emitError() << "GridLimit: " << workgroupsPerSplit * splits
                             << " workgroups do not fit a " << maxGridX.getValue() << " x "
                             << maxGridY.getValue() << " grid";
-
-    MaskKind mask = maskKindOf(op);
-    KeyBound bound = keyBoundOf(op);
-    auto request = AttentionRequestAttr::get(
-        op.getContext(), batch, qHeads, kvHeads, qLen, keyLen, keyWidth,
-        sharedWidth, valueWidth,
-        op.getSoftcap() ? ScoreKind::ScaleSoftcap : ScoreKind::Scale,
-        mask, bound,
-        splits > 1 ? AttentionSchedule::SplitKV : AttentionSchedule::Streaming,
-        lanes, splits, chunk, grid->x, grid->y, /*q_block=*/0,
-        /*key_block=*/0);
-    op->setAttr(PootDialect::kRequestAttrName, request);
+    if (schedule == AttentionSchedule::Streaming && splits > 1)
+      schedule = AttentionSchedule::SplitKV;
+    op.setRequestAttr(withSchedule(shape, schedule, lanes, splits, chunk, *grid,
+                             unroll));
     return success();
+  }
+
+  /// `shape` (the op's sizes, score, mask and key bound) with a schedule.
+  static AttentionRequestAttr withSchedule(AttentionRequestAttr shape,
+                                           AttentionSchedule schedule,
+                                           int64_t lanes, int64_t splits,
+                                           int64_t chunk, Grid grid,
+                                           int64_t unroll) {
+    return AttentionRequestAttr::get(
+        shape.getContext(), shape.getBatch(), shape.getQHeads(),
+        shape.getKvHeads(), shape.getQLen(), shape.getKeyLen(),
+        shape.getKeyWidth(), shape.getSharedWidth(), shape.getValueWidth(),
+        shape.getTransform(), shape.getMask(), shape.getKeyBound(), schedule,
+        lanes, splits, chunk, grid.x, grid.y, /*q_block=*/0, /*key_block=*/0,
+        unroll);
   }
 
   /// The CPU schedule (CpuAttentionKernel.h). A work item serves one KV
@@ -297,8 +320,7 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
              << "ScratchBytes: the split-KV scratch needs " << scratchBytes
              << " bytes; the device can allocate " << maxAllocBytes.getValue()
              << " bytes";
-    op->setAttr(PootDialect::kRequestAttrName,
-                AttentionRequestAttr::get(
+    op.setRequestAttr(AttentionRequestAttr::get(
                     op.getContext(), batch, qHeads, kvHeads, qLen, keyLen,
                     keyWidth, sharedWidth, valueWidth,
                     op.getSoftcap() ? ScoreKind::ScaleSoftcap : ScoreKind::Scale,
@@ -312,47 +334,25 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
   /// the head widths are whole warps, the group's warp states fit workgroup
   /// memory and its registers stay modest; nullopt keeps the seed's
   /// schedules. Each workgroup reads its keys once for all n_rep heads.
-  std::optional<LogicalResult>
-  planWarpDecode(AttentionOp op, int64_t batch, int64_t qHeads, int64_t kvHeads,
-                 int64_t qLen, int64_t keyLen, int64_t keyWidth,
-                 int64_t sharedWidth, int64_t valueWidth) {
-    constexpr int64_t warp = 32, warps = 4;
-    int64_t nRep = qHeads / kvHeads;
-    if (target != DeviceTarget::NVVM || qLen != 1 ||
-        !warpDecodeFits(nRep, keyWidth, sharedWidth, valueWidth,
-                        workgroupMemory))
+  std::optional<LogicalResult> planWarpDecode(AttentionOp op,
+                                              AttentionRequestAttr shape) {
+    int64_t nRep = shape.getNumRep();
+    if (target != DeviceTarget::NVVM || shape.getQLen() != 1 ||
+        !warpDecodeFits(nRep, shape.getKeyWidth(), shape.getSharedWidth(),
+                        shape.getValueWidth(), workgroupMemory))
       return std::nullopt;
-    // At most k's and q's element counts (below 2^63).
-    int64_t groups = batch * kvHeads, rows = batch * qHeads;
+    // At most k's element count (below 2^63).
+    int64_t groups = shape.getBatch() * shape.getKvHeads();
+    if (!foldGrid(groups, maxGridX, maxGridY))
+      return std::nullopt;
     int64_t splits = std::min<int64_t>(
-        warpDecodeSplits(groups, keyLen, computeUnits), maxSplits);
-    // A scratch whose size overflows fits no buffer.
-    int64_t scratchBytes =
-        mul(mul(mul(rows, splits), valueWidth + 2), kFloatBytes)
-            .value_or(INT64_MAX);
-    std::optional<int64_t> workgroups = mul(groups, splits);
-    if (splits > 1 && (scratchBytes > maxBufferBytes || !workgroups ||
-                       !foldGrid(*workgroups, maxGridX, maxGridY)))
-      splits = 1;
-    if (splits > 1 && scratchBytes > maxAllocBytes)
-      return op.emitError()
-             << "ScratchBytes: the split-KV scratch needs " << scratchBytes
-             << " bytes; the device can allocate " << maxAllocBytes.getValue()
-             << " bytes";
-    std::optional<Grid> grid = foldGrid(groups * splits, maxGridX, maxGridY);
-    if (!grid)
-      return std::nullopt;
-    MaskKind mask = maskKindOf(op);
-    KeyBound bound = keyBoundOf(op);
-    op->setAttr(PootDialect::kRequestAttrName,
-                AttentionRequestAttr::get(
-                    op.getContext(), batch, qHeads, kvHeads, qLen, keyLen,
-                    keyWidth, sharedWidth, valueWidth,
-                    op.getSoftcap() ? ScoreKind::ScaleSoftcap : ScoreKind::Scale,
-                    mask, bound, AttentionSchedule::WarpDecode, warp * warps,
-                    splits, (int64_t)llvm::divideCeil(keyLen, splits), grid->x,
-                    grid->y, /*q_block=*/0, /*key_block=*/0));
-    return success();
+        warpDecodeSplits(groups, shape.getKeyLen(), computeUnits), maxSplits);
+    // One key per warp step for now (warpDecodeUnroll comes next).
+    int64_t unroll = 0;
+    return planTail(op, shape, AttentionSchedule::WarpDecode,
+                    AttentionRequestAttr::kWarpSize *
+                        AttentionRequestAttr::kWarpsPerGroup,
+                    splits, /*workgroupsPerSplit=*/groups, unroll);
   }
 
   DeviceLimits deviceLimits() {

@@ -8,6 +8,8 @@
 #ifndef POOT_LIB_TRANSFORMS_PLANCOMMON_H
 #define POOT_LIB_TRANSFORMS_PLANCOMMON_H
 
+#include "dialect/AttentionLayout.h"
+#include "dialect/PootDialect.h"
 #include "lib/Transforms/DeviceTarget.h"
 
 #include "llvm/Support/CheckedArithmetic.h"
@@ -56,15 +58,34 @@ inline std::optional<Grid> foldGrid(int64_t count, int64_t maxX, int64_t maxY) {
 /// schedules (which refuse them with a typed reason).
 inline bool warpDecodeFits(int64_t nRep, int64_t keyWidth, int64_t sharedWidth,
                            int64_t valueWidth, int64_t workgroupMemory) {
-  constexpr int64_t warp = 32, warps = 4, maxRegisters = 128, floatBytes = 4;
+  constexpr int64_t warp = AttentionRequestAttr::kWarpSize,
+                    maxRegisters = 128, floatBytes = 4;
   if (keyWidth % warp || sharedWidth % warp || valueWidth % warp)
     return false;
   std::optional<int64_t> registers =
       mul(nRep, keyWidth / warp + sharedWidth / warp + valueWidth / warp + 2);
-  std::optional<int64_t> ldsBytes =
-      mul(mul(mul(warps, nRep), valueWidth + 2), floatBytes);
-  return registers && ldsBytes && *registers <= maxRegisters &&
-         *ldsBytes <= workgroupMemory;
+  if (!registers || *registers > maxRegisters)
+    return false;
+  // n_rep <= 64 and Dv <= 4096 here: the count cannot overflow.
+  return AttentionRequestAttr::warpDecodeLdsFloats(nRep, valueWidth) *
+             floatBytes <=
+         workgroupMemory;
+}
+
+/// Keys a warp of the warp-decode schedule loads per step (the request's
+/// `unroll`): 4 while the loaded rows (unroll x the lane's elements of K and
+/// V) and the group's state stay within 160 registers, else 2 or 1. More keys
+/// in flight per warp is what the 2.2 TB/s B=1 decode lacks (bench/NOTES.md,
+/// runs 2-6). Called after warpDecodeFits (so no count overflows).
+inline int64_t warpDecodeUnroll(int64_t nRep, int64_t keyWidth,
+                                int64_t sharedWidth, int64_t valueWidth) {
+  constexpr int64_t warp = AttentionRequestAttr::kWarpSize, budget = 160;
+  int64_t row = (keyWidth + sharedWidth + valueWidth) / warp;
+  int64_t state = nRep * (row + 2);
+  int64_t unroll = 4;
+  while (unroll > 1 && state + unroll * row > budget)
+    unroll /= 2;
+  return unroll;
 }
 
 /// Splits of a warp-decode launch over `positions` keys per group: enough
@@ -82,29 +103,10 @@ inline int64_t warpDecodeSplits(int64_t groups, int64_t positions,
               positions / minChunk, maxSplits}));
 }
 
-/// Workgroup memory of the tiled prefill (TiledPrefillKernel.h), in floats:
-/// the block's queries [R x (Dq + 1)], a key tile [C x (Dq + 1)], a value
-/// tile [C x Dv], the scores [R x (C + 1)] and per row (m, l, alpha). The +1
-/// strides keep the threads of a warp reading different rows of one column
-/// on different banks.
-struct TiledPrefillLayout {
-  int64_t query, key, value, scores, max, sum, alpha, floats;
-};
-inline TiledPrefillLayout tiledPrefillLayout(int64_t rows, int64_t tile,
-                                             int64_t queryWidth,
-                                             int64_t valueWidth) {
-  TiledPrefillLayout at;
-  at.query = 0;
-  at.key = at.query + rows * (queryWidth + 1);
-  at.value = at.key + tile * (queryWidth + 1);
-  at.scores = at.value + tile * valueWidth;
-  at.max = at.scores + rows * (tile + 1);
-  at.sum = at.max + rows;
-  at.alpha = at.sum + rows;
-  at.floats = at.alpha + rows;
-  return at;
-}
-/// The same count, or nullopt when it overflows (then nothing fits).
+// The tiled prefill layout (tiledPrefillLayout, tiledPrefillFloats) is in
+// dialect/AttentionLayout.h, next to the request that derives from it.
+
+/// tiledPrefillFloats, or nullopt when it overflows (then nothing fits).
 inline std::optional<int64_t> tiledPrefillFloatsChecked(int64_t rows,
                                                         int64_t tile,
                                                         int64_t queryWidth,
@@ -120,10 +122,6 @@ inline std::optional<int64_t> tiledPrefillFloatsChecked(int64_t rows,
   if (sum)
     sum = llvm::checkedAdd(*sum, rows * (tile + 1) + 3 * rows);
   return sum;
-}
-inline int64_t tiledPrefillFloats(int64_t rows, int64_t tile,
-                                  int64_t queryWidth, int64_t valueWidth) {
-  return tiledPrefillLayout(rows, tile, queryWidth, valueWidth).floats;
 }
 
 } // namespace mlir::poot

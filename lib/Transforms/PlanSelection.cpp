@@ -70,11 +70,9 @@ LogicalResult planBlockTopK(BlockTopKOp op, const DeviceLimits &device) {
   std::optional<Grid> grid = foldGrid(rows, device.maxGridX, device.maxGridY);
   if (!grid)
     return gridRefusal(op, rows, device);
-  op->setAttr(PootDialect::kRequestAttrName,
-              BlockTopKRequestAttr::get(op.getContext(), batch, qLen, blocks,
-                                        op.getK(), op.getBlockSize(),
-                                        AttentionSchedule::Streaming, lanes,
-                                        grid->x, grid->y));
+  op.setRequestAttr(BlockTopKRequestAttr::get(
+      op.getContext(), batch, qLen, blocks, op.getK(), op.getBlockSize(),
+      AttentionSchedule::Streaming, lanes, grid->x, grid->y));
   return success();
 }
 
@@ -99,8 +97,7 @@ LogicalResult planSelectedAttention(SelectedAttentionOp op,
       op.getSoftcap() ? ScoreKind::ScaleSoftcap : ScoreKind::Scale;
   auto record = [&](AttentionSchedule schedule, int64_t lanes, int64_t splits,
                     Grid grid) {
-    op->setAttr(PootDialect::kRequestAttrName,
-                SelectedAttentionRequestAttr::get(
+    op.setRequestAttr(SelectedAttentionRequestAttr::get(
                     op.getContext(), batch, qHeads, kvHeads, qLen, keyLen,
                     keyWidth, valueWidth, slots, blockSize, visited, transform,
                     schedule, lanes, splits, llvm::divideCeil(visited, splits),

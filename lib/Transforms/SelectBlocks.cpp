@@ -136,7 +136,8 @@ struct SelectBlocks : poot::impl::PootSelectBlocksBase<SelectBlocks> {
     auto op = BlockTopKOp::create(rewriter, loc, chain.fixups.front().getType(),
                                   chain.scores, positions,
                                   rewriter.getI64IntegerAttr(k),
-                                  rewriter.getI64IntegerAttr(chain.blockSize));
+                                  rewriter.getI64IntegerAttr(chain.blockSize),
+                                  /*request=*/BlockTopKRequestAttr());
     std::string message;
     if (failed(verifyQuietly(op, message))) {
       rewriter.eraseOp(op);
@@ -200,7 +201,8 @@ struct SelectBlocks : poot::impl::PootSelectBlocksBase<SelectBlocks> {
         positions, rewriter.getI64IntegerAttr(mask.blockSize),
         rewriter.getF64FloatAttr(transform.scale),
         transform.softcap ? rewriter.getF64FloatAttr(*transform.softcap)
-                          : FloatAttr());
+                          : FloatAttr(),
+        /*request=*/SelectedAttentionRequestAttr());
     std::string message;
     if (failed(verifyQuietly(op, message))) {
       rewriter.eraseOp(op);

@@ -10,8 +10,8 @@
 // A device with 1 KiB of workgroup memory gets 8 lanes, one compute unit no
 // split, and a grid of 3 in X folds the 4 workgroups onto 3 x 2.
 // CHECK-LABEL: func.func @decode
-// CHECK: poot.block_topk {{.*}}poot.request = #poot.block_topk_request<batch = 1, q_len = 1, blocks = 16, k = 4, block_size = 64, schedule = streaming, lanes = 16, grid_x = 1, grid_y = 1>
-// CHECK: poot.selected_attention {{.*}}poot.request = #poot.selected_attention_request<batch = 1, q_heads = 4, kv_heads = 2, q_len = 1, key_len = 1024, key_width = 16, value_width = 16, k = 4, block_size = 64, visited = 320, transform = scale, schedule = split_kv, lanes = 64, splits = 2, chunk = 160, grid_x = 8, grid_y = 1>
+// CHECK: poot.block_topk {{.*}}request = #poot.block_topk_request<batch = 1, q_len = 1, blocks = 16, k = 4, block_size = 64, schedule = streaming, lanes = 16, grid_x = 1, grid_y = 1>
+// CHECK: poot.selected_attention {{.*}}request = #poot.selected_attention_request<batch = 1, q_heads = 4, kv_heads = 2, q_len = 1, key_len = 1024, key_width = 16, value_width = 16, k = 4, block_size = 64, visited = 320, transform = scale, schedule = split_kv, lanes = 64, splits = 2, chunk = 160, grid_x = 8, grid_y = 1>
 // SMALL-LABEL: func.func @decode
 // SMALL: #poot.block_topk_request<batch = 1, q_len = 1, blocks = 16, k = 4, block_size = 64, schedule = streaming, lanes = 16, grid_x = 1, grid_y = 1>
 // SMALL: #poot.selected_attention_request<{{.*}}visited = 320, transform = scale, schedule = streaming, lanes = 8, splits = 1, chunk = 320, grid_x = 3, grid_y = 2>

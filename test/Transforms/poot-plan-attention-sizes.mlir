@@ -7,8 +7,8 @@
 // a zero-length array and aborts), so q's 2^34 elements are refused there;
 // NVVM and the CPU (host memory, no buffer limit) plan it.
 // SPIRV: BufferBytes: a 'tensor<4096x32x4096x32xf32>' buffer has 17179869184 elements; a SPIR-V array holds at most 4294967295
-// NVVM: poot.request = #poot.attention_request<batch = 4096
-// CPU: poot.request = #poot.attention_request<batch = 4096
+// NVVM: request = #poot.attention_request<batch = 4096
+// CPU: request = #poot.attention_request<batch = 4096
 func.func @big(%q: tensor<4096x32x4096x32xf32>, %k: tensor<4096x8x4096x32xf32>, %v: tensor<4096x8x4096x32xf32>) -> tensor<4096x32x4096x32xf32> {
   %o = poot.attention %q, %k, %v {scale = 0.25 : f64} : tensor<4096x32x4096x32xf32>, tensor<4096x8x4096x32xf32>, tensor<4096x8x4096x32xf32> -> tensor<4096x32x4096x32xf32>
   return %o : tensor<4096x32x4096x32xf32>

@@ -4,7 +4,7 @@
 // Decode rows (2 x 4 = 8) do not fill 64 compute units: split-KV with
 // min(16, ceil(64 / 8) = 8, 1024 / 128 = 8) = 8 splits of 128 keys.
 // CHECK-LABEL: func.func @decode
-// CHECK: poot.request = #poot.attention_request<batch = 2, q_heads = 4, kv_heads = 2, q_len = 1, key_len = 1024, key_width = 16, shared_width = 0, value_width = 16, transform = scale, mask = none, key_bound = capacity, schedule = split_kv, lanes = 64, splits = 8, chunk = 128, grid_x = 64, grid_y = 1>
+// CHECK: request = #poot.attention_request<batch = 2, q_heads = 4, kv_heads = 2, q_len = 1, key_len = 1024, key_width = 16, shared_width = 0, value_width = 16, transform = scale, mask = none, key_bound = capacity, schedule = split_kv, lanes = 64, splits = 8, chunk = 128, grid_x = 64, grid_y = 1>
 // With 1 KiB of workgroup memory only 8 lanes of (16 + 2) floats fit, one
 // compute unit means streaming, and 8 workgroups fold onto a 3-wide grid.
 // SMALL-LABEL: func.func @decode

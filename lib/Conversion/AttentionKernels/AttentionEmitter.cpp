@@ -31,18 +31,6 @@ AttentionEmitter::AttentionEmitter(OpBuilder &builder, Location loc,
     : KernelBuilder(builder, loc), req(req), sig(sig), scale(scale),
       softcap(softcap) {}
 
-int64_t AttentionEmitter::ldsFloats() const {
-  return req.getLanes() * (req.getValueWidth() + 2);
-}
-
-int64_t AttentionEmitter::rows() const {
-  return req.getBatch() * req.getQHeads() * req.getQLen();
-}
-
-int64_t AttentionEmitter::scratchFloats() const {
-  return rows() * req.getSplits() * (req.getValueWidth() + 2);
-}
-
 std::pair<Value, Value> AttentionEmitter::batchAndHead(Value row) {
   // row = (b * Hq + h) * Lq + i
   Value bh = arith::DivUIOp::create(b, loc, row, index(req.getQLen()));
@@ -52,30 +40,47 @@ std::pair<Value, Value> AttentionEmitter::batchAndHead(Value row) {
 }
 
 Value AttentionEmitter::keyEnd(const AttentionBuffers &bufs, Value batch) {
-  Value cap = index(req.getKeyLen());
+  return keyEnd(bufs, batch, req.getKeyLen());
+}
+
+Value AttentionEmitter::keyEnd(const AttentionBuffers &bufs, Value batch,
+                               int64_t capacity) {
+  Value cap = index(capacity);
   if (!sig.length)
     return cap;
-  // Clamp len into 0..Lk so no length can read outside the buffers.
-  Value len = arith::IndexCastOp::create(b, loc, b.getIndexType(),
-                                         load(bufs.length, batch));
+  // Clamp len into 0..cap so no length can read outside the buffers.
+  Value len = indexOf(load(bufs.length, batch));
   Value lo = arith::MaxSIOp::create(b, loc, len, index(0));
   return arith::MinSIOp::create(b, loc, lo, cap);
 }
 
-Value AttentionEmitter::keyRowBase(const AttentionBuffers &bufs, Value batch,
-                                   Value g, Value t, int64_t width) {
+std::pair<Value, Value> AttentionEmitter::chunkBounds(Value split, Value end) {
+  Value begin = mul(split, index(req.getChunk()));
+  Value chunkEnd =
+      arith::MinSIOp::create(b, loc, add(begin, index(req.getChunk())), end);
+  return {begin, chunkEnd};
+}
+
+Value AttentionEmitter::keyRow(const AttentionBuffers &bufs, Value batch,
+                               Value g, Value t) {
   Value hkv = index(req.getKvHeads());
-  Value rowIdx;
   if (sig.read) {
     // Paged: pool row read[b, t] * Hkv + g (read is a slot of the pool).
     Value flat = add(mul(batch, index(req.getKeyLen())), t);
-    Value slot = arith::IndexCastOp::create(b, loc, b.getIndexType(),
-                                            load(bufs.read, flat));
-    rowIdx = add(mul(slot, hkv), g);
-  } else {
-    rowIdx = add(mul(add(mul(batch, hkv), g), index(req.getKeyLen())), t);
+    Value slot = indexOf(load(bufs.read, flat));
+    return add(mul(slot, hkv), g);
   }
-  return mul(rowIdx, index(width));
+  return add(mul(add(mul(batch, hkv), g), index(req.getKeyLen())), t);
+}
+
+Value AttentionEmitter::keyRowBase(const AttentionBuffers &bufs, Value batch,
+                                   Value g, Value t, int64_t width) {
+  return mul(keyRow(bufs, batch, g, t), index(width));
+}
+
+Value AttentionEmitter::sharedKeyBase(Value batch, Value t) {
+  return mul(add(mul(batch, index(req.getKeyLen())), t),
+             index(req.getSharedWidth()));
 }
 
 Value AttentionEmitter::score(const AttentionBuffers &bufs, Value row,
@@ -100,10 +105,8 @@ Value AttentionEmitter::score(const AttentionBuffers &bufs, Value row,
 
   Value acc = dot(bufs.key, kBase, qBase, dk, f32(0.0));
   if (sig.keyShared) {
-    // The shared part k_shared[b, 0, t, :] is read once for every head.
-    Value sBase =
-        mul(add(mul(batch, index(req.getKeyLen())), t), index(ds));
-    acc = dot(bufs.keyShared, sBase, add(qBase, index(dk)), ds, acc);
+    acc = dot(bufs.keyShared, sharedKeyBase(batch, t), add(qBase, index(dk)),
+              ds, acc);
   }
   Value i = sig.mask ? arith::RemUIOp::create(b, loc, row,
                                               index(req.getQLen()))
@@ -173,12 +176,8 @@ void AttentionEmitter::emitVisit(const AttentionBuffers &bufs, Value row,
   auto ifVisible = scf::IfOp::create(b, loc, visible, /*withElse=*/false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&ifVisible.getThenRegion().front());
-  Value m = load(lds, mIdx);
-  Value mNew = arith::MaximumFOp::create(b, loc, m, s);
-  Value rescale =
-      math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, m, mNew));
-  Value w = math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, s, mNew));
-  store(add(mul(load(lds, lIdx), rescale), w), lds, lIdx);
+  OnlineStep step = onlineStep(load(lds, mIdx), s);
+  store(rescaleAdd(load(lds, lIdx), step, Value()), lds, lIdx);
   Value vBase = keyRowBase(bufs, batch, g, t, dv);
   auto acc = scf::ForOp::create(b, loc, index(0), index(dv), index(1));
   {
@@ -186,26 +185,21 @@ void AttentionEmitter::emitVisit(const AttentionBuffers &bufs, Value row,
     b.setInsertionPointToStart(acc.getBody());
     Value d = acc.getInductionVar();
     Value oIdx = add(base, d);
-    Value o = add(mul(load(lds, oIdx), rescale),
-                  mul(w, load(bufs.value, add(vBase, d))));
-    store(o, lds, oIdx);
+    store(rescaleAdd(load(lds, oIdx), step, load(bufs.value, add(vBase, d))),
+          lds, oIdx);
   }
-  store(mNew, lds, mIdx);
+  store(step.max, lds, mIdx);
 }
 
 void AttentionEmitter::emitLaneScan(const AttentionBuffers &bufs, Value row,
                                     Value split, Value lane, Value lds) {
   Value base = emitLaneInit(lane, lds);
   auto [batch, head] = batchAndHead(row);
-  int64_t nRep = req.getQHeads() / req.getKvHeads();
-  Value g = arith::DivUIOp::create(b, loc, head, index(nRep));
+  Value g = divui(head, req.getNumRep());
 
-  // This split's chunk of the visible keys: [split * chunk, min(+chunk, end)).
-  Value end = causalEnd(keyEnd(bufs, batch),
-                        arith::RemUIOp::create(b, loc, row, index(req.getQLen())));
-  Value begin = mul(split, index(req.getChunk()));
-  Value chunkEnd =
-      arith::MinSIOp::create(b, loc, add(begin, index(req.getChunk())), end);
+  // This split's chunk of the visible keys.
+  Value end = causalEnd(keyEnd(bufs, batch), remui(row, req.getQLen()));
+  auto [begin, chunkEnd] = chunkBounds(split, end);
   auto keys = scf::ForOp::create(b, loc, add(begin, lane), chunkEnd,
                                  index(req.getLanes()));
   OpBuilder::InsertionGuard guard(b);
@@ -213,30 +207,54 @@ void AttentionEmitter::emitLaneScan(const AttentionBuffers &bufs, Value row,
   emitVisit(bufs, row, batch, head, g, keys.getInductionVar(), base, lds);
 }
 
-void AttentionEmitter::emitLaneCombine(const AttentionBuffers &bufs, Value row,
-                                       Value split, Value lane, Value lds) {
-  int64_t dv = req.getValueWidth(), stride = dv + 2, lanes = req.getLanes();
-  bool partials = req.getSchedule() == AttentionSchedule::SplitKV;
-  Value ninf = f32(-std::numeric_limits<double>::infinity());
-
-  auto reduceLanes = [&](Value init,
-                         function_ref<Value(Value laneBase, Value acc)> step) {
-    auto loop = scf::ForOp::create(b, loc, index(0), index(lanes), index(1),
-                                   ValueRange{init});
+std::pair<Value, Value>
+AttentionEmitter::foldMaxAndSum(const PartialStates &states) {
+  int64_t dv = req.getValueWidth();
+  auto over = [&](Value init, function_ref<Value(Value base, Value acc)> step) {
+    auto loop = scf::ForOp::create(b, loc, index(0), index(states.count),
+                                   index(1), ValueRange{init});
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
-    Value laneBase = mul(loop.getInductionVar(), index(stride));
-    scf::YieldOp::create(b, loc, step(laneBase, loop.getRegionIterArgs()[0]));
+    Value base = states.base(loop.getInductionVar());
+    scf::YieldOp::create(b, loc, step(base, loop.getRegionIterArgs()[0]));
     return loop.getResult(0);
   };
+  Value max = over(f32(-std::numeric_limits<double>::infinity()),
+                   [&](Value base, Value acc) -> Value {
+                     return arith::MaximumFOp::create(
+                         b, loc, acc, load(states.mem, add(base, index(dv))));
+                   });
+  Value den = over(f32(0.0), [&](Value base, Value acc) -> Value {
+    Value w = weight(load(states.mem, add(base, index(dv))), max);
+    return add(acc, mul(load(states.mem, add(base, index(dv + 1))), w));
+  });
+  return {max, den};
+}
 
-  Value maxM = reduceLanes(ninf, [&](Value lb, Value acc) -> Value {
-    return arith::MaximumFOp::create(b, loc, acc, load(lds, add(lb, index(dv))));
-  });
-  Value den = reduceLanes(f32(0.0), [&](Value lb, Value acc) -> Value {
-    Value w = weight(load(lds, add(lb, index(dv))), maxM);
-    return add(acc, mul(load(lds, add(lb, index(dv + 1))), w));
-  });
+Value AttentionEmitter::foldChannel(const PartialStates &states, Value max,
+                                    Value c) {
+  int64_t dv = req.getValueWidth();
+  auto loop = scf::ForOp::create(b, loc, index(0), index(states.count),
+                                 index(1), ValueRange{f32(0.0)});
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value base = states.base(loop.getInductionVar());
+  Value w = weight(load(states.mem, add(base, index(dv))), max);
+  scf::YieldOp::create(
+      b, loc,
+      add(loop.getRegionIterArgs()[0], mul(load(states.mem, add(base, c)), w)));
+  return loop.getResult(0);
+}
+
+void AttentionEmitter::emitLaneCombine(const AttentionBuffers &bufs, Value row,
+                                       Value split, Value lane, Value lds) {
+  int64_t dv = req.getValueWidth(), stride = req.getStateFloats(),
+          lanes = req.getLanes();
+  bool partials = req.getSchedule() == AttentionSchedule::SplitKV;
+
+  auto laneBase = [&](Value i) { return mul(i, index(stride)); };
+  PartialStates states{lds, lanes, laneBase};
+  auto [maxM, den] = foldMaxAndSum(states);
 
   Value outBase =
       partials ? mul(add(mul(row, index(req.getSplits())), split), index(stride))
@@ -246,10 +264,7 @@ void AttentionEmitter::emitLaneCombine(const AttentionBuffers &bufs, Value row,
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(channels.getBody());
     Value c = channels.getInductionVar();
-    Value num = reduceLanes(f32(0.0), [&](Value lb, Value acc) -> Value {
-      Value w = weight(load(lds, add(lb, index(dv))), maxM);
-      return add(acc, mul(load(lds, add(lb, c)), w));
-    });
+    Value num = foldChannel(states, maxM, c);
     if (partials)
       store(num, bufs.scratch, add(outBase, c));
     else
@@ -270,37 +285,17 @@ void AttentionEmitter::emitLaneCombine(const AttentionBuffers &bufs, Value row,
 
 void AttentionEmitter::emitSplitCombine(const AttentionBuffers &bufs, Value row,
                                         Value lane) {
-  int64_t dv = req.getValueWidth(), stride = dv + 2, splits = req.getSplits();
-  Value ninf = f32(-std::numeric_limits<double>::infinity());
-  Value rowBase = mul(mul(row, index(splits)), index(stride));
-
-  auto reduceSplits = [&](Value init,
-                          function_ref<Value(Value splitBase, Value acc)> step) {
-    auto loop = scf::ForOp::create(b, loc, index(0), index(splits), index(1),
-                                   ValueRange{init});
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value sb = add(rowBase, mul(loop.getInductionVar(), index(stride)));
-    scf::YieldOp::create(b, loc, step(sb, loop.getRegionIterArgs()[0]));
-    return loop.getResult(0);
-  };
-  Value maxM = reduceSplits(ninf, [&](Value sb, Value acc) -> Value {
-    return arith::MaximumFOp::create(b, loc, acc,
-                                     load(bufs.scratch, add(sb, index(dv))));
-  });
-  Value den = reduceSplits(f32(0.0), [&](Value sb, Value acc) -> Value {
-    Value w = weight(load(bufs.scratch, add(sb, index(dv))), maxM);
-    return add(acc, mul(load(bufs.scratch, add(sb, index(dv + 1))), w));
-  });
+  int64_t dv = req.getValueWidth(), stride = req.getStateFloats();
+  Value rowBase = mul(mul(row, index(req.getSplits())), index(stride));
+  auto splitBase = [&](Value i) { return add(rowBase, mul(i, index(stride))); };
+  PartialStates states{bufs.scratch, req.getSplits(), splitBase};
+  auto [maxM, den] = foldMaxAndSum(states);
   auto channels =
       scf::ForOp::create(b, loc, lane, index(dv), index(req.getLanes()));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(channels.getBody());
   Value c = channels.getInductionVar();
-  Value num = reduceSplits(f32(0.0), [&](Value sb, Value acc) -> Value {
-    Value w = weight(load(bufs.scratch, add(sb, index(dv))), maxM);
-    return add(acc, mul(load(bufs.scratch, add(sb, c)), w));
-  });
+  Value num = foldChannel(states, maxM, c);
   store(arith::DivFOp::create(b, loc, num, den), bufs.out,
         add(mul(row, index(dv)), c));
 }

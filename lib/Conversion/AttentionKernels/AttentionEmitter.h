@@ -41,12 +41,13 @@ public:
                    AttentionSignature sig, double scale,
                    std::optional<double> softcap);
 
-  /// Workgroup-memory floats the schedule needs: lanes * (Dv + 2).
-  int64_t ldsFloats() const;
+  /// Workgroup-memory floats the schedule needs (the request's
+  /// getLdsFloats: lanes * (Dv + 2) for the seed's schedules).
+  int64_t ldsFloats() const { return req.getLdsFloats(); }
   /// Scratch floats of the split-KV schedule: rows * splits * (Dv + 2).
-  int64_t scratchFloats() const;
+  int64_t scratchFloats() const { return req.getScratchFloats(); }
   /// Rows = B * Hq * Lq.
-  int64_t rows() const;
+  int64_t rows() const { return req.getRows(); }
 
   /// Phase 1 for one lane: initialise its state in `lds` and stream its keys
   /// t = begin + lane, begin + lane + lanes, ... < end, where [begin, end) is
@@ -79,18 +80,42 @@ public:
 
   /// Number of visible keys of batch row b: Lk, or clamp(len[b], 0, Lk).
   Value keyEnd(const AttentionBuffers &bufs, Value b);
+  /// The same with another cap than Lk (positions of another key set).
+  Value keyEnd(const AttentionBuffers &bufs, Value b, int64_t cap);
+  /// A split's chunk of the visible keys [0, end):
+  /// [split * chunk, min(split * chunk + chunk, end)).
+  std::pair<Value, Value> chunkBounds(Value split, Value end);
   /// With the causal kind, the keys query row i sees end at
   /// min(end, i + (Lk - Lq) + 1); otherwise `end`.
   Value causalEnd(Value end, Value i);
   /// Base offset of value(b, g, t) and of the dense/paged key row.
   Value keyRowBase(const AttentionBuffers &bufs, Value b, Value g, Value t,
                    int64_t width);
+  /// The row of key t of (b, g) in the K/V buffers (scale by the width for
+  /// its base): dense (b * Hkv + g) * Lk + t, paged read[b, t] * Hkv + g.
+  Value keyRow(const AttentionBuffers &bufs, Value b, Value g, Value t);
+  /// Base offset of the shared key part k_shared[b, 0, t, :] (read once for
+  /// every head).
+  Value sharedKeyBase(Value b, Value t);
   /// The score transform of a dot product: scale, then the softcap.
   Value transformScore(Value dot);
   /// `s` plus the tensor mask's word for (b, h, query row i, key t), or `s`
   /// when there is no mask operand.
   Value addMask(const AttentionBuffers &bufs, Value s, Value b, Value h,
                 Value i, Value t);
+
+  /// `count` partial states laid out as (o[Dv], m, l) from base(i) of `mem`
+  /// (the lanes', warps' or splits' states of one row).
+  struct PartialStates {
+    Value mem;
+    int64_t count;
+    function_ref<Value(Value i)> base;
+  };
+  /// The fold's max M = max_i m_i and denominator sum_i l_i exp(m_i - M)
+  /// (a state that saw nothing weighs 0).
+  std::pair<Value, Value> foldMaxAndSum(const PartialStates &states);
+  /// The fold's numerator of channel c: sum_i o_i[c] exp(m_i - M).
+  Value foldChannel(const PartialStates &states, Value max, Value c);
 
 private:
   /// Score of key t for (row, b, h): transform(q . key(t)) + mask.

@@ -38,10 +38,10 @@ struct AttentionToCalls
         ops.push_back(op);
     });
     for (auto [i, op] : llvm::enumerate(ops)) {
-      Attribute req = op->getAttr(PootDialect::kRequestAttrName);
+      Attribute req = PootDialect::getPlan(op);
       if (!req) {
         op->emitError() << op->getName()
-                        << " has no poot.request: run poot-plan-attention first";
+                        << " has no request: run poot-plan-attention first";
         return signalPassFailure();
       }
       OpBuilder b(op);

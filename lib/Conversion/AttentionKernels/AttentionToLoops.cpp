@@ -45,10 +45,9 @@ void forRange(OpBuilder &b, Location loc, int64_t n,
 struct AttentionToLoops
     : poot::impl::PootAttentionToLoopsBase<AttentionToLoops> {
   LogicalResult lower(AttentionOp op) {
-    auto req = op->getAttrOfType<AttentionRequestAttr>(
-        PootDialect::kRequestAttrName);
+    AttentionRequestAttr req = op.getRequestAttr();
     if (!req)
-      return op.emitError("poot.attention has no poot.request: run "
+      return op.emitError("poot.attention has no request: run "
                           "poot-plan-attention first");
     OpBuilder b(op);
     Location loc = op.getLoc();

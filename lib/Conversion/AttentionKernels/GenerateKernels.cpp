@@ -113,14 +113,8 @@ struct GenerateKernels
         arith::ConstantIndexOp::create(b, loc, count));
 
     Value lds;
-    if (phase == KernelPhase::Warp)
-      lds = workgroupBuffer(b, loc, func,
-                            kWarpsPerGroup * (req.getQHeads() / req.getKvHeads()) *
-                                (req.getValueWidth() + 2));
-    else if (phase == KernelPhase::Tiled)
-      lds = workgroupBuffer(b, loc, func, tiledPrefillLdsFloats(req));
-    else if (phase != KernelPhase::Combine)
-      lds = workgroupBuffer(b, loc, func, emitter.ldsFloats());
+    if (phase != KernelPhase::Combine)
+      lds = workgroupBuffer(b, loc, func, req.getLdsFloats());
 
     // The whole workgroup takes the same branch (wg is uniform), so the
     // barrier inside it is reached by every thread or by none.
@@ -240,8 +234,8 @@ struct GenerateKernels
     Launch first = splits > 1 ? Launch::Partials : Launch::Stream;
     if (req.getSchedule() == AttentionSchedule::WarpDecode) {
       // NVIDIA decode: a workgroup of warps per (batch row, KV group, split).
-      int64_t lds = kWarpsPerGroup * (req.getQHeads() / req.getKvHeads()) *
-                    (req.getValueWidth() + 2);
+      int64_t lds = AttentionRequestAttr::warpDecodeLdsFloats(
+          req.getQHeads() / req.getKvHeads(), req.getValueWidth());
       emitSelectionKernel(
           kb, loc, "warp", sig.argumentTypes(&getContext(), first),
           req.getLanes(), req.getGridX(),
@@ -297,12 +291,12 @@ struct GenerateKernels
     bool failed = false;
     int64_t topkCount = 0, selectedCount = 0;
     for (Operation *op : ops) {
-      Attribute req = op->getAttr(PootDialect::kRequestAttrName);
+      Attribute req = PootDialect::getPlan(op);
       auto topk = dyn_cast<BlockTopKOp>(op);
       if (!req || (topk ? !isa<BlockTopKRequestAttr>(req)
                         : !isa<SelectedAttentionRequestAttr>(req))) {
         op->emitError() << op->getName()
-                        << " has no poot.request: run poot-plan-attention first";
+                        << " has no request: run poot-plan-attention first";
         failed = true;
         continue;
       }
@@ -339,10 +333,9 @@ struct GenerateKernels
     SymbolTable symbols(module);
     bool failed = false;
     for (auto [i, op] : llvm::enumerate(ops)) {
-      auto req = op->getAttrOfType<AttentionRequestAttr>(
-          PootDialect::kRequestAttrName);
+      AttentionRequestAttr req = op.getRequestAttr();
       if (!req) {
-        op.emitError("poot.attention has no poot.request: run "
+        op.emitError("poot.attention has no request: run "
                      "poot-plan-attention first");
         failed = true;
         continue;

@@ -90,3 +90,12 @@ Value KernelBuilder::weight(Value m, Value max) {
 Value KernelBuilder::indexOf(Value i32) {
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), i32);
 }
+
+KernelBuilder::OnlineStep KernelBuilder::onlineStep(Value m, Value s) {
+  Value max = arith::MaximumFOp::create(b, loc, m, s);
+  return {max, weight(m, max), weight(s, max)};
+}
+
+Value KernelBuilder::rescaleAdd(Value acc, const OnlineStep &step, Value x) {
+  return add(mul(acc, step.rescale), x ? mul(step.weight, x) : step.weight);
+}

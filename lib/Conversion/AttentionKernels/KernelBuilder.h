@@ -43,6 +43,20 @@ public:
   /// An i32 value as an index.
   Value indexOf(Value i32);
 
+  /// One online-softmax step of a running state whose max is `m` by a score
+  /// (or a tile's max score) `s`: the new max max(m, s), the old state's
+  /// factor `rescale` = weight(m, max) and the new key's `weight` =
+  /// weight(s, max). A state that has seen nothing (m = -inf) or a hidden key
+  /// (s = -inf) contributes exactly 0, never exp(-inf - -inf) = NaN; a NaN
+  /// score propagates. Every schedule updates its (m, l, o) through this.
+  struct OnlineStep {
+    Value max, rescale, weight;
+  };
+  OnlineStep onlineStep(Value m, Value s);
+  /// acc * rescale + weight * x: each o channel of the step; with a null
+  /// `x`, acc * rescale + weight: the sum l.
+  Value rescaleAdd(Value acc, const OnlineStep &step, Value x);
+
 protected:
   OpBuilder &b;
   Location loc;

@@ -74,6 +74,8 @@ std::optional<llvm::json::Object> requestRecord(Attribute request,
       o["q_block"] = r.getQBlock();
     if (r.getKeyBlock())
       o["key_block"] = r.getKeyBlock();
+    if (r.getUnroll())
+      o["unroll"] = r.getUnroll();
     return o;
   }
   if (auto r = dyn_cast<SelectedAttentionRequestAttr>(request)) {
@@ -124,12 +126,12 @@ struct RecordFusedOps : poot::impl::PootRecordFusedOpsBase<RecordFusedOps> {
       if (!isa<AttentionOp, BlockTopKOp, SelectedAttentionOp>(op))
         return WalkResult::advance();
       std::string kind;
-      Attribute request = op->getAttr(PootDialect::kRequestAttrName);
+      Attribute request = PootDialect::getPlan(op);
       std::optional<llvm::json::Object> fields =
           request ? requestRecord(request, kind) : std::nullopt;
       if (!fields) {
         op->emitError() << op->getName()
-                        << " has no planned poot.request: run "
+                        << " has no planned request: run "
                            "poot-plan-attention before poot-record-fused-ops";
         return WalkResult::interrupt();
       }

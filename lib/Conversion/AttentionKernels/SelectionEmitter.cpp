@@ -52,8 +52,7 @@ SelectionSignature::SelectionSignature(Operation *op) {
             {"q_pos", elementsOf(selected.getQPos()), true}};
   out = {"out", elementsOf(selected.getResult()), false};
   int64_t scratchFloats = 0;
-  if (auto req = selected->getAttrOfType<SelectedAttentionRequestAttr>(
-          PootDialect::kRequestAttrName))
+  if (SelectedAttentionRequestAttr req = selected.getRequestAttr())
     scratchFloats = req.getBatch() * req.getQHeads() * req.getQLen() *
                     req.getSplits() * (req.getValueWidth() + 2);
   scratch = {"scratch", scratchFloats, false};

@@ -55,10 +55,9 @@ void replaceWithFlat(OpBuilder &b, Location loc, Operation *op, Value out) {
 }
 
 LogicalResult lowerBlockTopK(BlockTopKOp op) {
-  auto req =
-      op->getAttrOfType<BlockTopKRequestAttr>(PootDialect::kRequestAttrName);
+  BlockTopKRequestAttr req = op.getRequestAttr();
   if (!req)
-    return op.emitError("poot.block_topk has no poot.request: run "
+    return op.emitError("poot.block_topk has no request: run "
                         "poot-plan-attention first");
   OpBuilder b(op);
   Location loc = op.getLoc();
@@ -84,10 +83,9 @@ LogicalResult lowerBlockTopK(BlockTopKOp op) {
 
 LogicalResult lowerSelectedAttention(SelectedAttentionOp op) {
   using Launch = SelectionSignature::Launch;
-  auto req = op->getAttrOfType<SelectedAttentionRequestAttr>(
-      PootDialect::kRequestAttrName);
+  SelectedAttentionRequestAttr req = op.getRequestAttr();
   if (!req)
-    return op.emitError("poot.selected_attention has no poot.request: run "
+    return op.emitError("poot.selected_attention has no request: run "
                         "poot-plan-attention first");
   if (req.getSchedule() == AttentionSchedule::WarpDecode)
     return op.emitError("the warp-decode schedule has no CPU form (plan for "

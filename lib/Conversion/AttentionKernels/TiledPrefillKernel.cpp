@@ -1,7 +1,7 @@
 //===- TiledPrefillKernel.cpp - the tiled GPU prefill kernel --------------===//
 #include "lib/Conversion/AttentionKernels/TiledPrefillKernel.h"
 #include "lib/Conversion/AttentionKernels/KernelBuilder.h"
-#include "lib/Transforms/PlanCommon.h"
+#include "dialect/AttentionLayout.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -14,9 +14,7 @@ using namespace mlir;
 using namespace mlir::poot;
 
 int64_t poot::tiledPrefillLdsFloats(AttentionRequestAttr req) {
-  return tiledPrefillFloats(req.getQBlock(), req.getKeyBlock(),
-                            req.getKeyWidth() + req.getSharedWidth(),
-                            req.getValueWidth());
+  return req.getLdsFloats();
 }
 
 int64_t poot::tiledPrefillWorkgroups(AttentionRequestAttr req) {
@@ -80,7 +78,7 @@ void TiledPrefill::emit(const AttentionBuffers &bufs, Value wg, Value tid,
   const int64_t dk = req.getKeyWidth(), ds = req.getSharedWidth(),
                 dq = dk + ds, dv = req.getValueWidth();
   const int64_t lq = req.getQLen(), lk = req.getKeyLen(),
-                hq = req.getQHeads(), nRep = hq / req.getKvHeads();
+                hq = req.getQHeads(), nRep = req.getNumRep();
   // Strides padded by one float so that threads of one warp reading
   // different key (score) rows of one column hit different banks.
   const int64_t qStride = dq + 1, kStride = dq + 1, pStride = tile + 1;
@@ -220,9 +218,11 @@ void TiledPrefill::emit(const AttentionBuffers &bufs, Value wg, Value tid,
             Value(arith::MaximumFOp::create(
                 b, loc, maxLoop.getRegionIterArgs()[0], s)));
       }
-      Value mOld = load(lds, add(index(at.max), r));
-      Value mNew =
-          arith::MaximumFOp::create(b, loc, mOld, maxLoop.getResult(0));
+      // The online step by the tile's max: its rescale is alpha; each
+      // key's weight is exp(s - m') below.
+      OnlineStep step =
+          onlineStep(load(lds, add(index(at.max), r)), maxLoop.getResult(0));
+      Value mNew = step.max;
       auto sumLoop = scf::ForOp::create(b, loc, index(0), index(tile), index(1),
                                         ValueRange{f32(0.0)});
       {
@@ -236,7 +236,7 @@ void TiledPrefill::emit(const AttentionBuffers &bufs, Value wg, Value tid,
         scf::YieldOp::create(b, loc,
                              add(sumLoop.getRegionIterArgs()[0], p));
       }
-      Value alpha = weight(mOld, mNew);
+      Value alpha = step.rescale;
       Value lIdx = add(index(at.sum), r);
       store(add(mul(load(lds, lIdx), alpha), sumLoop.getResult(0)), lds, lIdx);
       store(mNew, lds, add(index(at.max), r));

@@ -1,214 +1,304 @@
 //===- WarpDecodeKernel.cpp - the warp-cooperative decode kernel ----------===//
+//
+// A thin driver over the pieces every schedule shares (AttentionEmitter:
+// length clamp, chunk bounds, dense/paged addressing, score transform, mask,
+// the state fold; KernelBuilder: the online step). What is its own: the
+// lane -> channel map, the butterfly that completes each dot product, the
+// key walk (`unroll` keys per warp step, all their loads issued before any
+// of them is used) and the publication of the warps' states.
+//
+//===----------------------------------------------------------------------===//
 #include "lib/Conversion/AttentionKernels/WarpDecodeKernel.h"
 #include "lib/Conversion/AttentionKernels/KernelBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
 
 using namespace mlir;
 using namespace mlir::poot;
 
+namespace {
+
+/// How one lane holds a head width: it loads vectors of `vector` consecutive
+/// elements, one per warp-wide pass, so a warp's pass is one contiguous
+/// stretch of 32 * vector elements (16-byte loads when vector * bytes = 16).
+/// Element e of the lane is channel (e / vector) * 32 * vector +
+/// lane * vector + e % vector; q, k, v and o all use their width's map.
+struct LaneSlice {
+  int64_t width = 0, vector = 1;
+  int64_t elements() const { return width / kWarpSize; }
+  int64_t passes() const { return width / (kWarpSize * vector); }
+  /// The channel of element e, less lane * vector.
+  int64_t channel(int64_t e) const {
+    return (e / vector) * kWarpSize * vector + e % vector;
+  }
+};
+
+/// Scalar loads for now (lane l owns channels l, l + 32, ...); the vector
+/// widths of AttentionRequestAttr::warpVectorWidth come next.
+LaneSlice sliceOf(int64_t width, Value /*mem*/) { return {width, 1}; }
+
+class WarpDecode : private KernelBuilder {
+public:
+  WarpDecode(OpBuilder &b, Location loc, AttentionRequestAttr req,
+             const AttentionSignature &sig, double scale,
+             std::optional<double> softcap)
+      : KernelBuilder(b, loc), req(req), sig(sig),
+        shared(b, loc, req, sig, scale, softcap) {}
+
+  void emit(const AttentionBuffers &bufs, Value wg, Value tid, Value lds,
+            const WarpKeyMap *keyMap);
+
+private:
+  /// One key's rows, the lane's elements of each (f32).
+  struct KeyRows {
+    SmallVector<Value> k, v;
+  };
+
+  /// The lane's elements of the row at `base` of `mem` (f32), `vectorize`d
+  /// as the slice says (16-byte aligned: every row base is a whole number
+  /// of vectors, and the buffers start 256-byte aligned).
+  SmallVector<Value> readSlice(Value mem, Value base, const LaneSlice &slice,
+                               bool vectorize) {
+    SmallVector<Value> out;
+    if (!vectorize || slice.vector == 1) {
+      Value start = add(base, mul(lane, index(slice.vector)));
+      for (int64_t e = 0; e < slice.elements(); ++e)
+        out.push_back(load(mem, add(start, index(slice.channel(e)))));
+      return out;
+    }
+    Type element = cast<MemRefType>(mem.getType()).getElementType();
+    auto type = VectorType::get({slice.vector}, element);
+    int64_t bytes = slice.vector * element.getIntOrFloatBitWidth() / 8;
+    Value start = add(base, mul(lane, index(slice.vector)));
+    for (int64_t p = 0; p < slice.passes(); ++p) {
+      Value idx = add(start, index(p * kWarpSize * slice.vector));
+      Value vec = widen(vector::LoadOp::create(
+          b, loc, type, mem, ValueRange{idx}, /*nontemporal=*/false,
+          llvm::MaybeAlign(bytes)));
+      for (int64_t j = 0; j < slice.vector; ++j)
+        out.push_back(vector::ExtractOp::create(b, loc, vec, j));
+    }
+    return out;
+  }
+
+  KeyRows loadKey(const AttentionBuffers &bufs, Value t) {
+    KeyRows rows;
+    Value row = shared.keyRow(bufs, batch, g, t);
+    rows.k = readSlice(bufs.key, mul(row, index(req.getKeyWidth())), kSlice,
+                       true);
+    if (sSlice.width) {
+      SmallVector<Value> s = readSlice(
+          bufs.keyShared, shared.sharedKeyBase(batch, t), sSlice, true);
+      rows.k.append(s.begin(), s.end());
+    }
+    rows.v = readSlice(bufs.value, mul(row, index(req.getValueWidth())),
+                       vSlice, true);
+    return rows;
+  }
+
+  /// Query head r of the group.
+  Value headOf(int64_t r) {
+    return add(mul(g, index(req.getNumRep())), index(r));
+  }
+
+  /// The state after key t for every head of the group. State per head:
+  /// m, l, then the lane's o elements.
+  SmallVector<Value> update(const AttentionBuffers &bufs, ValueRange state,
+                            Value t, const KeyRows &rows) {
+    SmallVector<Value> next;
+    int64_t perHead = 2 + vSlice.elements();
+    for (int64_t r = 0; r < req.getNumRep(); ++r) {
+      Value partial = f32(0.0);
+      for (auto [qe, ke] : llvm::zip_equal(q[r], rows.k))
+        partial = add(partial, mul(qe, ke));
+      // Butterfly: every lane ends with the whole dot product.
+      for (int32_t offset = kWarpSize / 2; offset >= 1; offset /= 2)
+        partial = add(partial,
+                      gpu::ShuffleOp::create(b, loc, partial, offset, kWarpSize,
+                                             gpu::ShuffleMode::XOR)
+                          .getShuffleResult());
+      Value s = shared.addMask(bufs, shared.transformScore(partial), batch,
+                               headOf(r), index(0), t);
+      ValueRange head = state.slice(r * perHead, perHead);
+      OnlineStep step = onlineStep(head[0], s);
+      next.push_back(step.max);
+      next.push_back(rescaleAdd(head[1], step, Value()));
+      for (auto [o, v] : llvm::zip_equal(head.drop_front(2), rows.v))
+        next.push_back(rescaleAdd(o, step, v));
+    }
+    return next;
+  }
+
+  /// for (t = from; t < to; t += stride) state = body(t, state)
+  scf::ForOp walk(Value from, Value to, int64_t stride, ValueRange init,
+                  function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto loop = scf::ForOp::create(b, loc, from, to, index(stride), init);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    scf::YieldOp::create(
+        b, loc, body(loop.getInductionVar(), loop.getRegionIterArgs()));
+    return loop;
+  }
+
+  AttentionRequestAttr req;
+  AttentionSignature sig;
+  AttentionEmitter shared;
+  // Set by emit(): this workgroup's ids and the lane's query elements.
+  Value lane, warp, batch, g;
+  LaneSlice kSlice, sSlice, vSlice;
+  SmallVector<SmallVector<Value>> q;
+};
+
+void WarpDecode::emit(const AttentionBuffers &bufs, Value wg, Value tid,
+                      Value lds, const WarpKeyMap *keyMap) {
+  const int64_t hq = req.getQHeads(), hkv = req.getKvHeads(),
+                nrep = req.getNumRep();
+  const int64_t dk = req.getKeyWidth(), ds = req.getSharedWidth(),
+                dv = req.getValueWidth();
+  const int64_t splits = req.getSplits(), stride = req.getStateFloats();
+  constexpr int64_t warps = kWarpsPerGroup;
+
+  lane = remui(tid, kWarpSize);
+  warp = divui(tid, kWarpSize);
+  Value groupRow = divui(wg, splits), split = remui(wg, splits);
+  batch = divui(groupRow, hkv);
+  g = remui(groupRow, hkv);
+  kSlice = sliceOf(dk, bufs.key);
+  sSlice = ds ? sliceOf(ds, bufs.keyShared) : LaneSlice{};
+  vSlice = sliceOf(dv, bufs.value);
+
+  // This split's chunk of the visible keys (positions, with a key map).
+  Value end = shared.keyEnd(bufs, batch, keyMap ? keyMap->end : req.getKeyLen());
+  auto [begin, chunkEnd] = shared.chunkBounds(split, end);
+
+  // The group's query heads, the lane's elements (in k's map), once.
+  q.assign(nrep, {});
+  for (int64_t r = 0; r < nrep; ++r) {
+    Value base = mul(add(mul(batch, index(hq)), headOf(r)), index(dk + ds));
+    q[r] = readSlice(bufs.query, base, kSlice, false);
+    if (ds) {
+      SmallVector<Value> s =
+          readSlice(bufs.query, add(base, index(dk)), sSlice, false);
+      q[r].append(s.begin(), s.end());
+    }
+  }
+
+  Value ninf = f32(-std::numeric_limits<double>::infinity());
+  SmallVector<Value> init;
+  for (int64_t r = 0; r < nrep; ++r) {
+    init.push_back(ninf);
+    init.push_back(f32(0.0));
+    init.append(vSlice.elements(), f32(0.0));
+  }
+  const int64_t perHead = 2 + vSlice.elements();
+
+  SmallVector<Value> state(init);
+  auto oneKey = [&](Value t, ValueRange st) {
+    return update(bufs, st, t, loadKey(bufs, t));
+  };
+  if (keyMap) {
+    // A position that visits nothing keeps the state (and loads nothing).
+    auto loop = walk(add(begin, warp), chunkEnd, warps, state,
+                     [&](Value u, ValueRange st) -> SmallVector<Value> {
+      auto [t, visit] = keyMap->map(batch, u);
+      auto ifVisit = scf::IfOp::create(b, loc, st.getTypes(), visit,
+                                       /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(&ifVisit.getThenRegion().front());
+      scf::YieldOp::create(b, loc, oneKey(t, st));
+      b.setInsertionPointToStart(&ifVisit.getElseRegion().front());
+      scf::YieldOp::create(b, loc, st);
+      return SmallVector<Value>(ifVisit.getResults());
+    });
+    state.assign(loop.getResults().begin(), loop.getResults().end());
+  } else {
+    // Steps of `unroll` keys per warp over the chunk's whole steps: every
+    // key of a step exists, so all their loads are issued first and the
+    // math follows; then the remaining keys one per warp.
+    int64_t unroll = req.getKeysPerStep();
+    Value tailBegin = begin;
+    if (unroll > 1) {
+      int64_t span = unroll * warps;
+      Value keys = arith::MaxSIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, chunkEnd, begin), index(0));
+      tailBegin = add(begin, mul(divui(keys, span), index(span)));
+      auto loop = walk(add(begin, warp), tailBegin, span, state,
+                       [&](Value t0, ValueRange st) -> SmallVector<Value> {
+        SmallVector<Value> t;
+        SmallVector<KeyRows> rows;
+        for (int64_t u = 0; u < unroll; ++u) {
+          t.push_back(add(t0, index(u * warps)));
+          rows.push_back(loadKey(bufs, t.back()));
+        }
+        SmallVector<Value> next(st);
+        for (int64_t u = 0; u < unroll; ++u)
+          next = update(bufs, next, t[u], rows[u]);
+        return next;
+      });
+      state.assign(loop.getResults().begin(), loop.getResults().end());
+    }
+    auto tail = walk(add(tailBegin, warp), chunkEnd, warps, state, oneKey);
+    state.assign(tail.getResults().begin(), tail.getResults().end());
+  }
+
+  // Publish each warp's states, then fold them over the warps.
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
+                                      index(0));
+  Value vStart = mul(lane, index(vSlice.vector));
+  for (int64_t r = 0; r < nrep; ++r) {
+    Value base = mul(add(mul(warp, index(nrep)), index(r)), index(stride));
+    for (int64_t e = 0; e < vSlice.elements(); ++e)
+      store(state[r * perHead + 2 + e], lds,
+            add(base, add(vStart, index(vSlice.channel(e)))));
+    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+    store(state[r * perHead], lds, add(base, index(dv)));
+    store(state[r * perHead + 1], lds, add(base, index(dv + 1)));
+  }
+  gpu::BarrierOp::create(b, loc);
+
+  auto items = scf::ForOp::create(b, loc, tid, index(nrep * dv),
+                                  index(kWarpSize * warps));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(items.getBody());
+  Value item = items.getInductionVar();
+  Value r = divui(item, dv), d = remui(item, dv);
+  auto warpBase = [&](Value w) {
+    return mul(add(mul(w, index(nrep)), r), index(stride));
+  };
+  AttentionEmitter::PartialStates states{lds, warps, warpBase};
+  auto [maxM, den] = shared.foldMaxAndSum(states);
+  Value num = shared.foldChannel(states, maxM, d);
+  Value outRow = add(add(mul(batch, index(hq)), mul(g, index(nrep))), r);
+  if (splits == 1) {
+    store(arith::DivFOp::create(b, loc, num, den), bufs.out,
+          add(mul(outRow, index(dv)), d));
+    return;
+  }
+  Value base = mul(add(mul(outRow, index(splits)), split), index(stride));
+  store(num, bufs.scratch, add(base, d));
+  Value firstChannel =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, d, index(0));
+  auto ifFirst = scf::IfOp::create(b, loc, firstChannel, /*withElse=*/false);
+  b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+  store(maxM, bufs.scratch, add(base, index(dv)));
+  store(den, bufs.scratch, add(base, index(dv + 1)));
+}
+
+} // namespace
 
 void poot::emitWarpDecode(OpBuilder &b, Location loc, AttentionRequestAttr req,
                           const AttentionSignature &sig, double scale,
                           std::optional<double> softcap,
                           const AttentionBuffers &bufs, Value wg, Value tid,
                           Value lds, const WarpKeyMap *keyMap) {
-  KernelBuilder e(b, loc);
-  const int64_t hq = req.getQHeads(), hkv = req.getKvHeads(), nrep = hq / hkv;
-  const int64_t dk = req.getKeyWidth(), ds = req.getSharedWidth(),
-                dv = req.getValueWidth(), dq = dk + ds;
-  const int64_t jk = dk / kWarpSize, js = ds / kWarpSize, jv = dv / kWarpSize;
-  const int64_t splits = req.getSplits(), lk = req.getKeyLen();
-  const int64_t stride = dv + 2;
-
-  Value lane = e.remui(tid, kWarpSize), warp = e.divui(tid, kWarpSize);
-  Value groupRow = e.divui(wg, splits), split = e.remui(wg, splits);
-  Value batch = e.divui(groupRow, hkv), g = e.remui(groupRow, hkv);
-
-  // This split's chunk of the visible keys.
-  Value end = e.index(keyMap ? keyMap->end : lk);
-  if (sig.length) {
-    Value len = e.indexOf(e.load(bufs.length, batch));
-    end = arith::MinSIOp::create(
-        b, loc, arith::MaxSIOp::create(b, loc, len, e.index(0)), end);
-  }
-  Value begin = e.mul(split, e.index(req.getChunk()));
-  Value chunkEnd =
-      arith::MinSIOp::create(b, loc, e.add(begin, e.index(req.getChunk())), end);
-
-  // The group's query heads, lane's slice, in registers.
-  SmallVector<SmallVector<Value>> q(nrep);
-  for (int64_t r = 0; r < nrep; ++r) {
-    Value head = e.add(e.mul(g, e.index(nrep)), e.index(r));
-    Value base = e.mul(e.add(e.mul(batch, e.index(hq)), head), e.index(dq));
-    for (int64_t j = 0; j < jk + js; ++j)
-      q[r].push_back(e.load(bufs.query, e.add(base, e.add(lane, e.index(j * kWarpSize)))));
-  }
-
-  // State per head: m, l, then o[jv] — loop-carried registers.
-  Value ninf = e.f32(-std::numeric_limits<double>::infinity());
-  SmallVector<Value> init;
-  for (int64_t r = 0; r < nrep; ++r) {
-    init.push_back(ninf);
-    init.push_back(e.f32(0.0));
-    for (int64_t j = 0; j < jv; ++j)
-      init.push_back(e.f32(0.0));
-  }
-  const int64_t perHead = 2 + jv;
-  auto keys = scf::ForOp::create(b, loc, e.add(begin, warp), chunkEnd,
-                                 e.index(kWarpsPerGroup), init);
-  // One key's step for every head of the group: the next state.
-  auto step = [&](Value t, ValueRange state) -> SmallVector<Value> {
-    // Row bases of key t: dense [B, Hkv, Lk, D] or paged pools.
-    Value row;
-    if (sig.read) {
-      Value slot = e.indexOf(
-          e.load(bufs.read, e.add(e.mul(batch, e.index(lk)), t)));
-      row = e.add(e.mul(slot, e.index(hkv)), g);
-    } else {
-      row = e.add(e.mul(e.add(e.mul(batch, e.index(hkv)), g), e.index(lk)), t);
-    }
-    Value kBase = e.add(e.mul(row, e.index(dk)), lane);
-    Value vBase = e.add(e.mul(row, e.index(dv)), lane);
-    SmallVector<Value> kv, vv;
-    for (int64_t j = 0; j < jk; ++j)
-      kv.push_back(e.load(bufs.key, e.add(kBase, e.index(j * kWarpSize))));
-    if (js) {
-      Value sBase = e.add(
-          e.mul(e.add(e.mul(batch, e.index(lk)), t), e.index(ds)), lane);
-      for (int64_t j = 0; j < js; ++j)
-        kv.push_back(e.load(bufs.keyShared, e.add(sBase, e.index(j * kWarpSize))));
-    }
-    for (int64_t j = 0; j < jv; ++j)
-      vv.push_back(e.load(bufs.value, e.add(vBase, e.index(j * kWarpSize))));
-
-    SmallVector<Value> next;
-    for (int64_t r = 0; r < nrep; ++r) {
-      Value partial = e.f32(0.0);
-      for (int64_t j = 0; j < jk + js; ++j)
-        partial = e.add(partial, e.mul(q[r][j], kv[j]));
-      // Butterfly: every lane ends with the whole dot product.
-      for (int32_t offset = kWarpSize / 2; offset >= 1; offset /= 2)
-        partial = e.add(partial,
-                        gpu::ShuffleOp::create(b, loc, partial, offset,
-                                               kWarpSize, gpu::ShuffleMode::XOR)
-                            .getShuffleResult());
-      Value s = e.mul(partial, e.f32(scale));
-      if (softcap) {
-        Value cap = e.f32(*softcap);
-        s = e.mul(cap, math::TanhOp::create(
-                           b, loc, arith::DivFOp::create(b, loc, s, cap)));
-      }
-      if (sig.mask) {
-        Value mb = sig.maskBatch == 1 ? e.index(0) : batch;
-        Value mh = sig.maskHeads == 1
-                       ? e.index(0)
-                       : e.add(e.mul(g, e.index(nrep)), e.index(r));
-        Value flat = e.add(
-            e.mul(e.add(e.mul(mb, e.index(sig.maskHeads)), mh), e.index(lk)), t);
-        s = e.add(s, e.load(bufs.mask, flat));
-      }
-      Value m = state[r * perHead], l = state[r * perHead + 1];
-      Value mNew = arith::MaximumFOp::create(b, loc, m, s);
-      // A -inf key adds exactly zero; nothing seen yet means no rescale.
-      Value rescale =
-          e.select(e.isNegInf(mNew), e.f32(1.0),
-                   e.exp(arith::SubFOp::create(b, loc, m, mNew)));
-      Value w = e.select(e.isNegInf(s), e.f32(0.0),
-                         e.exp(arith::SubFOp::create(b, loc, s, mNew)));
-      next.push_back(mNew);
-      next.push_back(e.add(e.mul(l, rescale), w));
-      for (int64_t j = 0; j < jv; ++j)
-        next.push_back(e.add(e.mul(state[r * perHead + 2 + j], rescale),
-                             e.mul(w, vv[j])));
-    }
-    return next;
-  };
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(keys.getBody());
-    ValueRange state = keys.getRegionIterArgs();
-    if (!keyMap) {
-      scf::YieldOp::create(b, loc, step(keys.getInductionVar(), state));
-    } else {
-      // A position that visits nothing keeps the state (and loads nothing).
-      auto [t, visit] = keyMap->map(batch, keys.getInductionVar());
-      auto ifVisit = scf::IfOp::create(b, loc, ValueRange(state).getTypes(),
-                                       visit, /*withElseRegion=*/true);
-      {
-        OpBuilder::InsertionGuard inner(b);
-        b.setInsertionPointToStart(&ifVisit.getThenRegion().front());
-        scf::YieldOp::create(b, loc, step(t, state));
-        b.setInsertionPointToStart(&ifVisit.getElseRegion().front());
-        scf::YieldOp::create(b, loc, state);
-      }
-      scf::YieldOp::create(b, loc, ifVisit.getResults());
-    }
-  }
-
-  // Publish each warp's states, then fold them over the warps.
-  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
-                                      e.index(0));
-  for (int64_t r = 0; r < nrep; ++r) {
-    Value base = e.mul(e.add(e.mul(warp, e.index(nrep)), e.index(r)), e.index(stride));
-    for (int64_t j = 0; j < jv; ++j)
-      e.store(keys.getResult(r * perHead + 2 + j), lds,
-              e.add(base, e.add(lane, e.index(j * kWarpSize))));
-    auto ifFirst = scf::IfOp::create(b, loc, first, /*withElse=*/false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
-    e.store(keys.getResult(r * perHead), lds, e.add(base, e.index(dv)));
-    e.store(keys.getResult(r * perHead + 1), lds, e.add(base, e.index(dv + 1)));
-  }
-  gpu::BarrierOp::create(b, loc);
-
-  auto items = scf::ForOp::create(b, loc, tid, e.index(nrep * dv),
-                                  e.index(kWarpSize * kWarpsPerGroup));
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(items.getBody());
-  Value item = items.getInductionVar();
-  Value r = e.divui(item, dv), d = e.remui(item, dv);
-  auto overWarps = [&](Value init,
-                       function_ref<Value(Value base, Value acc)> step) {
-    auto loop = scf::ForOp::create(b, loc, e.index(0), e.index(kWarpsPerGroup),
-                                   e.index(1), ValueRange{init});
-    OpBuilder::InsertionGuard inner(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value base = e.mul(
-        e.add(e.mul(loop.getInductionVar(), e.index(nrep)), r), e.index(stride));
-    scf::YieldOp::create(b, loc, step(base, loop.getRegionIterArgs()[0]));
-    return loop.getResult(0);
-  };
-  Value maxM = overWarps(ninf, [&](Value base, Value acc) -> Value {
-    return arith::MaximumFOp::create(b, loc, acc,
-                                     e.load(lds, e.add(base, e.index(dv))));
-  });
-  Value den = overWarps(e.f32(0.0), [&](Value base, Value acc) -> Value {
-    return e.add(acc, e.mul(e.load(lds, e.add(base, e.index(dv + 1))),
-                            e.weight(e.load(lds, e.add(base, e.index(dv))), maxM)));
-  });
-  Value num = overWarps(e.f32(0.0), [&](Value base, Value acc) -> Value {
-    return e.add(acc, e.mul(e.load(lds, e.add(base, d)),
-                            e.weight(e.load(lds, e.add(base, e.index(dv))), maxM)));
-  });
-  Value outRow = e.add(e.add(e.mul(batch, e.index(hq)), e.mul(g, e.index(nrep))), r);
-  if (splits == 1) {
-    e.store(arith::DivFOp::create(b, loc, num, den), bufs.out,
-            e.add(e.mul(outRow, e.index(dv)), d));
-    return;
-  }
-  Value base = e.mul(e.add(e.mul(outRow, e.index(splits)), split), e.index(stride));
-  e.store(num, bufs.scratch, e.add(base, d));
-  Value firstChannel =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, d, e.index(0));
-  auto ifFirst = scf::IfOp::create(b, loc, firstChannel, /*withElse=*/false);
-  b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
-  e.store(maxM, bufs.scratch, e.add(base, e.index(dv)));
-  e.store(den, bufs.scratch, e.add(base, e.index(dv + 1)));
+  WarpDecode(b, loc, req, sig, scale, softcap)
+      .emit(bufs, wg, tid, lds, keyMap);
 }

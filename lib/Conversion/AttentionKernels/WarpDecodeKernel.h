@@ -2,13 +2,16 @@
 //
 // The NVIDIA decode schedule the planner picks over the seed's one-key-per-
 // lane streaming schedule (bench/NOTES.md measured why): a workgroup of
-// `kWarps` warps per (batch row, KV group, split) serves all n_rep query
-// heads of the group, so each K/V row is read once, by one warp, coalesced:
-// lane l holds elements l, l + 32, ... of the query heads and of the running
-// outputs in registers; a 5-step xor shuffle completes each dot product. The
-// warps' states are folded through workgroup memory at the end. Same score,
-// mask, softmax and -inf semantics as AttentionEmitter; the split combine is
-// AttentionEmitter::emitSplitCombine.
+// `kWarpsPerGroup` warps per (batch row, KV group, split) serves all n_rep
+// query heads of the group, so each K/V row is read once, by one warp,
+// coalesced: lane l holds vectors of V consecutive channels (16-byte loads
+// when the head width is a whole number of 32 * V: V = 4 for f32, 8 for
+// f16/bf16; smaller vectors or scalars otherwise) of the query heads and of
+// the running outputs in registers; a 5-step xor shuffle completes each dot
+// product. A warp loads the request's `unroll` keys before it uses any. The
+// warps' states are folded through workgroup memory at the end. The score,
+// mask, addressing, online step and fold are AttentionEmitter's; the split
+// combine is AttentionEmitter::emitSplitCombine.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,9 +22,10 @@
 
 namespace mlir::poot {
 
-/// Threads of one warp, and warps per workgroup of the warp-decode schedule.
-constexpr int64_t kWarpSize = 32;
-constexpr int64_t kWarpsPerGroup = 4;
+/// Threads of one warp, and warps per workgroup of the warp-decode schedule
+/// (defined on the request, which the planner sizes with).
+constexpr int64_t kWarpSize = AttentionRequestAttr::kWarpSize;
+constexpr int64_t kWarpsPerGroup = AttentionRequestAttr::kWarpsPerGroup;
 
 /// For a schedule that visits another key set than [0, len) (the selected
 /// attention): the warps stride over positions u of the split's chunk of

@@ -3,7 +3,7 @@
 // An NVIDIA decode whose head widths are whole warps gets the warp-decode
 // schedule: 4 warps per (batch row, KV group, split), a warp per key row with
 // the dot product finished by xor shuffles, then the split combine.
-// CHECK: poot.request = #poot.attention_request<{{.*}}schedule = warp_decode, lanes = 128, splits = 2
+// CHECK: {{[{ ]}}request = #poot.attention_request<{{.*}}schedule = warp_decode, lanes = 128, splits = 2
 // CHECK: gpu.binary @poot_attention_0
 // CHECK-SAME: #nvvm.target<O = 3, chip = "sm_90">
 // CHECK-SAME: .target sm_90

@@ -2,7 +2,7 @@
 // RUN: not poot-opt %s --poot-record-fused-ops 2>&1 | FileCheck %s --check-prefix=UNPLANNED
 
 // Before planning, a fused op has no request to record: an error.
-// UNPLANNED: model.py:12:5: error: poot.attention has no planned poot.request: run poot-plan-attention before poot-record-fused-ops
+// UNPLANNED: model.py:12:5: error: poot.attention has no planned request: run poot-plan-attention before poot-record-fused-ops
 
 // Every fused op, in program order, gets its number, and the module one
 // JSON record per op: kind, the planned request's parameters (integers,
