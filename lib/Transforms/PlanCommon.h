@@ -86,18 +86,26 @@ inline int64_t warpDecodeSplits(int64_t groups, int64_t positions,
 /// the block's queries [R x (Dq + 1)], a key tile [C x (Dq + 1)], a value
 /// tile [C x Dv], the scores [R x (C + 1)] and per row (m, l, alpha). The +1
 /// strides keep the threads of a warp reading different rows of one column
-/// on different banks.
+/// on different banks. With `shareKeyValue` (the wide-head decode) the value
+/// tile reuses the key tile's region, staged after the scores are computed:
+/// max(C (Dq + 1), C Dv) floats for both.
 struct TiledPrefillLayout {
   int64_t query, key, value, scores, max, sum, alpha, floats;
 };
 inline TiledPrefillLayout tiledPrefillLayout(int64_t rows, int64_t tile,
                                              int64_t queryWidth,
-                                             int64_t valueWidth) {
+                                             int64_t valueWidth,
+                                             bool shareKeyValue = false) {
   TiledPrefillLayout at;
   at.query = 0;
   at.key = at.query + rows * (queryWidth + 1);
-  at.value = at.key + tile * (queryWidth + 1);
-  at.scores = at.value + tile * valueWidth;
+  if (shareKeyValue) {
+    at.value = at.key;
+    at.scores = at.key + tile * std::max(queryWidth + 1, valueWidth);
+  } else {
+    at.value = at.key + tile * (queryWidth + 1);
+    at.scores = at.value + tile * valueWidth;
+  }
   at.max = at.scores + rows * (tile + 1);
   at.sum = at.max + rows;
   at.alpha = at.sum + rows;
@@ -105,25 +113,28 @@ inline TiledPrefillLayout tiledPrefillLayout(int64_t rows, int64_t tile,
   return at;
 }
 /// The same count, or nullopt when it overflows (then nothing fits).
-inline std::optional<int64_t> tiledPrefillFloatsChecked(int64_t rows,
-                                                        int64_t tile,
-                                                        int64_t queryWidth,
-                                                        int64_t valueWidth) {
+inline std::optional<int64_t>
+tiledPrefillFloatsChecked(int64_t rows, int64_t tile, int64_t queryWidth,
+                          int64_t valueWidth, bool shareKeyValue = false) {
   std::optional<int64_t> q = mul(rows, queryWidth + 1),
                          k = mul(tile, queryWidth + 1),
                          v = mul(tile, valueWidth);
   if (!q || !k || !v)
     return std::nullopt;
-  std::optional<int64_t> sum = llvm::checkedAdd(*q, *k);
-  if (sum)
+  std::optional<int64_t> sum =
+      shareKeyValue ? llvm::checkedAdd(*q, std::max(*k, *v))
+                    : llvm::checkedAdd(*q, *k);
+  if (sum && !shareKeyValue)
     sum = llvm::checkedAdd(*sum, *v);
   if (sum)
     sum = llvm::checkedAdd(*sum, rows * (tile + 1) + 3 * rows);
   return sum;
 }
 inline int64_t tiledPrefillFloats(int64_t rows, int64_t tile,
-                                  int64_t queryWidth, int64_t valueWidth) {
-  return tiledPrefillLayout(rows, tile, queryWidth, valueWidth).floats;
+                                  int64_t queryWidth, int64_t valueWidth,
+                                  bool shareKeyValue = false) {
+  return tiledPrefillLayout(rows, tile, queryWidth, valueWidth, shareKeyValue)
+      .floats;
 }
 
 } // namespace mlir::poot
