@@ -5,7 +5,10 @@
 
 Runs on the GPU machine (torch + cuda-python, no MLIR). For each bench form of
 bench/cases.py (decode B=1 Hq=32 Hkv=8 D=128 at Lk 4k/32k/128k, decode B=16
-Lk=8k, causal prefill L=2k and 8k) it:
+Lk=8k, causal prefill L=2k and 8k, the wide-head decodes: absorbed MLA Hq 128
+(and 16) on one KV head with key 512 + 64 and value 512, MQA Hq 32 on one KV
+head; SDPA and the eager chain see the split key concatenated, built once
+outside the timing) it:
 
 - checks every poot variant's output against a float64 torch reference on the
   device (‖out − ref‖/‖ref‖);
@@ -93,6 +96,11 @@ def torch_inputs(torch, form: cases.Form, rng) -> dict:
         m = torch.zeros((Lq, Lk), device=dev)
         m.masked_fill_(cols > rows + (Lk - Lq), float("-inf"))
         out["mask"] = m[None, None].contiguous()
+    if form.shared_width:
+        # The split key as SDPA and the eager chain see it: one key of width
+        # Dk + Ds per KV head (built once, outside the timed calls).
+        ks = out["k_shared"].expand(form.batch, form.kv_heads, form.key_len, form.shared_width)
+        out["_k_full"] = torch.cat([out["k"], ks], dim=-1).contiguous()
     if form.causal:
         # The causal kind has no mask input: the eager chain and the float64
         # reference read this one ("_" inputs are not bound to poot).
@@ -106,7 +114,7 @@ def torch_inputs(torch, form: cases.Form, rng) -> dict:
 
 def reference64(torch, form: cases.Form, t: dict):
     """float64 attention on the device, chunked over query heads."""
-    q, k, v = t["q"].double(), t["k"].double(), t["v"].double()
+    q, k, v = t["q"].double(), t.get("_k_full", t["k"]).double(), t["v"].double()
     n_rep = form.q_heads // form.kv_heads
     outs = []
     for h in range(form.q_heads):
@@ -129,7 +137,7 @@ def sdpa_fn(torch, form, t, out_holder):
 
     def fn():
         out_holder[0] = F.scaled_dot_product_attention(
-            t["q"], t["k"], t["v"], scale=form.scale, is_causal=causal, enable_gqa=True)
+            t["q"], t.get("_k_full", t["k"]), t["v"], scale=form.scale, is_causal=causal, enable_gqa=True)
     return fn
 
 
@@ -141,7 +149,7 @@ def eager_fn(torch, form, t, out_holder):
         return x[:, :, None].expand(b, h, n_rep, l, d).reshape(b, h * n_rep, l, d)
 
     def fn():
-        k = repeat_kv(t["k"])
+        k = repeat_kv(t.get("_k_full", t["k"]))
         v = repeat_kv(t["v"])
         s = torch.matmul(t["q"], k.transpose(-1, -2))
         s = s * form.scale

@@ -187,6 +187,12 @@ def bench_variants():
 
     def variants(form: cases.Form):
         out = [("default", {})]
+        if form.q_len == 1 and form.q_heads // form.kv_heads >= 8:
+            # The wide-head decode: fewer and more splits (its workgroup memory
+            # is the 48 KiB ptxas accepts; a larger description would not assemble).
+            out.append(("cu264", {"compute_units": 264}))
+            out.append(("cu4224", {"compute_units": 4224}))
+            return out
         if form.q_len == 1:
             # More splits: the planner wants ceil(compute_units / rows) (<= 16).
             out.append(("cu528", {"compute_units": 528}))

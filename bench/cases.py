@@ -230,6 +230,21 @@ def verify_cases() -> list[tuple[str, Form, dict, str]]:
     cases.append(("alibi_prefill_softcap", Form("alibi_prefill_softcap", batch=2, q_heads=4, kv_heads=2,
                                                  q_len=33, key_len=300, mask="alibi", softcap=30.0),
                   {}, "tiled_prefill"))
+    # Wide KV groups (Lq < 16, n_rep >= 8, warp_decode does not fit): the
+    # wide-head schedule, split and not (compute_units=1: 4 workgroups fill it).
+    mla = dict(q_heads=128, kv_heads=1, key_width=512, shared_width=64, value_width=512)
+    cases.append(("wide_mla-split", Form("wide_mla", batch=1, key_len=3000, **mla), {}, "wide_head"))
+    cases.append(("wide_mla-one", Form("wide_mla", batch=1, key_len=3000, **mla), dict(compute_units=1),
+                  "wide_head"))
+    cases.append(("wide_mqa_paged_live", Form("wide_mqa_paged_live", batch=3, q_heads=32, kv_heads=1,
+                                               key_len=2048, key_width=128, value_width=128, pool=7000,
+                                               live=True), {}, "wide_head"))
+    cases.append(("wide_mla16_alibi_softcap", Form("wide_mla16_alibi_softcap", batch=2, key_len=1000,
+                                                    mask="alibi", softcap=30.0, **dict(mla, q_heads=16)),
+                  {}, "wide_head"))
+    cases.append(("wide_rep16_empty_row", Form("wide_rep16_empty_row", batch=1, q_heads=16, kv_heads=1,
+                                                key_len=700, key_width=128, value_width=128, mask="alibi",
+                                                empty_row=True), {}, "wide_head"))
     # Lane counts of the streaming schedule (dv = 64: 264 bytes a lane).
     lane_form = Form("lanes", batch=2, q_heads=4, kv_heads=2, key_len=1000)
     for lanes in (64, 32, 8, 1):
@@ -262,4 +277,20 @@ def bench_forms() -> list[tuple[str, Form]]:
         # The causal kind (no mask tensor; tiles above the diagonal skipped).
         ("prefill_2k_kind", Form("prefill_2k_kind", batch=1, q_len=2048, key_len=2048, causal=True, **d)),
         ("prefill_8k_kind", Form("prefill_8k_kind", batch=1, q_len=8192, key_len=8192, causal=True, **d)),
+        # Wide KV groups (the wide-head schedule): absorbed MLA (DeepSeek-V3:
+        # 128 q heads on one KV head, key 512 + rotary 64, value 512) and MQA.
+        *wide_head_forms(),
+    ]
+
+
+def wide_head_forms() -> list[tuple[str, Form]]:
+    """The wide-head decode cases (docs/wide-head-decode.md)."""
+    mla = dict(q_heads=128, kv_heads=1, key_width=512, shared_width=64, value_width=512)
+    mqa = dict(q_heads=32, kv_heads=1, key_width=128, value_width=128)
+    return [
+        ("mla_b1_32k", Form("mla_b1_32k", batch=1, key_len=32768, **mla)),
+        ("mla_h16_b1_32k", Form("mla_h16_b1_32k", batch=1, key_len=32768, **dict(mla, q_heads=16))),
+        ("mla_b16_8k", Form("mla_b16_8k", batch=16, key_len=8192, **mla)),
+        ("mqa_b1_32k", Form("mqa_b1_32k", batch=1, key_len=32768, **mqa)),
+        ("mqa_b16_32k", Form("mqa_b16_32k", batch=16, key_len=32768, **mqa)),
     ]

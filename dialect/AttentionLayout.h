@@ -9,6 +9,7 @@
 #ifndef POOT_DIALECT_ATTENTIONLAYOUT_H
 #define POOT_DIALECT_ATTENTIONLAYOUT_H
 
+#include <algorithm>
 #include <cstdint>
 
 namespace mlir::poot {
@@ -17,18 +18,26 @@ namespace mlir::poot {
 /// the block's queries [R x (Dq + 1)], a key tile [C x (Dq + 1)], a value
 /// tile [C x Dv], the scores [R x (C + 1)] and per row (m, l, alpha). The +1
 /// strides keep the threads of a warp reading different rows of one column
-/// on different banks.
+/// on different banks. With `shareKeyValue` (the wide-head decode) the value
+/// tile reuses the key tile's region, staged after the scores are computed:
+/// max(C (Dq + 1), C Dv) floats for both.
 struct TiledPrefillLayout {
   int64_t query, key, value, scores, max, sum, alpha, floats;
 };
 inline TiledPrefillLayout tiledPrefillLayout(int64_t rows, int64_t tile,
                                              int64_t queryWidth,
-                                             int64_t valueWidth) {
+                                             int64_t valueWidth,
+                                             bool shareKeyValue = false) {
   TiledPrefillLayout at;
   at.query = 0;
   at.key = at.query + rows * (queryWidth + 1);
-  at.value = at.key + tile * (queryWidth + 1);
-  at.scores = at.value + tile * valueWidth;
+  if (shareKeyValue) {
+    at.value = at.key;
+    at.scores = at.key + tile * std::max(queryWidth + 1, valueWidth);
+  } else {
+    at.value = at.key + tile * (queryWidth + 1);
+    at.scores = at.value + tile * valueWidth;
+  }
   at.max = at.scores + rows * (tile + 1);
   at.sum = at.max + rows;
   at.alpha = at.sum + rows;
@@ -36,8 +45,10 @@ inline TiledPrefillLayout tiledPrefillLayout(int64_t rows, int64_t tile,
   return at;
 }
 inline int64_t tiledPrefillFloats(int64_t rows, int64_t tile,
-                                  int64_t queryWidth, int64_t valueWidth) {
-  return tiledPrefillLayout(rows, tile, queryWidth, valueWidth).floats;
+                                  int64_t queryWidth, int64_t valueWidth,
+                                  bool shareKeyValue = false) {
+  return tiledPrefillLayout(rows, tile, queryWidth, valueWidth, shareKeyValue)
+      .floats;
 }
 
 } // namespace mlir::poot

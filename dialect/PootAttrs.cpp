@@ -21,9 +21,12 @@ int64_t AttentionRequestAttr::getLdsFloats() const {
   case AttentionSchedule::WarpDecode:
     return warpDecodeLdsFloats(getNumRep(), getValueWidth());
   case AttentionSchedule::TiledPrefill:
+  case AttentionSchedule::WideHead:
     return tiledPrefillFloats(getQBlock(), getKeyBlock(),
                               getKeyWidth() + getSharedWidth(),
-                              getValueWidth());
+                              getValueWidth(),
+                              /*shareKeyValue=*/getSchedule() ==
+                                  AttentionSchedule::WideHead);
   case AttentionSchedule::CpuTiled:
     return 0;
   }

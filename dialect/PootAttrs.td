@@ -72,7 +72,14 @@ def Poot_AttentionSchedule : I32EnumAttr<"AttentionSchedule", "attention kernel 
     // `q_block` query rows); K/V tiles of `key_block` keys staged in
     // workgroup memory and read by every row of the block; causal tiles
     // above the diagonal skipped (TiledPrefillKernel.h).
-    I32EnumAttrCase<"TiledPrefill", 4, "tiled_prefill">]> {
+    I32EnumAttrCase<"TiledPrefill", 4, "tiled_prefill">,
+    // Decode for a wide KV group (MQA / absorbed MLA): the tiled body with
+    // the group's query heads packed into the row block (packed row p is
+    // head g * n_rep + p / Lq, query row p % Lq), one workgroup per (batch
+    // row, KV group, split, block of `q_block` packed rows), the blocks of
+    // one split adjacent so that L2 serves their shared K/V tiles; K and V
+    // tiles share one staging region; combine launch when split.
+    I32EnumAttrCase<"WideHead", 5, "wide_head">]> {
   let cppNamespace = "::mlir::poot";
   let genSpecializedAttr = 0;
 }
@@ -158,12 +165,15 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
     `key_block` as the keys per cache block. The GPU prefill
     (`tiled_prefill`) reads `q_block` as the query rows per workgroup and
     `key_block` as the keys per staged tile (both 0, and not printed, for
-    the other GPU schedules). The warp decode (`warp_decode`) reads `unroll`
-    as the keys each warp loads before it uses any of them (0, not printed,
-    for the other schedules). Derived sizes (n_rep, rows, workgroup-memory
-    and scratch floats, the warp constants) are methods of the attribute,
-    so the planner and the generator read one definition. Equal requests
-    generate equal kernels, so the request is the plan key.
+    the other GPU schedules); the wide-head decode (`wide_head`) reads
+    `q_block` as the packed (head, query row) rows of one KV group per
+    workgroup, `key_block` as the keys per tile, `chunk` as the keys per
+    split (a multiple of `key_block`). The warp decode (`warp_decode`) reads
+    `unroll` as the keys each warp loads before it uses any of them (0, not
+    printed, for the other schedules). Derived sizes (n_rep, rows,
+    workgroup-memory and scratch floats, the warp constants) are methods of
+    the attribute, so the planner and the generator read one definition.
+    Equal requests generate equal kernels, so the request is the plan key.
   }];
   let parameters = (ins
     "int64_t":$batch, "int64_t":$q_heads, "int64_t":$kv_heads,

@@ -82,6 +82,21 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     128 threads (64 on SPIR-V) split the scores and outputs evenly; when
     none fits it keeps the rules above (streaming).
 
+    On a GPU target a decode of a wide KV group (`Lq < 16`, `n_rep >= 8`,
+    and on NVVM when `warp_decode` does not fit) plans `wide_head`
+    (PlanPrefill.cpp `planWideHead`): the tiled body with the group's
+    `n_rep * Lq` (head, query row) rows packed into blocks of `q_block`
+    rows, K/V tiles of `key_block` keys sharing one region of workgroup
+    memory, the first of (32, 16), (16, 16), (32, 8), (16, 8), (8, 16),
+    (8, 8), (16, 4), (4, 16), (8, 4), (4, 8), (4, 4) with `q_block` <= the
+    packed rows rounded up to a power of two, at most 64 outputs and 32
+    scores a thread, and memory that fits; split over keys for about
+    4 workgroups per compute unit (`chunk` >= 128 keys and a multiple of
+    `key_block`, <= 128 splits, <= `max-splits`), kept unsplit when the
+    scratch passes `max-buffer-bytes` or the grid; `ScratchBytes` past
+    `max-alloc-bytes`, `GridLimit` past the grid. When no tiling fits it
+    keeps the rules above.
+
     On the CPU with `vector-width` > 0 it plans the CPU schedule instead
     (`cpu_tiled`): `lanes` = the widest power of two <= vector-width that
     divides every head width; `key_block` = the most keys (a power of two,

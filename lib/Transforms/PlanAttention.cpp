@@ -141,6 +141,14 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
       op.setRequestAttr(**tiled);
       return success();
     }
+    // GPU decode of a wide KV group (MQA / MLA): the wide-head schedule.
+    if (std::optional<FailureOr<AttentionRequestAttr>> wide =
+            planWideHead(op, shape, deviceLimits())) {
+      if (failed(*wide))
+        return failure();
+      op.setRequestAttr(**wide);
+      return success();
+    }
 
     // Lanes: the widest power of two <= 64 whose running state fits.
     std::optional<int64_t> laneBytesOr =

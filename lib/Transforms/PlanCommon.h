@@ -107,17 +107,18 @@ inline int64_t warpDecodeSplits(int64_t groups, int64_t positions,
 // dialect/AttentionLayout.h, next to the request that derives from it.
 
 /// tiledPrefillFloats, or nullopt when it overflows (then nothing fits).
-inline std::optional<int64_t> tiledPrefillFloatsChecked(int64_t rows,
-                                                        int64_t tile,
-                                                        int64_t queryWidth,
-                                                        int64_t valueWidth) {
+inline std::optional<int64_t>
+tiledPrefillFloatsChecked(int64_t rows, int64_t tile, int64_t queryWidth,
+                          int64_t valueWidth, bool shareKeyValue = false) {
   std::optional<int64_t> q = mul(rows, queryWidth + 1),
                          k = mul(tile, queryWidth + 1),
                          v = mul(tile, valueWidth);
   if (!q || !k || !v)
     return std::nullopt;
-  std::optional<int64_t> sum = llvm::checkedAdd(*q, *k);
-  if (sum)
+  std::optional<int64_t> sum =
+      shareKeyValue ? llvm::checkedAdd(*q, std::max(*k, *v))
+                    : llvm::checkedAdd(*q, *k);
+  if (sum && !shareKeyValue)
     sum = llvm::checkedAdd(*sum, *v);
   if (sum)
     sum = llvm::checkedAdd(*sum, rows * (tile + 1) + 3 * rows);

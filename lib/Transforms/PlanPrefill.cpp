@@ -58,3 +58,96 @@ poot::planTiledPrefill(AttentionOp op, AttentionRequestAttr base,
   }
   return std::nullopt;
 }
+
+// The wide-head decode. Candidates (packed rows R, tile C), best first by
+// the work between two barriers (R x C), then more rows (fewer re-reads of
+// a K/V tile by the group's blocks). A candidate fits when
+//   - R is at most the group's packed rows rounded up to a power of two,
+//   - each thread owns at most 64 outputs of R x Dv and 32 scores of R x C
+//     (threads past R x C idle in the score step),
+//   - its workgroup memory with one K/V region (PlanCommon.h) fits.
+// Splits: enough workgroups for about 4 per compute unit, chunks of at
+// least 128 keys and a whole number of tiles, at most 128 splits (as
+// warp decode: the combine launch stays light).
+std::optional<FailureOr<AttentionRequestAttr>>
+poot::planWideHead(AttentionOp op, AttentionRequestAttr base,
+                   const DeviceLimits &device) {
+  constexpr int64_t floatBytes = 4, maxScores = 32, maxOutputs = 64,
+                    workgroupsPerUnit = 4, minChunk = 128, maxWideSplits = 128;
+  int64_t qLen = base.getQLen(), nRep = base.getNumRep();
+  if (device.target == DeviceTarget::CPU || qLen >= kTiledPrefillMinRows ||
+      nRep < kWideHeadMinHeads)
+    return std::nullopt;
+  int64_t lanes = device.target == DeviceTarget::SPIRV ? 64 : 128;
+  int64_t dq = base.getKeyWidth() + base.getSharedWidth(),
+          dv = base.getValueWidth(), keyLen = base.getKeyLen();
+  // n_rep * Lq <= Hq * Lq: below 2^63 (q's element count).
+  int64_t unitRows = nRep * qLen;
+  int64_t rowCap = int64_t(llvm::bit_ceil(uint64_t(unitRows)));
+  static constexpr std::pair<int64_t, int64_t> candidates[] = {
+      {32, 16}, {16, 16}, {32, 8}, {16, 8}, {8, 16}, {8, 8},
+      {16, 4}, {4, 16}, {8, 4},  {4, 8},  {4, 4}};
+  for (auto [rows, tile] : candidates) {
+    if (rows > rowCap ||
+        llvm::divideCeil(mul(rows, dv).value_or(INT64_MAX), lanes) >
+            maxOutputs ||
+        llvm::divideCeil(rows * tile, lanes) > maxScores)
+      continue;
+    std::optional<int64_t> floats = tiledPrefillFloatsChecked(
+        rows, tile, dq, dv, /*shareKeyValue=*/true);
+    if (!floats || mul(*floats, floatBytes).value_or(INT64_MAX) >
+                       device.workgroupMemory)
+      continue;
+    // B * Hkv * blocks <= B * Hq * Lq (below 2^63).
+    int64_t units = base.getBatch() * base.getKvHeads();
+    int64_t blocks = llvm::divideCeil(unitRows, rows);
+    int64_t perSplit = units * blocks;
+    int64_t rowCount = base.getBatch() * base.getQHeads() * qLen;
+    int64_t splits = std::min<int64_t>(
+        {(int64_t)llvm::divideCeil(
+             mul(workgroupsPerUnit, device.computeUnits).value_or(INT64_MAX),
+             perSplit),
+         keyLen / minChunk, maxWideSplits, device.maxSplits});
+    splits = std::max<int64_t>(1, splits);
+    int64_t chunk = keyLen;
+    if (splits > 1) {
+      chunk = llvm::alignTo(llvm::divideCeil(keyLen, splits), tile);
+      splits = llvm::divideCeil(keyLen, chunk);
+    }
+    if (splits > 1) {
+      // A scratch whose size overflows fits no buffer.
+      int64_t scratchBytes =
+          mul(mul(mul(rowCount, splits), dv + 2), floatBytes)
+              .value_or(INT64_MAX);
+      std::optional<int64_t> workgroups = mul(perSplit, splits);
+      if (scratchBytes > device.maxBufferBytes || !workgroups ||
+          !foldGrid(*workgroups, device.maxGridX, device.maxGridY)) {
+        splits = 1;
+        chunk = keyLen;
+      } else if (scratchBytes > device.maxAllocBytes) {
+        op.emitError() << "ScratchBytes: the wide-head split-KV scratch needs "
+                       << scratchBytes << " bytes (" << rowCount << " rows x "
+                       << splits << " splits x " << (dv + 2) * floatBytes
+                       << " bytes); the device can allocate "
+                       << device.maxAllocBytes << " bytes";
+        return FailureOr<AttentionRequestAttr>(failure());
+      }
+    }
+    int64_t workgroups = perSplit * splits;
+    std::optional<Grid> grid =
+        foldGrid(workgroups, device.maxGridX, device.maxGridY);
+    if (!grid) {
+      op.emitError() << "GridLimit: " << workgroups
+                     << " wide-head workgroups do not fit a " << device.maxGridX
+                     << " x " << device.maxGridY << " grid";
+      return FailureOr<AttentionRequestAttr>(failure());
+    }
+    return FailureOr<AttentionRequestAttr>(AttentionRequestAttr::get(
+        op.getContext(), base.getBatch(), base.getQHeads(), base.getKvHeads(),
+        qLen, keyLen, base.getKeyWidth(), base.getSharedWidth(), dv,
+        base.getTransform(), base.getMask(), base.getKeyBound(),
+        AttentionSchedule::WideHead, lanes, splits, chunk, grid->x, grid->y,
+        rows, tile));
+  }
+  return std::nullopt;
+}

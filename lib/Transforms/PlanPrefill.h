@@ -3,7 +3,9 @@
 // The planner's rule for the tiled prefill schedule (TiledPrefillKernel.h):
 // a GPU poot.attention with at least kTiledPrefillMinRows query rows gets a
 // block of query rows per workgroup and key tiles in workgroup memory, the
-// largest block and tile whose memory, registers and thread split fit.
+// largest block and tile whose memory, registers and thread split fit. A
+// GPU decode of a wide KV group gets the same body with the group's heads
+// packed into the row block (the wide-head schedule).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +30,20 @@ constexpr int64_t kTiledPrefillMinRows = 16;
 std::optional<FailureOr<AttentionRequestAttr>>
 planTiledPrefill(AttentionOp op, AttentionRequestAttr base,
                  const DeviceLimits &device);
+
+/// KV groups from which a GPU decode is planned as the wide-head schedule.
+constexpr int64_t kWideHeadMinHeads = 8;
+
+/// The request of a wide-head decode (`wide_head`: the tiled body over the
+/// packed (head, query row) rows of one KV group, split over keys) for
+/// `base`, or nullopt when the op is no wide-group GPU decode (Lq below
+/// kTiledPrefillMinRows, n_rep >= kWideHeadMinHeads) or no tiling fits (the
+/// caller plans the streaming schedule). A scratch past the device's
+/// allocation is a ScratchBytes error, a launch past the grid a GridLimit
+/// error.
+std::optional<FailureOr<AttentionRequestAttr>>
+planWideHead(AttentionOp op, AttentionRequestAttr base,
+             const DeviceLimits &device);
 
 } // namespace mlir::poot
 

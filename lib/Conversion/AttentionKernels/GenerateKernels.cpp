@@ -77,7 +77,8 @@ struct GenerateKernels
     KernelSignature::Launch launch =
         phase == KernelPhase::Combine ? KernelSignature::Launch::Combine
         : phase == KernelPhase::Partials ||
-                (phase == KernelPhase::Warp && req.getSplits() > 1)
+                ((phase == KernelPhase::Warp || phase == KernelPhase::Tiled) &&
+                 req.getSplits() > 1)
             ? KernelSignature::Launch::Partials
             : KernelSignature::Launch::Stream;
     SmallVector<Type> argTypes =
@@ -364,6 +365,14 @@ struct GenerateKernels
       if (req.getSchedule() == AttentionSchedule::TiledPrefill) {
         emitKernel(kb, op, req, sig, KernelPhase::Tiled, "prefill");
         ref("prefill");
+      } else if (req.getSchedule() == AttentionSchedule::WideHead) {
+        // The tiled body over packed KV-group rows (TiledPrefillKernel.h).
+        emitKernel(kb, op, req, sig, KernelPhase::Tiled, "wide_head");
+        ref("wide_head");
+        if (req.getSplits() > 1) {
+          emitKernel(kb, op, req, sig, KernelPhase::Combine, "combine");
+          ref("combine");
+        }
       } else if (req.getSchedule() == AttentionSchedule::WarpDecode) {
         emitKernel(kb, op, req, sig, KernelPhase::Warp, "warp");
         ref("warp");

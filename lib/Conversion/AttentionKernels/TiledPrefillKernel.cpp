@@ -8,18 +8,33 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include "llvm/ADT/DenseMap.h"
+
 #include <limits>
 
 using namespace mlir;
 using namespace mlir::poot;
+
+/// The wide-head decode runs this body with the KV group's heads packed
+/// into the row block and K/V sharing one staging region.
+static bool isWideHead(AttentionRequestAttr req) {
+  return req.getSchedule() == AttentionSchedule::WideHead;
+}
+
+/// Query heads whose rows one workgroup's block packs: the KV group's
+/// n_rep for the wide-head decode, one head for the prefill.
+static int64_t packedHeads(AttentionRequestAttr req) {
+  return isWideHead(req) ? req.getNumRep() : 1;
+}
 
 int64_t poot::tiledPrefillLdsFloats(AttentionRequestAttr req) {
   return req.getLdsFloats();
 }
 
 int64_t poot::tiledPrefillWorkgroups(AttentionRequestAttr req) {
-  return req.getBatch() * req.getQHeads() *
-         llvm::divideCeil(req.getQLen(), req.getQBlock());
+  int64_t heads = packedHeads(req);
+  return req.getBatch() * (req.getQHeads() / heads) * req.getSplits() *
+         llvm::divideCeil(heads * req.getQLen(), req.getQBlock());
 }
 
 namespace {
@@ -74,36 +89,58 @@ private:
 void TiledPrefill::emit(const AttentionBuffers &bufs, Value wg, Value tid,
                         Value lds) {
   const int64_t rowsPer = req.getQBlock(), tile = req.getKeyBlock(),
-                lanes = req.getLanes();
+                lanes = req.getLanes(), splits = req.getSplits();
   const int64_t dk = req.getKeyWidth(), ds = req.getSharedWidth(),
                 dq = dk + ds, dv = req.getValueWidth();
   const int64_t lq = req.getQLen(), lk = req.getKeyLen(),
                 hq = req.getQHeads(), nRep = req.getNumRep();
+  const bool wide = isWideHead(req);
+  // A unit is what a workgroup's rows come from: one (batch row, query
+  // head) for the prefill, one (batch row, KV group) for the wide-head
+  // decode, whose packed row p is head h0 + p / Lq, query row p % Lq. Its
+  // rows are consecutive flat rows of q and out ([B, Hq, Lq, D]).
+  const int64_t heads = packedHeads(req), unitRows = heads * lq;
   // Strides padded by one float so that threads of one warp reading
   // different key (score) rows of one column hit different banks.
   const int64_t qStride = dq + 1, kStride = dq + 1, pStride = tile + 1;
-  const TiledPrefillLayout at = tiledPrefillLayout(rowsPer, tile, dq, dv);
-  const int64_t scoresPer = rowsPer * tile / lanes,
-                outputsPer = rowsPer * dv / lanes;
+  const TiledPrefillLayout at =
+      tiledPrefillLayout(rowsPer, tile, dq, dv, /*shareKeyValue=*/wide);
+  // Thread `tid` owns the scores e = tid + k * lanes < R x C and the outputs
+  // e = tid + k * lanes < R x Dv; when `lanes` does not divide a count, the
+  // last round's idle threads compute on a clamped index and store nothing.
+  const int64_t scoreCount = rowsPer * tile, outputCount = rowsPer * dv;
+  const int64_t scoresPer = llvm::divideCeil(scoreCount, lanes),
+                outputsPer = llvm::divideCeil(outputCount, lanes);
   Value ninf = f32(-std::numeric_limits<double>::infinity());
 
-  // wg = (b * Hq + h) * blocks + qb; the block's rows are i0 .. i0 + R - 1.
-  int64_t blocks = llvm::divideCeil(lq, rowsPer);
-  Value qb = remui(wg, blocks), bh = divui(wg, blocks);
-  Value head = remui(bh, hq), batch = divui(bh, hq);
+  // wg = (unit * splits + split) * blocks + qb: the blocks of one split
+  // (the same keys) are adjacent in launch order; the block's rows are
+  // p0 .. p0 + R - 1 of the unit.
+  int64_t blocks = llvm::divideCeil(unitRows, rowsPer);
+  Value qb = remui(wg, blocks), rest = divui(wg, blocks);
+  Value split = remui(rest, splits), unit = divui(rest, splits);
+  Value firstHead = mul(unit, index(heads));
+  Value head = remui(firstHead, hq), batch = divui(firstHead, hq);
   Value g = divui(head, nRep);
-  Value i0 = mul(qb, index(rowsPer));
-  Value rowsLeft = index(lq);
-  // Flat (b, h, i) row of block row r (valid when i0 + r < Lq).
+  Value p0 = mul(qb, index(rowsPer));
+  Value rowsLeft = index(unitRows);
+  // Flat (b, h, i) row of block row r (valid when p0 + r < unitRows), its
+  // query head and its query row.
   auto flatRow = [&](Value r) {
-    return add(mul(bh, index(lq)), add(i0, r));
+    return add(mul(unit, index(unitRows)), add(p0, r));
+  };
+  auto rowHead = [&](Value r) {
+    return wide ? add(head, divui(add(p0, r), lq)) : head;
+  };
+  auto rowIndex = [&](Value r) {
+    return wide ? remui(add(p0, r), lq) : add(p0, r);
   };
 
-  // Stage the block's queries (zero for rows past Lq), init (m, l).
+  // Stage the block's queries (zero for rows past the unit), init (m, l).
   strided(tid, rowsPer * dq, [&](Value e) {
     Value r = divui(e, dq), d = remui(e, dq);
     Value q = guarded(
-        ult(add(i0, r), rowsLeft),
+        ult(add(p0, r), rowsLeft),
         [&] { return load(bufs.query, add(mul(flatRow(r), index(dq)), d)); },
         f32(0.0));
     store(q, lds, add(index(at.query), add(mul(r, index(qStride)), d)));
@@ -113,28 +150,59 @@ void TiledPrefill::emit(const AttentionBuffers &bufs, Value wg, Value tid,
     store(f32(0.0), lds, add(index(at.sum), r));
   });
 
-  // The block's visible keys end at min(len, last row's causal end).
+  // The block's visible keys end at min(len, last row's causal end): the
+  // largest query row of the block is the last row's, or Lq - 1 when the
+  // packed block spans two heads.
   Value end = shared.keyEnd(bufs, batch);
-  Value lastRow = minsi(add(i0, index(rowsPer - 1)), index(lq - 1));
+  Value lastP = minsi(add(p0, index(rowsPer - 1)), index(unitRows - 1));
+  Value lastRow = wide ? remui(lastP, lq) : lastP;
+  if (wide && lq > 1)
+    lastRow = select(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                           divui(p0, lq), divui(lastP, lq)),
+                     lastRow, index(lq - 1));
   Value walkEnd = shared.causalEnd(end, lastRow);
+  // Split-KV: this split's chunk of them (chunk is a multiple of the tile).
+  Value walkBegin = index(0);
+  if (splits > 1) {
+    walkBegin = mul(split, index(req.getChunk()));
+    walkEnd = minsi(walkEnd, add(walkBegin, index(req.getChunk())));
+  }
 
-  // The outputs this thread owns: e = tid + k * lanes over R x Dv.
-  SmallVector<Value> outRow, outCol;
-  for (int64_t k = 0; k < outputsPer; ++k) {
-    Value e = add(tid, index(k * lanes));
-    outRow.push_back(divui(e, dv));
-    outCol.push_back(remui(e, dv));
-  }
-  SmallVector<Value> scoreRow, scoreCol;
-  for (int64_t k = 0; k < scoresPer; ++k) {
-    Value e = add(tid, index(k * lanes));
-    scoreRow.push_back(divui(e, tile));
-    scoreCol.push_back(remui(e, tile));
-  }
+  // When `lanes` divides the row width, the k-th element's row is the
+  // constant k * lanes / width for every thread (`rowOf`), so the PV step
+  // loads each of its rows' weights once per key, not once per output.
+  auto owned = [&](int64_t count, int64_t width, SmallVector<Value> &row,
+                   SmallVector<Value> &col, SmallVector<Value> &live,
+                   SmallVector<int64_t> *rowOf) {
+    bool uniform = width % lanes == 0;
+    for (int64_t k = 0; k * lanes < count; ++k) {
+      Value e = add(tid, index(k * lanes));
+      bool partial = (k + 1) * lanes > count;
+      live.push_back(partial ? ult(e, index(count)) : Value());
+      if (partial)
+        e = minsi(e, index(count - 1));
+      if (uniform) {
+        row.push_back(index(k * lanes / width));
+        col.push_back(add(tid, index(k * lanes % width)));
+      } else {
+        row.push_back(divui(e, width));
+        col.push_back(remui(e, width));
+      }
+      if (rowOf)
+        rowOf->push_back(uniform ? k * lanes / width : -1 - k);
+    }
+  };
+  // The outputs this thread owns over R x Dv, and its scores over R x C.
+  SmallVector<Value> outRow, outCol, outLive;
+  SmallVector<int64_t> outRowOf;
+  owned(outputCount, dv, outRow, outCol, outLive, &outRowOf);
+  SmallVector<Value> scoreRow, scoreCol, scoreLive;
+  owned(scoreCount, tile, scoreRow, scoreCol, scoreLive, nullptr);
   gpu::BarrierOp::create(b, loc);
 
   SmallVector<Value> zeros(outputsPer, f32(0.0));
-  auto walk = scf::ForOp::create(b, loc, index(0), walkEnd, index(tile), zeros);
+  auto walk =
+      scf::ForOp::create(b, loc, walkBegin, walkEnd, index(tile), zeros);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(walk.getBody());
@@ -163,12 +231,14 @@ void TiledPrefill::emit(const AttentionBuffers &bufs, Value wg, Value tid,
     stage(bufs.key, dk, kStride, 0, at.key, false);
     if (ds)
       stage(bufs.keyShared, ds, kStride, dk, at.key, true);
-    stage(bufs.value, dv, dv, 0, at.value, false);
+    // With one K/V region, V is staged once the scores are computed.
+    if (!wide)
+      stage(bufs.value, dv, dv, 0, at.value, false);
     gpu::BarrierOp::create(b, loc);
 
-    // Scores: the dot products of this thread's (r, c), then the transform,
-    // the mask and the hidden keys (-inf: past the length, past Lq, above
-    // the causal diagonal).
+    // Step 1, S = Q K^T: the dot products of this thread's (r, c), then the
+    // transform, the mask and the hidden keys (-inf: past the length or the
+    // split's chunk, past the unit's rows, above the causal diagonal).
     SmallVector<Value> accInit(scoresPer, f32(0.0));
     auto dots = scf::ForOp::create(b, loc, index(0), index(dq), index(1),
                                    accInit);
@@ -187,22 +257,33 @@ void TiledPrefill::emit(const AttentionBuffers &bufs, Value wg, Value tid,
       scf::YieldOp::create(b, loc, next);
     }
     for (int64_t k = 0; k < scoresPer; ++k) {
-      Value i = add(i0, scoreRow[k]);
+      Value r = scoreRow[k];
+      Value i = rowIndex(r);
       Value t = add(k0, scoreCol[k]);
-      Value visible = both(ult(t, end), ult(i, rowsLeft));
+      Value visible =
+          both(ult(t, splits > 1 ? walkEnd : end), ult(add(p0, r), rowsLeft));
       if (req.getMask() == MaskKind::Causal)
         visible = both(visible, ult(t, shared.causalEnd(index(lk), i)));
       Value s = guarded(
           visible,
           [&] {
             return shared.addMask(bufs, shared.transformScore(dots.getResult(k)),
-                                  batch, head, i, t);
+                                  batch, rowHead(r), i, t);
           },
           ninf);
-      store(s, lds, add(index(at.scores),
-                        add(mul(scoreRow[k], index(pStride)), scoreCol[k])));
+      Value slot = add(index(at.scores), add(mul(r, index(pStride)), scoreCol[k]));
+      if (Value live = scoreLive[k]) {
+        auto ifLive = scf::IfOp::create(b, loc, live, /*withElse=*/false);
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(&ifLive.getThenRegion().front());
+        store(s, lds, slot);
+      } else {
+        store(s, lds, slot);
+      }
     }
     gpu::BarrierOp::create(b, loc);
+    if (wide)
+      stage(bufs.value, dv, dv, 0, at.value, false);
 
     // Per row: the online softmax update of the tile.
     strided(tid, rowsPer, [&](Value r) {
@@ -244,7 +325,7 @@ void TiledPrefill::emit(const AttentionBuffers &bufs, Value wg, Value tid,
     });
     gpu::BarrierOp::create(b, loc);
 
-    // o = o * alpha + P V for this thread's outputs, in registers.
+    // Step 2, O = O alpha + P V for this thread's outputs, in registers.
     SmallVector<Value> scaled;
     for (int64_t k = 0; k < outputsPer; ++k)
       scaled.push_back(mul(walk.getRegionIterArgs()[k],
@@ -256,9 +337,12 @@ void TiledPrefill::emit(const AttentionBuffers &bufs, Value wg, Value tid,
       b.setInsertionPointToStart(pv.getBody());
       Value c = pv.getInductionVar();
       SmallVector<Value> next;
+      llvm::SmallDenseMap<int64_t, Value> weights;
       for (int64_t k = 0; k < outputsPer; ++k) {
-        Value p = load(lds, add(index(at.scores),
-                                add(mul(outRow[k], index(pStride)), c)));
+        Value &p = weights[outRowOf[k]];
+        if (!p)
+          p = load(lds, add(index(at.scores),
+                            add(mul(outRow[k], index(pStride)), c)));
         Value v = load(lds, add(index(at.value),
                                 add(mul(c, index(dv)), outCol[k])));
         next.push_back(add(pv.getRegionIterArgs()[k], mul(p, v)));
@@ -270,16 +354,36 @@ void TiledPrefill::emit(const AttentionBuffers &bufs, Value wg, Value tid,
     scf::YieldOp::create(b, loc, pv.getResults());
   }
 
-  // Publish the rows that exist: o / l (a row that saw nothing: 0 / 0).
+  // Publish the rows that exist: o / l (a row that saw nothing: 0 / 0), or
+  // with splits the unnormalised partial (o, m, l) at (row, split) of the
+  // scratch, as emitSplitCombine reads it (a split that saw nothing
+  // publishes (0, -inf, 0)).
   for (int64_t k = 0; k < outputsPer; ++k) {
     Value r = outRow[k];
-    auto ifRow = scf::IfOp::create(b, loc, ult(add(i0, r), rowsLeft),
-                                   /*withElse=*/false);
+    Value exists = ult(add(p0, r), rowsLeft);
+    if (Value live = outLive[k])
+      exists = both(exists, live);
+    auto ifRow = scf::IfOp::create(b, loc, exists, /*withElse=*/false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&ifRow.getThenRegion().front());
     Value l = load(lds, add(index(at.sum), r));
-    store(arith::DivFOp::create(b, loc, walk.getResult(k), l), bufs.out,
-          add(mul(flatRow(r), index(dv)), outCol[k]));
+    if (splits == 1) {
+      store(arith::DivFOp::create(b, loc, walk.getResult(k), l), bufs.out,
+            add(mul(flatRow(r), index(dv)), outCol[k]));
+      continue;
+    }
+    Value base =
+        mul(add(mul(flatRow(r), index(splits)), split), index(dv + 2));
+    store(walk.getResult(k), bufs.scratch, add(base, outCol[k]));
+    auto ifFirst = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, outCol[k],
+                              index(0)),
+        /*withElse=*/false);
+    b.setInsertionPointToStart(&ifFirst.getThenRegion().front());
+    store(load(lds, add(index(at.max), r)), bufs.scratch,
+          add(base, index(dv)));
+    store(l, bufs.scratch, add(base, index(dv + 1)));
   }
 }
 

@@ -21,6 +21,12 @@
 // score, mask, softmax and -inf / NaN semantics as AttentionEmitter (whose
 // addressing, length clamp, score transform and mask it calls).
 //
+// The wide-head decode (`wide_head`, docs/wide-head-decode.md) is the same
+// body over a KV group: the block's rows are the group's n_rep * Lq packed
+// (head, query row) rows, the workgroup walks one split's chunk of keys and
+// publishes the partial (o, m, l) for the split combine, and V is staged
+// into K's region after the scores (one K/V region).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef POOT_CONVERSION_ATTENTIONKERNELS_TILEDPREFILLKERNEL_H
@@ -34,7 +40,8 @@ namespace mlir::poot {
 /// sizes against the same count: PlanCommon.h tiledPrefillFloats).
 int64_t tiledPrefillLdsFloats(AttentionRequestAttr req);
 
-/// Workgroups of the launch: B * Hq * ceil(Lq / q_block).
+/// Workgroups of the launch: B * Hq * ceil(Lq / q_block) for the prefill,
+/// B * Hkv * splits * ceil(n_rep * Lq / q_block) for the wide-head decode.
 int64_t tiledPrefillWorkgroups(AttentionRequestAttr req);
 
 /// Emits the kernel body for workgroup `wg` and thread `tid`; `lds` holds

@@ -14,3 +14,11 @@ func.func @warp(%q: tensor<1x8x1x64xf32>, %k: tensor<1x2x1024x64xf32>, %v: tenso
   %o = poot.attention %q, %k, %v {scale = 0.125 : f64} : tensor<1x8x1x64xf32>, tensor<1x2x1024x64xf32>, tensor<1x2x1024x64xf32> -> tensor<1x8x1x64xf32>
   return %o : tensor<1x8x1x64xf32>
 }
+
+// -----
+
+func.func @wide(%q: tensor<1x16x1x128xf32>, %k: tensor<1x1x512x128xf32>, %v: tensor<1x1x512x128xf32>) -> tensor<1x16x1x128xf32> {
+  // expected-error @+1 {{poot-attention-to-loops cannot express the wide_head schedule (a GPU kernel): plan for the CPU target}}
+  %o = poot.attention %q, %k, %v {scale = 0.088 : f64} : tensor<1x16x1x128xf32>, tensor<1x1x512x128xf32>, tensor<1x1x512x128xf32> -> tensor<1x16x1x128xf32>
+  return %o : tensor<1x16x1x128xf32>
+}
