@@ -72,7 +72,12 @@ def Poot_AttentionSchedule : I32EnumAttr<"AttentionSchedule", "attention kernel 
     // `q_block` query rows); K/V tiles of `key_block` keys staged in
     // workgroup memory and read by every row of the block; causal tiles
     // above the diagonal skipped (TiledPrefillKernel.h).
-    I32EnumAttrCase<"TiledPrefill", 4, "tiled_prefill">]> {
+    I32EnumAttrCase<"TiledPrefill", 4, "tiled_prefill">,
+    // Two-byte (bf16/f16) GPU prefill on NVIDIA tensor cores (sm_80+): the
+    // tiled walk with 4 warps of 16 query rows, S = Q K^T and O += P V as
+    // warp-level mma.sync m16n8k16 with f32 accumulators, the online softmax
+    // on the fragments in registers (TiledPrefillMmaKernel.h).
+    I32EnumAttrCase<"TiledPrefillMma", 5, "tiled_prefill_mma">]> {
   let cppNamespace = "::mlir::poot";
   let genSpecializedAttr = 0;
 }
