@@ -51,6 +51,17 @@ inline int64_t tiledPrefillFloats(int64_t rows, int64_t tile,
       .floats;
 }
 
+/// The tensor-core prefill (TiledPrefillMmaKernel.h): 4 warps of 16 query
+/// rows each, and its workgroup memory in 32-bit words (two two-byte
+/// elements each): a key tile [C x (Dq/2 + 4)] and the transposed value tile
+/// [Dv x (C/2 + 4)]. The +4 word strides keep the 32 lanes that read one
+/// mma B fragment on 32 banks.
+constexpr int64_t kMmaPrefillWarps = 4, kMmaPrefillRows = 16 * kMmaPrefillWarps;
+inline int64_t tiledPrefillMmaWords(int64_t tile, int64_t queryWidth,
+                                    int64_t valueWidth) {
+  return tile * (queryWidth / 2 + 4) + valueWidth * (tile / 2 + 4);
+}
+
 } // namespace mlir::poot
 
 #endif // POOT_DIALECT_ATTENTIONLAYOUT_H

@@ -27,6 +27,10 @@ int64_t AttentionRequestAttr::getLdsFloats() const {
                               getValueWidth(),
                               /*shareKeyValue=*/getSchedule() ==
                                   AttentionSchedule::WideHead);
+  case AttentionSchedule::TiledPrefillMma:
+    // 32-bit words (two two-byte elements each), not floats.
+    return tiledPrefillMmaWords(getKeyBlock(), getKeyWidth() + getSharedWidth(),
+                                getValueWidth());
   case AttentionSchedule::CpuTiled:
     return 0;
   }

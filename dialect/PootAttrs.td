@@ -79,7 +79,12 @@ def Poot_AttentionSchedule : I32EnumAttr<"AttentionSchedule", "attention kernel 
     // row, KV group, split, block of `q_block` packed rows), the blocks of
     // one split adjacent so that L2 serves their shared K/V tiles; K and V
     // tiles share one staging region; combine launch when split.
-    I32EnumAttrCase<"WideHead", 5, "wide_head">]> {
+    I32EnumAttrCase<"WideHead", 5, "wide_head">,
+    // Two-byte (bf16/f16) GPU prefill on NVIDIA tensor cores (sm_80+): the
+    // tiled walk with 4 warps of 16 query rows, S = Q K^T and O += P V as
+    // warp-level mma.sync m16n8k16 with f32 accumulators, the online softmax
+    // on the fragments in registers (TiledPrefillMmaKernel.h).
+    I32EnumAttrCase<"TiledPrefillMma", 6, "tiled_prefill_mma">]> {
   let cppNamespace = "::mlir::poot";
   let genSpecializedAttr = 0;
 }
@@ -225,7 +230,8 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
     int64_t getKeysPerStep() const { return getUnroll() > 1 ? getUnroll() : 1; }
     /// Workgroup-memory floats of the schedule's first kernel: the lanes'
     /// states (streaming, split_kv), the warps' states of every head of the
-    /// group (warp_decode), the tiled prefill's layout; 0 for the CPU.
+    /// group (warp_decode), the tiled prefill's layout (tiled_prefill,
+    /// wide_head); 32-bit words for tiled_prefill_mma; 0 for the CPU.
     int64_t getLdsFloats() const;
     /// Scratch floats of the split partials: rows * splits * (Dv + 2).
     int64_t getScratchFloats() const {

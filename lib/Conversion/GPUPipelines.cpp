@@ -22,6 +22,16 @@ namespace {
 
 using ErrorHandler = function_ref<LogicalResult(const Twine &)>;
 
+/// The SM version of an NVVM chip name (sm_90 -> 90, sm_90a -> 90), whose
+/// mma.sync the planner may use; 0 when the name has no number.
+int64_t mmaSmOf(StringRef chip) {
+  int64_t sm = 0;
+  StringRef digits = chip.drop_front(3).take_while(llvm::isDigit);
+  if (!chip.starts_with("sm_") || digits.getAsInteger(10, sm))
+    return 0;
+  return sm;
+}
+
 /// The planner and the generator, for `target`, from the device description.
 template <typename Options>
 void addPlanAndGenerate(OpPassManager &pm, DeviceTarget target,
@@ -35,6 +45,8 @@ void addPlanAndGenerate(OpPassManager &pm, DeviceTarget target,
   plan.maxBufferBytes = o.maxBufferBytes;
   plan.maxAllocBytes = o.maxAllocBytes;
   plan.maxSplits = o.maxSplits;
+  if constexpr (std::is_same_v<Options, PootNVVMPipelineOptions>)
+    plan.mmaSm = o.tensorCores ? mmaSmOf(o.chip) : 0;
   pm.addPass(createPootPlanAttention(plan));
   PootGenerateAttentionKernelsOptions generate;
   generate.target = target;

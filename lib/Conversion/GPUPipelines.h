@@ -92,6 +92,12 @@ struct PootNVVMPipelineOptions
       *this, "libdevice",
       llvm::cl::desc("Path of libdevice.10.bc (empty: the toolkit's)"),
       llvm::cl::init("")};
+  Opt::Option<bool> tensorCores{
+      *this, "tensor-cores",
+      llvm::cl::desc("Let the planner use the chip's mma.sync (sm_80 and up) "
+                     "for two-byte prefill (tiled_prefill_mma); off: the "
+                     "FFMA tiled schedule"),
+      llvm::cl::init(true)};
 };
 
 struct PootROCDLPipelineOptions

@@ -80,7 +80,14 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     (32, 32), (32, 16), (16, 32), (16, 16), (8, 16), (8, 8) whose memory
     (PlanCommon.h `tiledPrefillFloats`) fits `workgroup-memory` and whose
     128 threads (64 on SPIR-V) split the scores and outputs evenly; when
-    none fits it keeps the rules above (streaming).
+    none fits it keeps the rules above (streaming). With `mma-sm` >= 80 on
+    NVVM, a two-byte (bf16/f16) prefill of at least 64 query rows whose head
+    widths fit the tensor-core tiles (Dq a multiple of 16 up to 256, Dv a
+    multiple of 8 up to 128, per-head and shared widths that are multiples
+    of 8 when the key is split)
+    plans `tiled_prefill_mma` instead (PlanPrefill.cpp): 64 query rows and
+    128 threads a workgroup, `key_block` 64 (32 when its workgroup memory,
+    PlanCommon.h `tiledPrefillMmaWords`, does not fit).
 
     On a GPU target a decode of a wide KV group (`Lq < 16`, `n_rep >= 8`,
     and on NVVM when `warp_decode` does not fit) plans `wide_head`
@@ -167,7 +174,11 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
            "Largest allocation the device can make, in bytes">,
     Option<"maxSplits", "max-splits", "int64_t", /*default=*/"128",
            "Most split-KV partitions per row any schedule may use (>= 1; 1: "
-           "never split). Each schedule has its own smaller bound too">
+           "never split). Each schedule has its own smaller bound too">,
+    Option<"mmaSm", "mma-sm", "int64_t", /*default=*/"0",
+           "NVVM only: the SM version (80 and up) whose warp-level "
+           "mma.sync m16n8k16 a two-byte prefill may use "
+           "(tiled_prefill_mma); 0: no tensor cores">
   ];
   let dependentDialects = ["::mlir::poot::PootDialect"];
 }

@@ -365,7 +365,8 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
 
   DeviceLimits deviceLimits() {
     return {target,       workgroupMemory, maxGridX,      maxGridY,
-            computeUnits, maxBufferBytes,  maxAllocBytes, maxSplits};
+            computeUnits, maxBufferBytes,  maxAllocBytes, maxSplits,
+            mmaSm};
   }
 
   /// The device description, checked once before anything is planned: the

@@ -27,6 +27,9 @@ struct DeviceLimits {
   DeviceTarget target;
   int64_t workgroupMemory, maxGridX, maxGridY, computeUnits, maxBufferBytes,
       maxAllocBytes, maxSplits;
+  /// NVVM: the SM version whose mma.sync the two-byte prefill may use (0:
+  /// none; PlanPrefill.cpp).
+  int64_t mmaSm = 0;
 };
 
 struct Grid {
@@ -103,8 +106,9 @@ inline int64_t warpDecodeSplits(int64_t groups, int64_t positions,
               positions / minChunk, maxSplits}));
 }
 
-// The tiled prefill layout (tiledPrefillLayout, tiledPrefillFloats) is in
-// dialect/AttentionLayout.h, next to the request that derives from it.
+// The tiled prefill layouts (tiledPrefillLayout, tiledPrefillFloats,
+// tiledPrefillMmaWords) are in dialect/AttentionLayout.h, next to the
+// request that derives from them.
 
 /// tiledPrefillFloats, or nullopt when it overflows (then nothing fits).
 inline std::optional<int64_t>
@@ -124,6 +128,7 @@ tiledPrefillFloatsChecked(int64_t rows, int64_t tile, int64_t queryWidth,
     sum = llvm::checkedAdd(*sum, rows * (tile + 1) + 3 * rows);
   return sum;
 }
+
 
 } // namespace mlir::poot
 

@@ -8,14 +8,62 @@
 //     evenly, at most 32 scores and 64 outputs per thread (registers),
 //   - its workgroup memory (PlanCommon.h tiledPrefillFloats) fits.
 //
+// With tensor cores (NVVM, `mma-sm` >= 80) a two-byte prefill takes the
+// mma schedule first (TiledPrefillMmaKernel.h) when its tiles fit: 64 query
+// rows (4 warps of 16) and Lq >= 64, Dq a multiple of 16 (the mma's k) up
+// to 256, Dv a multiple of 8 (its n) up to 128 (the O fragments stay in
+// registers: Dv / 2 floats a thread), per-head and shared key widths that
+// are multiples of 8 when the key is split (K rows are staged in 16-byte
+// chunks that do not straddle the parts), and a key tile of 64
+// keys (else 32) whose workgroup memory fits. What it does not take plans
+// the FFMA tiled schedule below.
+//
 //===----------------------------------------------------------------------===//
 
 #include "lib/Transforms/PlanPrefill.h"
 
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/bit.h"
 
 using namespace mlir;
 using namespace mlir::poot;
+
+/// The tensor-core request for `base`, or nullopt when the mma schedule
+/// does not take it (the caller plans the FFMA tiled schedule).
+static std::optional<FailureOr<AttentionRequestAttr>>
+planTiledPrefillMma(AttentionOp op, AttentionRequestAttr base,
+                    const DeviceLimits &device) {
+  constexpr int64_t wordBytes = 4, threads = 32 * kMmaPrefillWarps;
+  Type element = getElementTypeOrSelf(op.getQuery().getType());
+  int64_t dk = base.getKeyWidth(), ds = base.getSharedWidth(),
+          dq = dk + ds, dv = base.getValueWidth(), qLen = base.getQLen();
+  if (device.target != DeviceTarget::NVVM || device.mmaSm < 80 ||
+      !(element.isBF16() || element.isF16()) || qLen < kMmaPrefillRows ||
+      dq % 16 || dq > 256 || dv % 8 || dv > 128 || (ds && (dk % 8 || ds % 8)))
+    return std::nullopt;
+  for (int64_t tile : {64, 32}) {
+    if (mul(tiledPrefillMmaWords(tile, dq, dv), wordBytes)
+            .value_or(INT64_MAX) > device.workgroupMemory)
+      continue;
+    int64_t workgroups = base.getBatch() * base.getQHeads() *
+                         llvm::divideCeil(qLen, kMmaPrefillRows);
+    std::optional<Grid> grid =
+        foldGrid(workgroups, device.maxGridX, device.maxGridY);
+    if (!grid) {
+      op.emitError() << "GridLimit: " << workgroups
+                     << " workgroups do not fit a " << device.maxGridX << " x "
+                     << device.maxGridY << " grid";
+      return FailureOr<AttentionRequestAttr>(failure());
+    }
+    return FailureOr<AttentionRequestAttr>(AttentionRequestAttr::get(
+        op.getContext(), base.getBatch(), base.getQHeads(), base.getKvHeads(),
+        qLen, base.getKeyLen(), dk, ds, dv, base.getTransform(),
+        base.getMask(), base.getKeyBound(), AttentionSchedule::TiledPrefillMma,
+        threads, /*splits=*/1, /*chunk=*/base.getKeyLen(), grid->x, grid->y,
+        kMmaPrefillRows, tile));
+  }
+  return std::nullopt;
+}
 
 std::optional<FailureOr<AttentionRequestAttr>>
 poot::planTiledPrefill(AttentionOp op, AttentionRequestAttr base,
@@ -24,6 +72,9 @@ poot::planTiledPrefill(AttentionOp op, AttentionRequestAttr base,
   int64_t qLen = base.getQLen();
   if (device.target == DeviceTarget::CPU || qLen < kTiledPrefillMinRows)
     return std::nullopt;
+  if (std::optional<FailureOr<AttentionRequestAttr>> mma =
+          planTiledPrefillMma(op, base, device))
+    return mma;
   int64_t lanes = device.target == DeviceTarget::SPIRV ? 64 : 128;
   int64_t dq = base.getKeyWidth() + base.getSharedWidth(),
           dv = base.getValueWidth();

@@ -58,7 +58,8 @@ struct AttentionToLoops
     // and shuffles, barriers inside the key walk) have no loop form here.
     if (req.getSchedule() == AttentionSchedule::WarpDecode ||
         req.getSchedule() == AttentionSchedule::TiledPrefill ||
-        req.getSchedule() == AttentionSchedule::WideHead)
+        req.getSchedule() == AttentionSchedule::WideHead ||
+        req.getSchedule() == AttentionSchedule::TiledPrefillMma)
       return op.emitError()
              << "poot-attention-to-loops cannot express the "
              << stringifyAttentionSchedule(req.getSchedule())

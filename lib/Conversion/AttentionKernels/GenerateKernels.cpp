@@ -10,6 +10,7 @@
 #include "lib/Conversion/AttentionKernels/KernelSignature.h"
 #include "lib/Conversion/AttentionKernels/SelectionEmitter.h"
 #include "lib/Conversion/AttentionKernels/TiledPrefillKernel.h"
+#include "lib/Conversion/AttentionKernels/TiledPrefillMmaKernel.h"
 #include "lib/Conversion/AttentionKernels/WarpDecodeKernel.h"
 #include "lib/Conversion/Passes.h"
 
@@ -31,7 +32,7 @@ using namespace mlir::poot;
 
 namespace {
 
-enum class KernelPhase { Stream, Partials, Combine, Warp, Tiled };
+enum class KernelPhase { Stream, Partials, Combine, Warp, Tiled, TiledMma };
 
 struct GenerateKernels
     : poot::impl::PootGenerateAttentionKernelsBase<GenerateKernels> {
@@ -106,7 +107,8 @@ struct GenerateKernels
     int64_t count = phase == KernelPhase::Combine ? emitter.rows()
                     : phase == KernelPhase::Warp
                         ? req.getBatch() * req.getKvHeads() * splits
-                    : phase == KernelPhase::Tiled
+                    : phase == KernelPhase::Tiled ||
+                            phase == KernelPhase::TiledMma
                         ? tiledPrefillWorkgroups(req)
                         : emitter.rows() * splits;
     Value inRange = arith::CmpIOp::create(
@@ -114,7 +116,9 @@ struct GenerateKernels
         arith::ConstantIndexOp::create(b, loc, count));
 
     Value lds;
-    if (phase != KernelPhase::Combine)
+    if (phase == KernelPhase::TiledMma)
+      lds = workgroupBuffer(b, loc, func, req.getLdsFloats(), b.getI32Type());
+    else if (phase != KernelPhase::Combine)
       lds = workgroupBuffer(b, loc, func, req.getLdsFloats());
 
     // The whole workgroup takes the same branch (wg is uniform), so the
@@ -131,6 +135,14 @@ struct GenerateKernels
                                              op.getSoftcap()->convertToDouble())
                                        : std::nullopt,
                        bufs, wg, lane, lds);
+      } else if (phase == KernelPhase::TiledMma) {
+        emitTiledPrefillMma(b, loc, req, sig.layout,
+                            op.getScale().convertToDouble(),
+                            op.getSoftcap()
+                                ? std::optional<double>(
+                                      op.getSoftcap()->convertToDouble())
+                                : std::nullopt,
+                            bufs, wg, lane, lds);
       } else if (phase == KernelPhase::Tiled) {
         emitTiledPrefill(b, loc, req, sig.layout,
                          op.getScale().convertToDouble(),
@@ -362,7 +374,17 @@ struct GenerateKernels
         failed = true;
         continue;
       }
-      if (req.getSchedule() == AttentionSchedule::TiledPrefill) {
+      if (req.getSchedule() == AttentionSchedule::TiledPrefillMma &&
+          target != DeviceTarget::NVVM) {
+        op.emitError("the tiled_prefill_mma schedule is NVIDIA tensor-core "
+                     "code (mma.sync): plan for the NVVM target");
+        failed = true;
+        continue;
+      }
+      if (req.getSchedule() == AttentionSchedule::TiledPrefillMma) {
+        emitKernel(kb, op, req, sig, KernelPhase::TiledMma, "prefill_mma");
+        ref("prefill_mma");
+      } else if (req.getSchedule() == AttentionSchedule::TiledPrefill) {
         emitKernel(kb, op, req, sig, KernelPhase::Tiled, "prefill");
         ref("prefill");
       } else if (req.getSchedule() == AttentionSchedule::WideHead) {

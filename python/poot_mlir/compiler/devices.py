@@ -46,6 +46,10 @@ class Device:
     #: every schedule also has its own, smaller bound). A tuning and testing
     #: knob: 1 forces the unsplit schedules.
     max_splits: int = 128
+    #: NVVM only: let the planner use the chip's tensor cores (mma.sync,
+    #: sm_80 and up) for two-byte prefill (`tiled_prefill_mma`); False
+    #: keeps the FFMA tiled schedule (a comparison and fallback knob).
+    tensor_cores: bool = True
 
     def pipeline_options(self) -> str:
         """The device description as pass-pipeline options."""
@@ -63,6 +67,8 @@ class Device:
 
     def _lowering_options(self) -> str:
         opts = f" chip={self.chip}" if self.chip else ""
+        if self.target == "nvvm" and not self.tensor_cores:
+            opts += " tensor-cores=0"
         if self.target == "spirv" and self.client != "vulkan":
             opts += f" client={self.client}"
         return opts
