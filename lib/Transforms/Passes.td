@@ -90,7 +90,8 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     memory, the first of (32, 16), (16, 16), (32, 8), (16, 8), (8, 16),
     (8, 8), (16, 4), (4, 16), (8, 4), (4, 8), (4, 4) with `q_block` <= the
     packed rows rounded up to a power of two, at most 64 outputs and 32
-    scores a thread, and memory that fits; split over keys for about
+    scores a thread, and memory (with the S step's partial dots,
+    PlanCommon.h `wideHeadSlices`) that fits; split over keys for about
     4 workgroups per compute unit (`chunk` >= 128 keys and a multiple of
     `key_block`, <= 128 splits, <= `max-splits`), kept unsplit when the
     scratch passes `max-buffer-bytes` or the grid; `ScratchBytes` past
