@@ -20,14 +20,17 @@ namespace mlir::poot {
 /// strides keep the threads of a warp reading different rows of one column
 /// on different banks. With `shareKeyValue` (the wide-head decode) the value
 /// tile reuses the key tile's region, staged after the scores are computed:
-/// max(C (Dq + 1), C Dv) floats for both.
+/// max(C (Dq + 1), C Dv) floats for both. With `slices` > 1 (the wide-head
+/// S step, wideHeadSlices) a region of slices x (R C + 1) floats holds the
+/// partial dot products.
 struct TiledPrefillLayout {
-  int64_t query, key, value, scores, max, sum, alpha, floats;
+  int64_t query, key, value, scores, max, sum, alpha, partial, floats;
 };
 inline TiledPrefillLayout tiledPrefillLayout(int64_t rows, int64_t tile,
                                              int64_t queryWidth,
                                              int64_t valueWidth,
-                                             bool shareKeyValue = false) {
+                                             bool shareKeyValue = false,
+                                             int64_t slices = 1) {
   TiledPrefillLayout at;
   at.query = 0;
   at.key = at.query + rows * (queryWidth + 1);
@@ -41,14 +44,35 @@ inline TiledPrefillLayout tiledPrefillLayout(int64_t rows, int64_t tile,
   at.max = at.scores + rows * (tile + 1);
   at.sum = at.max + rows;
   at.alpha = at.sum + rows;
-  at.floats = at.alpha + rows;
+  at.partial = at.alpha + rows;
+  at.floats = at.partial + (slices > 1 ? slices * (rows * tile + 1) : 0);
   return at;
 }
 inline int64_t tiledPrefillFloats(int64_t rows, int64_t tile,
                                   int64_t queryWidth, int64_t valueWidth,
-                                  bool shareKeyValue = false) {
-  return tiledPrefillLayout(rows, tile, queryWidth, valueWidth, shareKeyValue)
+                                  bool shareKeyValue = false,
+                                  int64_t slices = 1) {
+  return tiledPrefillLayout(rows, tile, queryWidth, valueWidth, shareKeyValue,
+                            slices)
       .floats;
+}
+
+/// Width slices of the wide-head S step (TiledPrefillKernel.cpp): the
+/// `lanes / rows` threads of a packed row each keep Dq / slices of its query
+/// words in registers for the whole walk (words d = s, s + slices, ...) and
+/// read each key word once per multiply-add; their partial dots meet in
+/// workgroup memory. 1 (the scalar S step: a thread per score) unless
+/// `lanes` is a multiple of `rows` giving >= 2 slices that divide Dq with at
+/// most 96 words a thread.
+inline int64_t wideHeadSlices(int64_t lanes, int64_t rows,
+                              int64_t queryWidth) {
+  constexpr int64_t maxWords = 96;
+  if (rows < 1 || lanes % rows)
+    return 1;
+  int64_t slices = lanes / rows;
+  if (slices < 2 || queryWidth % slices || queryWidth / slices > maxWords)
+    return 1;
+  return slices;
 }
 
 /// The tensor-core prefill (TiledPrefillMmaKernel.h): 4 warps of 16 query

@@ -26,7 +26,12 @@ int64_t AttentionRequestAttr::getLdsFloats() const {
                               getKeyWidth() + getSharedWidth(),
                               getValueWidth(),
                               /*shareKeyValue=*/getSchedule() ==
-                                  AttentionSchedule::WideHead);
+                                  AttentionSchedule::WideHead,
+                              getSchedule() == AttentionSchedule::WideHead
+                                  ? wideHeadSlices(getLanes(), getQBlock(),
+                                                   getKeyWidth() +
+                                                       getSharedWidth())
+                                  : 1);
   case AttentionSchedule::TiledPrefillMma:
     // 32-bit words (two two-byte elements each), not floats.
     return tiledPrefillMmaWords(getKeyBlock(), getKeyWidth() + getSharedWidth(),

@@ -78,7 +78,7 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     (PlanPrefill.cpp): a workgroup per block of `q_block` query rows, K/V
     tiles of `key_block` keys in workgroup memory, the first of (64, 32),
     (32, 32), (32, 16), (16, 32), (16, 16), (8, 16), (8, 8) whose memory
-    (PlanCommon.h `tiledPrefillFloats`) fits `workgroup-memory` and whose
+    (dialect/AttentionLayout.h `tiledPrefillFloats`) fits `workgroup-memory` and whose
     128 threads (64 on SPIR-V) split the scores and outputs evenly; when
     none fits it keeps the rules above (streaming). With `mma-sm` >= 80 on
     NVVM, a two-byte (bf16/f16) prefill of at least 64 query rows whose head
@@ -97,7 +97,8 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     memory, the first of (32, 16), (16, 16), (32, 8), (16, 8), (8, 16),
     (8, 8), (16, 4), (4, 16), (8, 4), (4, 8), (4, 4) with `q_block` <= the
     packed rows rounded up to a power of two, at most 64 outputs and 32
-    scores a thread, and memory that fits; split over keys for about
+    scores a thread, and memory (with the S step's partial dots,
+    dialect/AttentionLayout.h `wideHeadSlices`) that fits; split over keys for about
     4 workgroups per compute unit (`chunk` >= 128 keys and a multiple of
     `key_block`, <= 128 splits, <= `max-splits`), kept unsplit when the
     scratch passes `max-buffer-bytes` or the grid; `ScratchBytes` past

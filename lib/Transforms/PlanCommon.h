@@ -113,7 +113,8 @@ inline int64_t warpDecodeSplits(int64_t groups, int64_t positions,
 /// tiledPrefillFloats, or nullopt when it overflows (then nothing fits).
 inline std::optional<int64_t>
 tiledPrefillFloatsChecked(int64_t rows, int64_t tile, int64_t queryWidth,
-                          int64_t valueWidth, bool shareKeyValue = false) {
+                          int64_t valueWidth, bool shareKeyValue = false,
+                          int64_t slices = 1) {
   std::optional<int64_t> q = mul(rows, queryWidth + 1),
                          k = mul(tile, queryWidth + 1),
                          v = mul(tile, valueWidth);
@@ -126,6 +127,9 @@ tiledPrefillFloatsChecked(int64_t rows, int64_t tile, int64_t queryWidth,
     sum = llvm::checkedAdd(*sum, *v);
   if (sum)
     sum = llvm::checkedAdd(*sum, rows * (tile + 1) + 3 * rows);
+  // rows and tile are small candidates, slices <= the thread count.
+  if (sum && slices > 1)
+    sum = llvm::checkedAdd(*sum, slices * (rows * tile + 1));
   return sum;
 }
 

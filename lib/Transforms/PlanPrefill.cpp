@@ -6,7 +6,7 @@
 //   - `lanes` threads (64 on SPIR-V, the invocations every WebGPU adapter
 //     admits; 128 elsewhere) split the R x C scores and the R x Dv outputs
 //     evenly, at most 32 scores and 64 outputs per thread (registers),
-//   - its workgroup memory (PlanCommon.h tiledPrefillFloats) fits.
+//   - its workgroup memory (dialect/AttentionLayout.h tiledPrefillFloats) fits.
 //
 // With tensor cores (NVVM, `mma-sm` >= 80) a two-byte prefill takes the
 // mma schedule first (TiledPrefillMmaKernel.h) when its tiles fit: 64 query
@@ -116,7 +116,8 @@ poot::planTiledPrefill(AttentionOp op, AttentionRequestAttr base,
 //   - R is at most the group's packed rows rounded up to a power of two,
 //   - each thread owns at most 64 outputs of R x Dv and 32 scores of R x C
 //     (threads past R x C idle in the score step),
-//   - its workgroup memory with one K/V region (PlanCommon.h) fits.
+//   - its workgroup memory with one K/V region and the S step's partial
+//     dots (dialect/AttentionLayout.h tiledPrefillFloats, wideHeadSlices) fits.
 // Splits: enough workgroups for about 4 per compute unit, chunks of at
 // least 128 keys and a whole number of tiles, at most 128 splits (as
 // warp decode: the combine launch stays light).
@@ -144,8 +145,9 @@ poot::planWideHead(AttentionOp op, AttentionRequestAttr base,
             maxOutputs ||
         llvm::divideCeil(rows * tile, lanes) > maxScores)
       continue;
-    std::optional<int64_t> floats = tiledPrefillFloatsChecked(
-        rows, tile, dq, dv, /*shareKeyValue=*/true);
+    std::optional<int64_t> floats =
+        tiledPrefillFloatsChecked(rows, tile, dq, dv, /*shareKeyValue=*/true,
+                                  wideHeadSlices(lanes, rows, dq));
     if (!floats || mul(*floats, floatBytes).value_or(INT64_MAX) >
                        device.workgroupMemory)
       continue;

@@ -10,16 +10,17 @@
 // (R, C): (32,16) (16,16) (32,8) (16,8) (8,16) (8,8) (16,4) (4,16) (8,4) (4,8)
 // (4,4); the first with R <= bit_ceil(n_rep * Lq), <= 64 outputs and <= 32
 // scores a thread (128 threads; 64 on SPIR-V) and workgroup memory
-// R(Dq+1) + C max(Dq+1, Dv) + R(C+1) + 3R floats that fits.
+// R(Dq+1) + C max(Dq+1, Dv) + R(C+1) + 3R floats, plus S (R C + 1) for the
+// S step's S = lanes / R width slices (PlanCommon.h wideHeadSlices), that fits.
 //
 // DeepSeek-V3 absorbed MLA, Hq 128 on one KV head, Dq = 512 + 64, Dv = 512:
-// NVVM (48 KiB): (16,16) needs 75136 bytes, (16,8) 56160, (8,16) 56032,
-// (8,8) 37312: 16 blocks of 8 heads; splits = ceil(4 * 132 / 16) = 33,
+// NVVM (48 KiB): (16,16) needs 83360 bytes, (16,8) 60288, (8,16) 64288,
+// (8,8) 41472: 16 blocks of 8 heads; splits = ceil(4 * 132 / 16) = 33,
 // chunk = align(ceil(32768 / 33), 8) = 1000 keys, 33 * 16 = 528 workgroups.
-// SPIR-V (32 KiB, 64 threads): (8,8) 37312 does not fit, (16,4) holds 128
-// outputs a thread, (4,16) needs 46480 bytes, (8,4) 27952: 16 blocks,
+// SPIR-V (32 KiB, 64 threads): (8,8) 39392 does not fit, (16,4) holds 128
+// outputs a thread, (4,16) needs 50640 bytes, (8,4) 29008: 16 blocks,
 // splits = ceil(4 * 32 / 16) = 8, chunk = 4096 keys.
-// ROCDL (64 KiB): (16,8) 56160 bytes: 8 blocks, splits = ceil(4 * 304 / 8)
+// ROCDL (64 KiB): (16,8) 60288 bytes: 8 blocks, splits = ceil(4 * 304 / 8)
 // = 152 -> 128 (the bound), chunk = 256.
 // NVVM-LABEL: func.func @deepseek_b1_32k
 // NVVM: key_width = 512, shared_width = 64, value_width = 512, transform = scale, mask = none, key_bound = capacity, schedule = wide_head, lanes = 128, splits = 33, chunk = 1000, grid_x = 528, grid_y = 1, q_block = 8, key_block = 8
@@ -38,7 +39,7 @@ func.func @deepseek_b1_32k(%q: tensor<1x128x1x576xf32>, %k: tensor<1x1x32768x512
 // -----
 
 // MQA, 32 heads of width 128 on one KV head, B = 16: (32,16) needs
-// 32*129 + 16*129 + 32*17 + 96 floats = 27328 bytes: one block a group, 16
+// 32*129 + 16*129 + 32*17 + 96 + 4*513 floats = 35536 bytes: one block a group, 16
 // workgroups a split; NVVM splits = ceil(528 / 16) = 33, chunk =
 // align(993, 16) = 1008 -> 33 splits, 528 workgroups (warp_decode does not
 // fit: 32 x (4 + 4 + 2) registers > 128); SPIR-V ceil(128 / 16) = 8.

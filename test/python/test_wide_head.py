@@ -5,7 +5,7 @@ Every form runs on lavapipe (raw Vulkan and wgpu) against the float64 oracle
 on fresh seeded inputs: MQA with n_rep 16 and 32, a small MLA-like split key,
 the DeepSeek-V3 absorbed shape (Hq 128, Dk 512 + Ds 64, Dv 512) split over
 keys, paged + live length, masks, softcap, several query rows packed across
-heads, f16. The NVVM form is checked by ptxas for sm_90. The planner's
+heads, f16 and bf16. The NVVM form is checked by ptxas for sm_90. The planner's
 choices and refusals are lit tests (test/Transforms/poot-plan-attention-wide-head.mlir).
 """
 
@@ -65,9 +65,12 @@ def check_plan(request, form, device):
     blocks = -(-n_rep * form.q_len // rows)
     assert request["grid_x"] * request["grid_y"] >= form.batch * form.kv_heads * splits * blocks
     assert splits == 1 or request["chunk"] % tile == 0
-    floats = (rows * (form.key_width + form.shared_width + 1)
-              + tile * max(form.key_width + form.shared_width + 1, form.value_width)
-              + rows * (tile + 1) + 3 * rows)
+    dq = form.key_width + form.shared_width
+    slices = request["lanes"] // rows if request["lanes"] % rows == 0 else 1
+    if slices < 2 or dq % slices or dq // slices > 96:
+        slices = 1  # the scalar S step
+    floats = (rows * (dq + 1) + tile * max(dq + 1, form.value_width) + rows * (tile + 1) + 3 * rows
+              + (slices * (rows * tile + 1) if slices > 1 else 0))
     assert floats * 4 <= device.workgroup_memory
 
 
@@ -127,6 +130,22 @@ def test_f16_wide_head_meets_the_two_byte_contract(rng, vulkan, tmp_path):
     entry, out = run_on(text, inputs, LAVAPIPE.with_limits(compute_units=16), vulkan, tmp_path / "a")
     assert entry["request"]["schedule"] == "wide_head" and entry["request"]["splits"] > 1
     assert_contract(out, text, inputs, "f16")
+
+
+def test_bf16_wide_head_meets_the_two_byte_contract_on_vulkan(rng, tmp_path):
+    """bf16 on raw Vulkan (carried as i16): widened as staged, f32 math,
+    one rounding of the output."""
+    from test_two_byte_attention import assert_contract
+
+    require("vulkan")
+    form = Form("mqa_rep16_bf16", batch=1, q_heads=16, kv_heads=1, key_len=300, key_width=64, value_width=64,
+                mask="per_head")
+    text, inputs = build(form, rng, "bf16")
+    path = gpu.compile_gpu(text, LAVAPIPE.with_limits(compute_units=16), tmp_path / "a")
+    with GpuArtifact(path, backend="lavapipe") as art:
+        assert art.manifest["attention"][0]["request"]["schedule"] == "wide_head"
+        out = art.run(inputs).outputs[0]
+    assert_contract(out, text, inputs, "bf16")
 
 
 def test_live_length_with_nan_past_len(rng, vulkan, tmp_path):

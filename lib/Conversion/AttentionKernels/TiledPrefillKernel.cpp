@@ -27,6 +27,15 @@ static int64_t packedHeads(AttentionRequestAttr req) {
   return isWideHead(req) ? req.getNumRep() : 1;
 }
 
+/// The wide-head S step's width slices (dialect/AttentionLayout.h wideHeadSlices), 1
+/// for the prefill.
+static int64_t sliceCount(AttentionRequestAttr req) {
+  return isWideHead(req)
+             ? wideHeadSlices(req.getLanes(), req.getQBlock(),
+                              req.getKeyWidth() + req.getSharedWidth())
+             : 1;
+}
+
 int64_t poot::tiledPrefillLdsFloats(AttentionRequestAttr req) {
   return req.getLdsFloats();
 }
@@ -103,8 +112,9 @@ void TiledPrefill::emit(const AttentionBuffers &bufs, Value wg, Value tid,
   // Strides padded by one float so that threads of one warp reading
   // different key (score) rows of one column hit different banks.
   const int64_t qStride = dq + 1, kStride = dq + 1, pStride = tile + 1;
-  const TiledPrefillLayout at =
-      tiledPrefillLayout(rowsPer, tile, dq, dv, /*shareKeyValue=*/wide);
+  const int64_t slices = sliceCount(req);
+  const TiledPrefillLayout at = tiledPrefillLayout(
+      rowsPer, tile, dq, dv, /*shareKeyValue=*/wide, slices);
   // Thread `tid` owns the scores e = tid + k * lanes < R x C and the outputs
   // e = tid + k * lanes < R x Dv; when `lanes` does not divide a count, the
   // last round's idle threads compute on a clamped index and store nothing.
@@ -200,6 +210,20 @@ void TiledPrefill::emit(const AttentionBuffers &bufs, Value wg, Value tid,
   owned(scoreCount, tile, scoreRow, scoreCol, scoreLive, nullptr);
   gpu::BarrierOp::create(b, loc);
 
+  // Sliced S step: thread tid serves packed row tid / slices with the query
+  // words d = s, s + slices, ... (s = tid % slices), held in registers for
+  // the whole walk; consecutive threads read consecutive key words.
+  const int64_t words = dq / slices, partialStride = rowsPer * tile + 1;
+  Value sliceRow, slice;
+  SmallVector<Value> qWords;
+  if (slices > 1) {
+    sliceRow = divui(tid, slices);
+    slice = remui(tid, slices);
+    Value qBase = add(index(at.query), add(mul(sliceRow, index(qStride)), slice));
+    for (int64_t j = 0; j < words; ++j)
+      qWords.push_back(load(lds, add(qBase, index(j * slices))));
+  }
+
   SmallVector<Value> zeros(outputsPer, f32(0.0));
   auto walk =
       scf::ForOp::create(b, loc, walkBegin, walkEnd, index(tile), zeros);
@@ -239,22 +263,48 @@ void TiledPrefill::emit(const AttentionBuffers &bufs, Value wg, Value tid,
     // Step 1, S = Q K^T: the dot products of this thread's (r, c), then the
     // transform, the mask and the hidden keys (-inf: past the length or the
     // split's chunk, past the unit's rows, above the causal diagonal).
-    SmallVector<Value> accInit(scoresPer, f32(0.0));
-    auto dots = scf::ForOp::create(b, loc, index(0), index(dq), index(1),
-                                   accInit);
-    {
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPointToStart(dots.getBody());
-      Value d = dots.getInductionVar();
-      SmallVector<Value> next;
-      for (int64_t k = 0; k < scoresPer; ++k) {
-        Value kv = load(lds, add(index(at.key),
-                                 add(mul(scoreCol[k], index(kStride)), d)));
-        Value qv = load(lds, add(index(at.query),
-                                 add(mul(scoreRow[k], index(qStride)), d)));
-        next.push_back(add(dots.getRegionIterArgs()[k], mul(qv, kv)));
+    SmallVector<Value> dotOf;
+    if (slices > 1) {
+      // Each slice's partial dot for every key of the tile, stored at
+      // [slice][row * C + key] (rows of R C + 1: the slices of a warp on
+      // different banks), then summed over the slices per score.
+      Value partialBase = add(index(at.partial), mul(slice, index(partialStride)));
+      Value rowBase = add(partialBase, mul(sliceRow, index(tile)));
+      Value keyBase = add(index(at.key), slice);
+      for (int64_t c = 0; c < tile; ++c) {
+        Value acc = f32(0.0);
+        for (int64_t j = 0; j < words; ++j)
+          acc = add(acc, mul(qWords[j],
+                             load(lds, add(keyBase, index(c * kStride + j * slices)))));
+        store(acc, lds, add(rowBase, index(c)));
       }
-      scf::YieldOp::create(b, loc, next);
+      gpu::BarrierOp::create(b, loc);
+      for (int64_t k = 0; k < scoresPer; ++k) {
+        Value e = add(mul(scoreRow[k], index(tile)), scoreCol[k]);
+        Value sum = f32(0.0);
+        for (int64_t s = 0; s < slices; ++s)
+          sum = add(sum, load(lds, add(index(at.partial + s * partialStride), e)));
+        dotOf.push_back(sum);
+      }
+    } else {
+      SmallVector<Value> accInit(scoresPer, f32(0.0));
+      auto dots = scf::ForOp::create(b, loc, index(0), index(dq), index(1),
+                                     accInit);
+      {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPointToStart(dots.getBody());
+        Value d = dots.getInductionVar();
+        SmallVector<Value> next;
+        for (int64_t k = 0; k < scoresPer; ++k) {
+          Value kv = load(lds, add(index(at.key),
+                                   add(mul(scoreCol[k], index(kStride)), d)));
+          Value qv = load(lds, add(index(at.query),
+                                   add(mul(scoreRow[k], index(qStride)), d)));
+          next.push_back(add(dots.getRegionIterArgs()[k], mul(qv, kv)));
+        }
+        scf::YieldOp::create(b, loc, next);
+      }
+      dotOf.assign(dots.getResults().begin(), dots.getResults().end());
     }
     for (int64_t k = 0; k < scoresPer; ++k) {
       Value r = scoreRow[k];
@@ -267,7 +317,7 @@ void TiledPrefill::emit(const AttentionBuffers &bufs, Value wg, Value tid,
       Value s = guarded(
           visible,
           [&] {
-            return shared.addMask(bufs, shared.transformScore(dots.getResult(k)),
+            return shared.addMask(bufs, shared.transformScore(dotOf[k]),
                                   batch, rowHead(r), i, t);
           },
           ninf);

@@ -25,7 +25,12 @@
 // body over a KV group: the block's rows are the group's n_rep * Lq packed
 // (head, query row) rows, the workgroup walks one split's chunk of keys and
 // publishes the partial (o, m, l) for the split combine, and V is staged
-// into K's region after the scores (one K/V region).
+// into K's region after the scores (one K/V region). Its S step is sliced
+// over the width when the threads divide into lanes / R >= 2 slices a row
+// (dialect/AttentionLayout.h wideHeadSlices): a thread keeps Dq / slices query words in
+// registers for the whole walk, reads one key word per multiply-add
+// (consecutive threads, consecutive words), and the slices' partial dots
+// are summed through workgroup memory after a fifth barrier.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,7 +42,7 @@
 namespace mlir::poot {
 
 /// Workgroup-memory floats of the tiled prefill for a request (the planner
-/// sizes against the same count: PlanCommon.h tiledPrefillFloats).
+/// sizes against the same count: dialect/AttentionLayout.h tiledPrefillFloats).
 int64_t tiledPrefillLdsFloats(AttentionRequestAttr req);
 
 /// Workgroups of the launch: B * Hq * ceil(Lq / q_block) for the prefill,
