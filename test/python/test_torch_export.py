@@ -243,6 +243,36 @@ def test_misc_ops(seeded, models, rng, tmp_path) -> None:
         assert relative_error(got, want) <= F32_RTOL
 
 
+def test_assorted_ops(seeded, models, rng, tmp_path) -> None:
+    torch = seeded
+    x = torch.from_numpy(rng.standard_normal((2, 3, 4)).astype(np.float32))
+    y = torch.from_numpy(rng.uniform(0.5, 2.0, (2, 3, 4)).astype(np.float32))
+    model = models.Assorted()
+    outs, _, _, _ = compile_and_run(torch, model, (x, y), tmp_path, names=("x", "y"))
+    for got, want in zip(outs, reference(torch, model, (x, y))):
+        assert relative_error(got, want) <= F32_RTOL
+
+
+# --- docs/torch-export.md runs as written --------------------------------------------------
+
+
+def test_doc_examples_run(torch, tmp_path, monkeypatch) -> None:
+    """The doc's Python blocks, in order, in one namespace (as test_readme
+    runs README.md): the SDPA block against torch float64, and the decode
+    step that composes an exported piece with the tracer's state API."""
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "torch-export.md"
+    blocks = re.findall(r"^```python\n(.*?)^```$", doc.read_text(), re.S | re.M)
+    assert len(blocks) == 2
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, str(doc), "exec"), namespace)
+    assert namespace["manifest"]["fusion"]["attention"] == 1
+    assert json.loads((tmp_path / "out/torch_decode/manifest.json").read_text())["fusion"]["attention"] == 1
+
+
 # --- refusals ------------------------------------------------------------------------------------
 
 

@@ -169,3 +169,29 @@ class Misc(nn.Module):
         g = F.gelu(a, approximate="tanh") * torch.sigmoid(b)
         spread = g.var(dim=-1, keepdim=True)
         return F.log_softmax(g, dim=-1) + spread, torch.clamp(g.amax(dim=0), min=-0.5)
+
+
+class Assorted(nn.Module):
+    """One of (nearly) every other mapped op, on [2, 3, 4] inputs `x`, `y`
+    (y > 0 where it is a divisor or under a root)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.RMSNorm(4, eps=1e-5)
+        self.lin = nn.Linear(4, 3)
+
+    def forward(self, x, y):
+        a, b = torch.split(x, [1, 2], dim=1)
+        parts = torch.unbind(x, dim=0)
+        stacked = torch.stack(parts, dim=1).permute(1, 0, 2).flatten(0, 1)  # x as [2*3, 4]
+        ramp = torch.arange(1, 9, 2).float() * 0.25  # [4]
+        z = (1.0 - x) * y.pow(3) / y.pow(0.5) + y ** -2 + torch.reciprocal(y) + torch.relu(x) * ramp
+        z = z + torch.where(x > 0, x, 0.5) + torch.tril(x) - x.transpose(0, 2).permute(2, 1, 0)
+        z = z + torch.max(x, y) - torch.min(x, -y) + torch.clamp(x, max=0.3) + x.mean() + x.amin()
+        c = torch.cat([b, a], dim=1) + stacked.view(2, 3, 4)
+        mask = torch.logical_and(x < y, torch.logical_not(x.eq(0.5)))
+        d = z.masked_fill(mask, -1.0) + x.sum(dim=(0, 2), keepdim=True) + x[:, 0:3:2].sum(1, keepdim=True)
+        e = torch.softmax(c, dim=1) + self.norm(x) + torch.tanh(x) * torch.exp(-x.abs()) + torch.log(y)
+        f = self.lin(x)[:, 1] + torch.zeros_like(x[:, 1, :3]) + torch.ones(3) * x.shape[0]
+        g = torch.baddbmm(y, x, torch.ones(2, 4, 4, dtype=x.dtype) * 0.5) + x[0].t().t()
+        return d + e, f, g + torch.sqrt(y).unsqueeze(0).squeeze(0)

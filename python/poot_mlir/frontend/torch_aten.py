@@ -46,6 +46,7 @@ class Context:
     def __init__(self, tracer, result_type: Callable[[list[Any]], str]) -> None:
         self.tracer = tracer
         self.result_type = result_type
+        self.packet = ""  # the op packet being emitted (one emitter may serve two)
 
 
 EMITTERS: dict[str, Emit] = {}
@@ -479,8 +480,15 @@ def _split(a, out, ctx):
     elif "sections" in a:
         k = a["sections"]
         sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
+    elif "indices" in a:
+        bounds = [0] + [min(max(i + n if i < 0 else i, 0), n) for i in a["indices"]] + [n]
+        sizes = [hi - lo for lo, hi in zip(bounds, bounds[1:])]
+    elif "tensor_indices_or_sections" in a:
+        raise TypeError("tensor_split by a tensor of indices (only by Python ints)")
     else:  # unbind: every index, the axis dropped
         return [P.reshape(p, x.shape[:dim] + x.shape[dim + 1 :]) for p in _pieces(x, dim, [1] * n)]
+    if 0 in sizes:
+        raise ValueError(f"a zero-sized piece of axis {dim} (sizes {sizes})")
     return _pieces(x, dim, sizes)
 
 
@@ -550,6 +558,24 @@ def _mean(a, out, ctx):
     x = to(a["self"], out.dtype)
     dims = axes(a.get("dim"), x.rank)
     return finish(P.div(_reduce_axes(x, dims, P.reduce_sum), float(_count(x, dims))), out)
+
+
+def _refuse_max(a: dict[str, Any]) -> str | None:
+    if "dim" in a:
+        return "max/min over a dim returns indices too (use amax/amin)"
+    return None
+
+
+@aten("max", "min", refuse=_refuse_max)
+def _max(a, out, ctx):
+    """max.other / min.other elementwise, max.default / min.default over
+    every element (the op is told apart by its schema: `other` or none)."""
+    x, is_max = a["self"], ctx.packet == "max"
+    if "other" in a:
+        dtype = out.dtype
+        return (P.maximum if is_max else P.minimum)(to(x, dtype), to(a["other"], dtype))
+    reduce = P.reduce_max if is_max else P.reduce_min
+    return finish(_reduce_axes(x, list(range(x.rank)), reduce), out)
 
 
 @aten("amax")

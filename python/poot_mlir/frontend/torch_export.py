@@ -334,6 +334,7 @@ class _Program:
         position = source_position(file, line) if file else _no_position()
         try:
             with position:
+                context.packet = packet
                 result = torch_aten.EMITTERS[packet](args, meta, context)
         except (TraceError, ValueError, TypeError) as error:
             if isinstance(error, TorchImportError):
