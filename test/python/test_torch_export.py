@@ -80,11 +80,14 @@ def reference(torch, model, args):
     return [o.numpy() for o in (out if isinstance(out, tuple) else (out,))]
 
 
-def compile_and_run(torch, model, args, tmp_path, *, names, weights="inputs"):
-    """Export, import, compile for the CPU, run: (outputs, manifest, module)."""
+def compile_and_run(torch, model, args, tmp_path, *, names, weights="inputs", decompose=False):
+    """Export (`decompose`: then to core ATen), import, compile for the CPU,
+    run: (outputs, manifest, module, inputs)."""
     from poot_mlir.frontend.torch_export import exported_weights, import_exported
 
     ep = torch.export.export(model, tuple(args))
+    if decompose:
+        ep = ep.run_decompositions()
     module = import_exported(ep, weights=weights).finish()
     path = compile_cpu(module, tmp_path / "step")
     manifest = json.loads((path / "manifest.json").read_text())
@@ -137,20 +140,27 @@ def test_sdpa_is_causal(seeded, models, rng, tmp_path) -> None:
 # --- (2) HF Llama attention, GQA, both causal-mask spellings --------------------------------
 
 
-@pytest.mark.parametrize("mask", ["triu", "tril"])
-def test_llama_attention(seeded, models, rng, tmp_path, mask) -> None:
+@pytest.mark.parametrize(
+    "mask, decompose", [("triu", False), ("finfo", False), ("tril", False), ("triu", True)]
+)
+def test_llama_attention(seeded, models, rng, tmp_path, mask, decompose) -> None:
+    """`decompose`: the core ATen program (`run_decompositions()`), whose
+    matmuls fold the heads into `bmm`: it fuses too."""
     torch = seeded
     model = models.LlamaAttention(hidden=32, heads=4, kv_heads=2, mask=mask)
     x, cos, sin = tensors(torch, rng, (2, 8, 32), (2, 8, 8), (2, 8, 8))
     (out,), manifest, module, inputs = compile_and_run(
-        torch, model, (x, cos, sin), tmp_path, names=("hidden_states", "cos", "sin")
-    )
+        torch, model, (x, cos, sin), tmp_path, names=("hidden_states", "cos", "sin"),
+        decompose=decompose,
+    )  # fmt: skip
     assert_fused(manifest)
     assert set(inputs) == {"hidden_states", "cos", "sin", "q_proj.weight", "k_proj.weight",
                            "v_proj.weight", "o_proj.weight"}  # fmt: skip
-    # GQA: the op reads the 2 key heads directly (repeat_kv folded away).
+    # GQA: the op reads the 2 key heads directly (repeat_kv folded away); the
+    # decomposed program's head-folded bmm reads the repeated 4 (still fused).
     text, _ = fused_ir(module)
-    assert re.search(r"poot.attention [^\n]*tensor<2x4x8x8xf32>, tensor<2x2x8x8xf32>", text), text
+    heads = 4 if decompose else 2
+    assert re.search(rf"poot.attention [^\n]*tensor<2x4x8x8xf32>, tensor<2x{heads}x8x8xf32>", text), text
     assert relative_error(out, reference(torch, model, (x, cos, sin))[0]) <= F32_RTOL
 
 

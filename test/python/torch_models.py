@@ -50,8 +50,9 @@ def repeat_kv(hidden_states, n_rep: int):
 
 class LlamaAttention(nn.Module):
     """transformers' LlamaAttention with eager_attention_forward inlined;
-    `mask`: "triu" (an additive `full(-inf).triu(1)` bias) or "tril" (a bool
-    `tril(ones)` mask applied by masked_fill)."""
+    `mask`: "triu" (an additive `full(-inf).triu(1)` bias), "finfo" (the
+    same with `finfo(dtype).min`) or "tril" (a bool `tril(ones)` mask applied
+    by masked_fill)."""
 
     def __init__(self, hidden=32, heads=4, kv_heads=2, mask="triu") -> None:
         super().__init__()
@@ -75,8 +76,10 @@ class LlamaAttention(nn.Module):
         key_states = repeat_kv(key_states, self.num_key_value_groups)
         value_states = repeat_kv(value_states, self.num_key_value_groups)
         attn_weights = torch.matmul(query_states, key_states.transpose(2, 3)) / math.sqrt(self.head_dim)
-        if self.mask == "triu":
-            causal_mask = torch.full((q_len, q_len), float("-inf")).triu(1)
+        if self.mask in ("triu", "finfo"):
+            fill = float("-inf") if self.mask == "triu" else torch.finfo(attn_weights.dtype).min
+            dtype = torch.float32 if self.mask == "triu" else attn_weights.dtype
+            causal_mask = torch.full((q_len, q_len), fill, dtype=dtype).triu(1)
             attn_weights = attn_weights + causal_mask
         else:
             keep = torch.tril(torch.ones(q_len, q_len, dtype=torch.bool))

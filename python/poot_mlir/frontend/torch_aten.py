@@ -590,6 +590,15 @@ def _amin(a, out, ctx):
     return finish(_reduce_axes(x, axes(a.get("dim"), x.rank), P.reduce_min), out)
 
 
+@aten("any", "all")
+def _any(a, out, ctx):
+    """any: max of the 0/1 words > 0; all: their min > 0 (poot reduces
+    numbers, not i1)."""
+    x = to(bool_of(a["self"]), "i32")
+    reduce = P.reduce_max if ctx.packet == "any" else P.reduce_min
+    return finish(P.gt(_reduce_axes(x, axes(a.get("dim"), x.rank), reduce), 0), out)
+
+
 def _variance(x: Tensor, dims: list[int], correction: float) -> Tensor:
     """`sum((x - mean)^2) / (N - correction)`, keepdim."""
     n = _count(x, dims)

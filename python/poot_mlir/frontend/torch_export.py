@@ -36,6 +36,7 @@ i32 and must fit).
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import re
 import sys
@@ -331,7 +332,7 @@ class _Program:
         args = {k: _resolve(v, env) for k, v in _bind(node).items()}
         meta = _meta(node)
         file, line, _ = _source(node)
-        position = source_position(file, line) if file else _no_position()
+        position = source_position(file, line) if file else contextlib.nullcontext()
         try:
             with position:
                 context.packet = packet
@@ -345,14 +346,6 @@ class _Program:
 
 
 # --- helpers ---------------------------------------------------------------------------------------
-
-
-class _no_position:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _packet(node: "torch.fx.Node") -> str | None:
