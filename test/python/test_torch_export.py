@@ -262,6 +262,13 @@ def test_misc_ops(seeded, models, rng, tmp_path) -> None:
     assert manifest["fusion"]["attention"] == 0
     for got, want in zip(outs, reference(torch, model, (ids, x))):
         assert relative_error(got, want) <= F32_RTOL
+    # import_module exports itself; int64 ids become an i32 input, two outputs.
+    from poot_mlir.frontend.torch_export import import_module
+
+    tracer = import_module(model, (ids, x), weights="constants", output_names=["logp", "peak"])
+    assert tracer.arguments() == [("ids", (2, 5), "i32"), ("x", (2, 5, 8), "f32")]
+    assert tracer.result_names == ["logp", "peak"]
+    tracer.finish()
 
 
 def test_assorted_ops(seeded, models, rng, tmp_path) -> None:
@@ -284,12 +291,15 @@ def test_doc_examples_run(torch, tmp_path, monkeypatch) -> None:
     from pathlib import Path
 
     doc = Path(__file__).resolve().parents[2] / "docs" / "torch-export.md"
-    blocks = re.findall(r"^```python\n(.*?)^```$", doc.read_text(), re.S | re.M)
+    text = doc.read_text()
+    blocks = list(re.finditer(r"^```python\n(.*?)^```$", text, re.S | re.M))
     assert len(blocks) == 2
     monkeypatch.chdir(tmp_path)
     namespace: dict = {}
     for block in blocks:
-        exec(compile(block, str(doc), "exec"), namespace)
+        # Padded to its line in the doc, so locations name the doc's lines.
+        padding = "\n" * text[: block.start(1)].count("\n")
+        exec(compile(padding + block.group(1), str(doc), "exec"), namespace)
     assert namespace["manifest"]["fusion"]["attention"] == 1
     assert json.loads((tmp_path / "out/torch_decode/manifest.json").read_text())["fusion"]["attention"] == 1
 
