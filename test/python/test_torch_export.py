@@ -194,6 +194,18 @@ def test_sdpa_gqa_with_mask(seeded, models, rng, tmp_path, mask_kind) -> None:
     assert relative_error(out, reference(torch, model, args)[0]) <= F32_RTOL
 
 
+def test_hf_mask_creation_and_no_grad_rotary(seeded, models, rng, tmp_path) -> None:
+    """transformers 5.x's mask creation (diff, cumsum, advanced indexing, &)
+    and its no_grad rotary region import; the bool mask fuses as the op's
+    mask."""
+    torch = seeded
+    q, k, v = tensors(torch, rng, (1, 4, 12, 16), (1, 2, 12, 16), (1, 2, 12, 16))
+    model = models.HfMaskedSdpa(head_dim=16)
+    (out,), manifest, _, _ = compile_and_run(torch, model, (q, k, v), tmp_path, names="qkv")
+    assert_fused(manifest)
+    assert relative_error(out, reference(torch, model, (q, k, v))[0]) <= F32_RTOL
+
+
 # --- (4) a decoder layer: RMSNorm, RoPE from a buffer, attention, SwiGLU ------------------------
 
 

@@ -198,3 +198,36 @@ class Assorted(nn.Module):
         f = self.lin(x)[:, 1] + torch.zeros_like(x[:, 1, :3]) + torch.ones(3) * x.shape[0]
         g = torch.baddbmm(y, x, torch.ones(2, 4, 4, dtype=x.dtype) * 0.5) + x[0].t().t()
         return d + e, f, g + torch.sqrt(y).unsqueeze(0).squeeze(0)
+
+
+class HfMaskedSdpa(nn.Module):
+    """What transformers 5.x's LlamaModel records around SDPA under
+    torch.export: the rotary cos/sin under `torch.no_grad()` (a
+    wrap_with_set_grad_enabled region), and the bool causal mask of
+    masking_utils: packed-sequence ids from `diff` / `cumsum` of the
+    positions, read by advanced indexing (`aten.index`), and-ed with
+    `kv_idx <= q_idx`."""
+
+    def __init__(self, head_dim=16, base=10000.0) -> None:
+        super().__init__()
+        inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    def forward(self, q, k, v):
+        length = q.shape[2]
+        position_ids = torch.arange(length).unsqueeze(0)
+        with torch.no_grad():
+            freqs = position_ids[:, :, None].float() * self.inv_freq
+            emb = torch.cat((freqs, freqs), dim=-1)
+            cos, sin = emb.cos(), emb.sin()
+        q, k = apply_rotary_pos_emb(q, k, cos, sin)
+        # find_packed_sequence_indices: one id per run of consecutive positions.
+        first = position_ids[:, :1] - 1
+        packed = (torch.diff(position_ids, prepend=first, dim=-1) != 1).cumsum(-1)
+        batch_idx = torch.arange(1)[:, None, None, None]
+        q_idx = torch.arange(length)[None, None, :, None]
+        kv_idx = torch.arange(length)[None, None, None, :]
+        same_sequence = packed[batch_idx, q_idx] == packed[batch_idx, kv_idx]
+        causal = position_ids.expand(1, -1)
+        mask = torch.ones_like(kv_idx, dtype=torch.bool) & same_sequence & (causal[batch_idx, kv_idx] <= causal[batch_idx, q_idx])
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask.expand(1, -1, length, length), enable_gqa=True)

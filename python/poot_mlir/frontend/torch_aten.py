@@ -20,6 +20,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+import numpy as np
+
 from . import composites as C
 from . import primitives as P
 from .dtypes import FLOAT_DTYPES
@@ -259,6 +261,16 @@ def _logical_or(a, out, ctx):
     return P.or_(bool_of(a["self"]), bool_of(a["other"]))
 
 
+@aten("__and__", "bitwise_and")
+def _bitwise_and(a, out, ctx):
+    return P.and_(to(a["self"], out.dtype), to(a["other"], out.dtype))
+
+
+@aten("__or__", "bitwise_or")
+def _bitwise_or(a, out, ctx):
+    return P.or_(to(a["self"], out.dtype), to(a["other"], out.dtype))
+
+
 @aten("logical_not", "bitwise_not")
 def _logical_not(a, out, ctx):
     x = a["self"]
@@ -490,6 +502,65 @@ def _split(a, out, ctx):
     if 0 in sizes:
         raise ValueError(f"a zero-sized piece of axis {dim} (sizes {sizes})")
     return _pieces(x, dim, sizes)
+
+
+@aten("diff")
+def _diff(a, out, ctx):
+    """`x[1:] - x[:-1]` along `dim`, n times, after concatenating `prepend`
+    and `append` (torch.diff)."""
+    x = a["self"]
+    dim = axis(a.get("dim", -1), x.rank)
+    pieces = [t for t in (a.get("prepend"), x, a.get("append")) if t is not None]
+    x = P.concat(pieces, dim) if len(pieces) > 1 else x
+    for _ in range(a.get("n", 1)):
+        n = x.shape[dim]
+        later, earlier = _slice_of(x, dim, 1, n), _slice_of(x, dim, 0, n - 1)
+        x = P.ne(later, earlier) if x.dtype == "i1" else P.sub(later, earlier)
+    return x
+
+
+@aten("cumsum")
+def _cumsum(a, out, ctx):
+    """poot has no scan: the running sum along `dim` is a matmul by the upper
+    triangle of ones (`out[i] = sum_{j <= i} x[j]`), in f32 for a bool input
+    (counts up to the axis length, exact) and in the dtype for floats; an
+    integer input is refused (its sums could pass f32's exact range)."""
+    x = a["self"]
+    if x.dtype == "i32":
+        raise TypeError("cumsum of an integer tensor (only bool or float: poot has no scan, the "
+                        "importer sums through a matmul)")  # fmt: skip
+    dim = axis(a["dim"], x.rank)
+    work = "f32" if x.dtype == "i1" else out.dtype
+    n = x.shape[dim]
+    triangle = P.constant(np.triu(np.ones((n, n))), work, tracer=ctx.tracer)
+    perm = list(range(x.rank))
+    perm[dim], perm[-1] = perm[-1], perm[dim]
+    moved = P.transpose(to(x, work), perm) if dim != x.rank - 1 else to(x, work)
+    rows = P.reshape(moved, (-1, n))
+    summed = P.reshape(P.matmul(rows, triangle), moved.shape)
+    back = P.transpose(summed, perm) if dim != x.rank - 1 else summed
+    return to(back, out.dtype)
+
+
+@aten("index")
+def _index(a, out, ctx):
+    """`x[i0, i1, ...]` with integer index tensors on the leading axes
+    (broadcast together; negative indices wrap): one gather over those axes
+    flattened."""
+    x, indices = a["self"], list(a["indices"])
+    while indices and indices[-1] is None:
+        indices.pop()
+    if not indices or any(i is None for i in indices) or any(i.dtype == "i1" for i in indices):
+        raise TypeError("indexing other than by integer tensors on the leading axes "
+                        "(no None between them, no bool masks)")  # fmt: skip
+    k = len(indices)
+    linear = None
+    for d, index in enumerate(indices):
+        size = x.shape[d]
+        index = P.select(P.lt(index, 0), P.add(index, size), index)
+        linear = index if linear is None else P.add(P.mul(linear, size), index)
+    flat = P.reshape(x, (math.prod(x.shape[:k]),) + x.shape[k:])
+    return P.gather(flat, linear, 0)
 
 
 @aten("embedding")

@@ -74,6 +74,16 @@ _DTYPES: dict[torch.dtype, str] = {
 _TORCH_OF = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
              "f64": torch.float64, "i32": torch.int64, "i1": torch.bool}  # fmt: skip
 _WEIGHT_KINDS = (InputKind.PARAMETER, InputKind.BUFFER)
+
+# Higher-order wrappers export records around a region (`torch.no_grad()`,
+# `torch.autocast(enabled=False)` in a forward: HF's rotary embedding) whose
+# body is plain ATen: inlined; the value is where their subgraph argument sits.
+# Grad mode does not change a forward's values; a disabled autocast neither.
+_HIGHER = torch.ops.higher_order
+_AUTOCAST = getattr(_HIGHER, "wrap_with_autocast", None)
+_INLINED: dict[Any, int] = {_HIGHER.wrap_with_set_grad_enabled: 1}
+if _AUTOCAST is not None:
+    _INLINED[_AUTOCAST] = 4  # (device_type, dtype, enabled, cache_enabled, body, *args)
 _WEIGHT_MODES = ("inputs", "constants")
 
 
@@ -231,6 +241,18 @@ class _Program:
     def _check_node(self, node: "torch.fx.Node") -> None:
         if node.op in ("placeholder", "output"):
             return
+        if node.op == "get_attr":  # a wrapper's subgraph, checked where it is called
+            return
+        if node.op == "call_function" and node.target in _INLINED:
+            if node.target is _AUTOCAST and node.args[2]:
+                raise _node_error(
+                    UnsupportedTorchOp, node, "an enabled torch.autocast region (its casts are "
+                    "not in the graph); export the model in its own dtype",
+                )  # fmt: skip
+            graph, _ = self._subgraph(node)
+            for inner in graph.nodes:
+                self._check_node(inner)
+            return
         if node.op != "call_function":
             raise _node_error(UnsupportedTorchOp, node, f"a {node.op} node ({node.target})")
         if node.target is operator.getitem:
@@ -315,18 +337,35 @@ class _Program:
             else:
                 shape, dtype = _tensor_meta(node)
                 env[name] = P.constant(_to_numpy(self.value_of(spec.target)), dtype, tracer=tracer)
-        context = torch_aten.Context(tracer, _result_type)
-        for node in self.graph.nodes:
+        self._run(self.graph, env, torch_aten.Context(tracer, _result_type))
+        return [env[n.name] for n in self.output_nodes()]
+
+    def _run(self, graph: "torch.fx.Graph", env: dict[str, Any], context) -> None:
+        """Emit every call of `graph` (its placeholders already in `env`)."""
+        for node in graph.nodes:
             if node.op != "call_function":
                 continue
             if node.target is operator.getitem:
                 env[node.name] = env[node.args[0].name][node.args[1]]
-                continue
-            packet = _packet(node)
-            if packet in torch_aten.IGNORED:
-                continue
-            env[node.name] = self._emit_node(node, packet, env, context)
-        return [env[n.name] for n in self.output_nodes()]
+            elif node.target in _INLINED:
+                env[node.name] = self._inline(node, env, context)
+            elif _packet(node) not in torch_aten.IGNORED:
+                env[node.name] = self._emit_node(node, _packet(node), env, context)
+
+    def _subgraph(self, node: "torch.fx.Node") -> tuple["torch.fx.Graph", list[Any]]:
+        """A grad-mode / disabled-autocast wrapper's graph and its operands."""
+        at = _INLINED[node.target]
+        return getattr(self.ep.graph_module, node.args[at].target).graph, list(node.args[at + 1 :])
+
+    def _inline(self, node: "torch.fx.Node", env: dict[str, Any], context) -> list[Any]:
+        graph, operands = self._subgraph(node)
+        inner = dict(env)
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        for placeholder, operand in zip(placeholders, operands):
+            inner[placeholder.name] = _resolve(operand, env)
+        self._run(graph, inner, context)
+        out = next(n for n in graph.nodes if n.op == "output").args[0]
+        return [_resolve(v, inner) for v in (out if isinstance(out, (list, tuple)) else [out])]
 
     def _emit_node(self, node, packet: str, env: dict[str, Any], context) -> Any:
         args = {k: _resolve(v, env) for k, v in _bind(node).items()}
