@@ -332,16 +332,16 @@ def _refusal(torch, model, args, **kwargs):
 
 
 def test_unsupported_op_is_refused_naming_op_node_and_line(torch) -> None:
-    class Cumsum(torch.nn.Module):
+    class Cumprod(torch.nn.Module):
         def forward(self, x):
             y = torch.exp(x)
-            return torch.cumsum(y, dim=-1)  # the refused line
+            return torch.cumprod(y, dim=-1)  # the refused line
 
-    error = _refusal(torch, Cumsum(), (torch.randn(2, 3),))
+    error = _refusal(torch, Cumprod(), (torch.randn(2, 3),))
     assert isinstance(error, errors.UnsupportedTorchOp) and isinstance(error, errors.TraceError)
-    assert error.op == "aten.cumsum.default" and error.node == "cumsum"
+    assert error.op == "aten.cumprod.default" and error.node == "cumprod"
     assert error.source and error.source.startswith(__file__)
-    assert "aten.cumsum.default" in str(error) and "# the refused line" in str(error)
+    assert "aten.cumprod.default" in str(error) and "# the refused line" in str(error)
 
 
 def test_exact_gelu_is_refused(torch) -> None:
