@@ -133,7 +133,10 @@ aten("minimum")(_binary(P.minimum))
 
 @aten("rsub")
 def _rsub(a, out, ctx):
-    return _binary(lambda x, y: P.sub(y, x))(a, out, ctx)
+    """`other - alpha * self` (`1.0 - x` records rsub)."""
+    x = to(a["self"], out.dtype)
+    alpha = a.get("alpha", 1)
+    return finish(P.sub(to(a["other"], out.dtype), x if alpha == 1 else P.mul(x, alpha)), out)
 
 
 def _refuse_div(a: dict[str, Any]) -> str | None:
@@ -367,7 +370,10 @@ def _identity(a, out, ctx):
 
 def _refuse_dropout(a: dict[str, Any]) -> str | None:
     if a.get("train", True) and a.get("p", 0.0) != 0.0:
-        return f"p={a['p']} in training mode (the step is deterministic: export the model in eval() mode)"
+        return (
+            f"p={a['p']} in training mode (the step is deterministic: export the model "
+            "in eval() mode)"
+        )
     return None
 
 
@@ -403,7 +409,8 @@ def _transpose(a, out, ctx):
     x = a["self"]
     if x.rank < 2:
         return x
-    d0, d1 = (axis(a.get("dim0", a.get("axis0")), x.rank), axis(a.get("dim1", a.get("axis1")), x.rank))
+    d0 = axis(a.get("dim0", a.get("axis0")), x.rank)
+    d1 = axis(a.get("dim1", a.get("axis1")), x.rank)
     perm = list(range(x.rank))
     perm[d0], perm[d1] = perm[d1], perm[d0]
     return x if d0 == d1 else P.transpose(x, perm)
@@ -440,7 +447,9 @@ def _slice(a, out, ctx):
     end = n if end is None else end
     start, end = (min(max(v + n if v < 0 else v, 0), n) for v in (start, end))
     if end <= start:
-        raise ValueError(f"an empty slice [{start}:{end}] of axis {dim} (poot tensors have no zero-sized axes)")
+        raise ValueError(
+            f"an empty slice [{start}:{end}] of axis {dim} (poot tensors have no zero-sized axes)"
+        )
     return _slice_of(x, dim, start, end, step)
 
 
@@ -596,7 +605,8 @@ def _linear(a, out, ctx):
 @aten("addmm", "baddbmm")
 def _addmm(a, out, ctx):
     beta, alpha = a.get("beta", 1), a.get("alpha", 1)
-    product = P.matmul(a["mat1"] if "mat1" in a else a["batch1"], a["mat2"] if "mat2" in a else a["batch2"])
+    lhs = a["mat1"] if "mat1" in a else a["batch1"]
+    product = P.matmul(lhs, a["mat2"] if "mat2" in a else a["batch2"])
     if alpha != 1:
         product = P.mul(product, alpha)
     if beta == 0:
@@ -732,7 +742,8 @@ def _layer_norm(a, out, ctx):
     return y
 
 
-_EPS = {"f32": 1.1920928955078125e-07, "f16": 0.0009765625, "bf16": 0.0078125, "f64": 2.220446049250313e-16}
+# torch.finfo(dtype).eps, rms_norm's default.
+_EPS = {"f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7, "f64": 2.0**-52}
 
 
 @aten("rms_norm")

@@ -108,14 +108,17 @@ def import_exported(
     ... for several. Call `finish()` for the module (or add outputs first).
     """
     if weights not in _WEIGHT_MODES:
-        raise TorchImportError(f"import_exported: weights must be one of {_WEIGHT_MODES}, got {weights!r}")
+        raise TorchImportError(
+            f"import_exported: weights must be one of {_WEIGHT_MODES}, got {weights!r}"
+        )
     program = _Program(ep)
     outputs = program.output_nodes()
     names = _output_names(output_names, len(outputs))
     tracer = Tracer(name)
     try:
         inputs = {
-            node.name: tracer.input(node.name, *_tensor_meta(node)) for node in program.user_inputs()
+            node.name: tracer.input(node.name, *_tensor_meta(node))
+            for node in program.user_inputs()
         }
         if weights == "inputs":
             bound: Mapping[str, Tensor] | str = {
@@ -161,7 +164,9 @@ def emit_exported(
     program = _Program(ep)
     tensors = list(inputs.values())
     if not tensors or not all(isinstance(t, Tensor) for t in tensors):
-        raise TorchImportError("emit_exported: inputs must map each user input name to a traced Tensor")
+        raise TorchImportError(
+            "emit_exported: inputs must map each user input name to a traced Tensor"
+        )
     return program.emit(tensors[0].tracer, inputs, weights)
 
 
@@ -173,7 +178,7 @@ def exported_weights(ep: ExportedProgram) -> dict[str, np.ndarray]:
     return {target: _to_numpy(program.value_of(target)) for _, target in program.weights()}
 
 
-# --- the program -----------------------------------------------------------------------------------
+# --- the program ---------------------------------------------------------------------
 
 
 class _Program:
@@ -230,7 +235,8 @@ class _Program:
                 elif isinstance(v, torch.SymInt):
                     symbolic.append((node, (v,)))
         if symbolic or self.ep.range_constraints:
-            where = ", ".join(f"{n.name} {list(s)}" for n, s in symbolic[:4] if n.op == "placeholder")
+            inputs = [(n, s) for n, s in symbolic if n.op == "placeholder"]
+            where = ", ".join(f"{n.name} {list(s)}" for n, s in inputs[:4])
             where = where or ", ".join(f"{n.name} {list(s)}" for n, s in symbolic[:2])
             raise DynamicShapeError(
                 f"the exported program has dynamic shapes ({where}; symbols "
@@ -284,7 +290,9 @@ class _Program:
                         UnsupportedTorchOp, node, f"a {v.dtype} result (poot has {_dtype_list()})"
                     )
                 if 0 in v.shape:
-                    raise _node_error(UnsupportedTorchOp, node, f"a zero-sized result {list(v.shape)}")
+                    raise _node_error(
+                        UnsupportedTorchOp, node, f"a zero-sized result {list(v.shape)}"
+                    )
 
     # --- inputs and weights ------------------------------------------------------
 
@@ -384,7 +392,7 @@ class _Program:
         return result
 
 
-# --- helpers ---------------------------------------------------------------------------------------
+# --- helpers -------------------------------------------------------------------------
 
 
 def _packet(node: "torch.fx.Node") -> str | None:
@@ -445,7 +453,11 @@ def _check_result(node, result: Any, meta: torch_aten.Meta | None) -> None:
     if meta is None:
         return
     if not isinstance(result, Tensor) or (result.shape, result.dtype) != (meta.shape, meta.dtype):
-        got = f"{result.shape} {result.dtype}" if isinstance(result, Tensor) else type(result).__name__
+        got = (
+            f"{result.shape} {result.dtype}"
+            if isinstance(result, Tensor)
+            else type(result).__name__
+        )
         raise _node_error(
             TorchImportError, node, f"imported as {got}, but torch says {meta.shape} {meta.dtype}"
         )
@@ -455,7 +467,9 @@ def _result_type(operands: Iterable[Any]) -> str:
     """torch's promotion of operands (Tensors by their poot dtype, 0-d ones
     as 0-d, Python numbers as numbers)."""
     values = [
-        torch.empty(o.shape, dtype=_TORCH_OF[o.dtype], device="meta") if isinstance(o, Tensor) else o
+        torch.empty(o.shape, dtype=_TORCH_OF[o.dtype], device="meta")
+        if isinstance(o, Tensor)
+        else o
         for o in operands
     ]
     return _DTYPES[torch.result_type(*values)]
