@@ -16,6 +16,15 @@ import pytest
 
 from system_deps import require
 
+try:
+    # torch.export imports torch._dynamo, which imports triton where it is
+    # installed (CUDA builds of torch; CI's CPU build has none). Loading
+    # triton's bundled LLVM after the GPU runtime tests have loaded theirs
+    # segfaults, so it loads here, while pytest collects (toolchain-notes).
+    import torch._dynamo  # noqa: F401  (what torch.export.export imports first)
+except ImportError:  # the torch fixture skips (or fails under CI=true)
+    pass
+
 from poot_mlir import errors, oracle
 from poot_mlir.compiler import compile_cpu, fuse_attention
 from poot_mlir.runtime.cpu import CpuArtifact
