@@ -22,6 +22,34 @@ class TraceError(PootError, ValueError):
     trace time; the message names the offending argument)."""
 
 
+class TorchImportError(TraceError):
+    """`frontend.torch_export` cannot import a torch.export program as
+    written (an ATen op it does not map, dropout, symbolic shapes, state
+    mutation). Raised before the importer returns anything; `op` is the ATen
+    op (`aten.gelu.default`) or None, `node` the FX node's name, `source` the
+    model's `file:line` from the node's stack trace (None when torch recorded
+    none)."""
+
+    def __init__(
+        self, message: str, *, op: str | None = None, node: str | None = None,
+        source: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.op = op
+        self.node = node
+        self.source = source
+
+
+class UnsupportedTorchOp(TorchImportError):
+    """An ATen op (or an argument of one: dropout_p > 0, gelu without the tanh
+    approximation) the importer has no poot primitive chain for."""
+
+
+class DynamicShapeError(TorchImportError):
+    """The exported program has symbolic (dynamic) dimensions; poot steps are
+    traced with static shapes only."""
+
+
 # --- binding inputs to a step (checked before anything runs) ----------------
 
 

@@ -10,13 +10,30 @@ the line that called it.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import sys
 from types import FrameType
+from typing import Iterator
 
 from .. import ir
 
 _PACKAGE = __name__.rpartition(".")[0]  # "poot_mlir.frontend"
+
+# A source position that stands in for the calling frame: an importer that
+# replays another program (torch.export's FX graph) stamps each op with the
+# line of the model that made it, not with the importer's caller.
+_OVERRIDE: list[tuple[str, int, int]] = []
+
+
+@contextlib.contextmanager
+def source_position(file: str, line: int, column: int = 1) -> Iterator[None]:
+    """Within the block, every emitted op is located at `file:line:column`."""
+    _OVERRIDE.append((file, line, column))
+    try:
+        yield
+    finally:
+        _OVERRIDE.pop()
 
 
 def _is_frontend(frame: FrameType) -> bool:
@@ -43,7 +60,11 @@ def _column(frame: FrameType) -> int:
 
 
 def user_location(context: ir.Context) -> ir.Location:
-    """`loc("file.py":line:col)` of the user's calling frame."""
+    """`loc("file.py":line:col)` of the user's calling frame (or of the
+    innermost `source_position` block)."""
+    if _OVERRIDE:
+        file, line, column = _OVERRIDE[-1]
+        return ir.Location.file(file, line, column, context=context)
     frame = user_frame()
     if frame is None:
         return ir.Location.unknown(context)
