@@ -197,6 +197,10 @@ def bench_variants():
             out.append(("lanes32", {"workgroup_memory": 32 * (form.value_width + 2) * 4}))
             out.append(("lanes32_cu4224", {"workgroup_memory": 32 * (form.value_width + 2) * 4,
                                            "compute_units": 4224}))
+            # Keys a warp-decode warp loads per step (default: the planner's
+            # up to 4): the unroll lever of bench/NOTES.md, measured against 1 and 2.
+            out.append(("unroll1", {"max_unroll": 1}))
+            out.append(("unroll2", {"max_unroll": 2}))
         return out
 
     return variants

@@ -35,6 +35,7 @@ void addPlanAndGenerate(OpPassManager &pm, DeviceTarget target,
   plan.maxBufferBytes = o.maxBufferBytes;
   plan.maxAllocBytes = o.maxAllocBytes;
   plan.maxSplits = o.maxSplits;
+  plan.maxUnroll = o.maxUnroll;
   pm.addPass(createPootPlanAttention(plan));
   PootGenerateAttentionKernelsOptions generate;
   generate.target = target;

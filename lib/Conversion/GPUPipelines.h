@@ -55,6 +55,10 @@ struct PootDeviceOptions : public PassPipelineOptions<Derived> {
       *this, "max-splits",
       llvm::cl::desc("Most split-KV partitions per row (1: never split)"),
       llvm::cl::init(128)};
+  Opt::Option<int64_t> maxUnroll{
+      *this, "max-unroll",
+      llvm::cl::desc("Most keys a warp-decode warp loads per step (1: one)"),
+      llvm::cl::init(4)};
 };
 
 /// Who reads the SPIR-V: a Vulkan driver, or wgpu, whose shader translator

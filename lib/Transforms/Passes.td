@@ -152,7 +152,11 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
            "Largest allocation the device can make, in bytes">,
     Option<"maxSplits", "max-splits", "int64_t", /*default=*/"128",
            "Most split-KV partitions per row any schedule may use (>= 1; 1: "
-           "never split). Each schedule has its own smaller bound too">
+           "never split). Each schedule has its own smaller bound too">,
+    Option<"maxUnroll", "max-unroll", "int64_t", /*default=*/"4",
+           "Most keys a warp of the NVIDIA warp decode loads per step, before "
+           "it uses any (>= 1; 1: one key a step). A tuning knob: the planner "
+           "takes fewer when the loaded rows would not fit the register budget">
   ];
   let dependentDialects = ["::mlir::poot::PootDialect"];
 }

@@ -347,8 +347,9 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
       return std::nullopt;
     int64_t splits = std::min<int64_t>(
         warpDecodeSplits(groups, shape.getKeyLen(), computeUnits), maxSplits);
-    // One key per warp step for now (warpDecodeUnroll comes next).
-    int64_t unroll = 0;
+    int64_t unroll =
+        warpDecodeUnroll(nRep, shape.getKeyWidth(), shape.getSharedWidth(),
+                         shape.getValueWidth(), maxUnroll);
     return planTail(op, shape, AttentionSchedule::WarpDecode,
                     AttentionRequestAttr::kWarpSize *
                         AttentionRequestAttr::kWarpsPerGroup,
@@ -366,7 +367,8 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
   LogicalResult initialize(MLIRContext *context) override {
     for (auto [name, value] : {std::pair{"max-grid-x", maxGridX.getValue()},
                                std::pair{"max-grid-y", maxGridY.getValue()},
-                               std::pair{"max-splits", maxSplits.getValue()}})
+                               std::pair{"max-splits", maxSplits.getValue()},
+                               std::pair{"max-unroll", maxUnroll.getValue()}})
       if (value < 1)
         return emitError(UnknownLoc::get(context))
                << "poot-plan-attention: " << name << " must be >= 1, got "

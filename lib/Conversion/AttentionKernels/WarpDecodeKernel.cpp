@@ -39,9 +39,13 @@ struct LaneSlice {
   }
 };
 
-/// Scalar loads for now (lane l owns channels l, l + 32, ...); the vector
-/// widths of AttentionRequestAttr::warpVectorWidth come next.
-LaneSlice sliceOf(int64_t width, Value /*mem*/) { return {width, 1}; }
+/// The slice of a head width read from `mem`: 16-byte vectors where the
+/// width allows (AttentionRequestAttr::warpVectorWidth).
+LaneSlice sliceOf(int64_t width, Value mem) {
+  Type element = cast<MemRefType>(mem.getType()).getElementType();
+  int64_t bytes = element.getIntOrFloatBitWidth() / 8;
+  return {width, AttentionRequestAttr::warpVectorWidth(width, bytes)};
+}
 
 class WarpDecode : private KernelBuilder {
 public:

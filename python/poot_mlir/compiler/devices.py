@@ -46,6 +46,10 @@ class Device:
     #: every schedule also has its own, smaller bound). A tuning and testing
     #: knob: 1 forces the unsplit schedules.
     max_splits: int = 128
+    #: NVIDIA warp decode only: most keys a warp loads per step before it
+    #: uses any (docs/warp-decode.md; the planner may take fewer). A tuning
+    #: knob: 1 gives one key a step.
+    max_unroll: int = 4
 
     def pipeline_options(self) -> str:
         """The device description as pass-pipeline options."""
@@ -63,13 +67,16 @@ class Device:
 
     def _lowering_options(self) -> str:
         opts = f" chip={self.chip}" if self.chip else ""
+        if self.target == "nvvm" and self.max_unroll != 4:
+            opts += f" max-unroll={self.max_unroll}"
         if self.target == "spirv" and self.client != "vulkan":
             opts += f" client={self.client}"
         return opts
 
     def plan_options(self) -> str:
         """Options of the `poot-plan-attention` pass alone."""
-        return f"target={self.target} " + self._limit_options()
+        unroll = f" max-unroll={self.max_unroll}" if self.target == "nvvm" and self.max_unroll != 4 else ""
+        return f"target={self.target} " + self._limit_options() + unroll
 
     def with_limits(self, **changes: Any) -> "Device":
         """A copy with some limits changed (e.g. a small X grid for tests)."""
