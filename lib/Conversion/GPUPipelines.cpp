@@ -47,6 +47,7 @@ void addPlanAndGenerate(OpPassManager &pm, DeviceTarget target,
   plan.maxSplits = o.maxSplits;
   if constexpr (std::is_same_v<Options, PootNVVMPipelineOptions>)
     plan.mmaSm = o.tensorCores ? mmaSmOf(o.chip) : 0;
+  plan.maxUnroll = o.maxUnroll;
   pm.addPass(createPootPlanAttention(plan));
   PootGenerateAttentionKernelsOptions generate;
   generate.target = target;

@@ -55,6 +55,11 @@ struct PootDeviceOptions : public PassPipelineOptions<Derived> {
       *this, "max-splits",
       llvm::cl::desc("Most split-KV partitions per row (1: never split)"),
       llvm::cl::init(128)};
+  Opt::Option<int64_t> maxUnroll{
+      *this, "max-unroll",
+      llvm::cl::desc("Warp decode: 0 (default) the scalar one-key form; N >= 1 "
+                     "16-byte loads and up to N keys a warp step"),
+      llvm::cl::init(0)};
 };
 
 /// Who reads the SPIR-V: a Vulkan driver, or wgpu, whose shader translator

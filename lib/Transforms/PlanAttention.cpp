@@ -355,8 +355,13 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
       return std::nullopt;
     int64_t splits = std::min<int64_t>(
         warpDecodeSplits(groups, shape.getKeyLen(), computeUnits), maxSplits);
-    // One key per warp step for now (warpDecodeUnroll comes next).
-    int64_t unroll = 0;
+    // unroll 0: the scalar one-key form (max-unroll=0, the default).
+    int64_t unroll =
+        maxUnroll == 0
+            ? 0
+            : warpDecodeUnroll(nRep, shape.getKeyWidth(),
+                               shape.getSharedWidth(), shape.getValueWidth(),
+                               maxUnroll);
     return planTail(op, shape, AttentionSchedule::WarpDecode,
                     AttentionRequestAttr::kWarpSize *
                         AttentionRequestAttr::kWarpsPerGroup,
@@ -380,6 +385,10 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
         return emitError(UnknownLoc::get(context))
                << "poot-plan-attention: " << name << " must be >= 1, got "
                << value;
+    if (maxUnroll < 0)
+      return emitError(UnknownLoc::get(context))
+             << "poot-plan-attention: max-unroll must be >= 0, got "
+             << maxUnroll.getValue();
     return success();
   }
 

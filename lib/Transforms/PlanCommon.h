@@ -76,16 +76,17 @@ inline bool warpDecodeFits(int64_t nRep, int64_t keyWidth, int64_t sharedWidth,
 }
 
 /// Keys a warp of the warp-decode schedule loads per step (the request's
-/// `unroll`): 4 while the loaded rows (unroll x the lane's elements of K and
+/// `unroll`): 4 (or the max-unroll option, if smaller) while the loaded rows (unroll x the lane's elements of K and
 /// V) and the group's state stay within 160 registers, else 2 or 1. More keys
 /// in flight per warp is what the 2.2 TB/s B=1 decode lacks (bench/NOTES.md,
 /// runs 2-6). Called after warpDecodeFits (so no count overflows).
 inline int64_t warpDecodeUnroll(int64_t nRep, int64_t keyWidth,
-                                int64_t sharedWidth, int64_t valueWidth) {
+                                int64_t sharedWidth, int64_t valueWidth,
+                                int64_t maxUnroll) {
   constexpr int64_t warp = AttentionRequestAttr::kWarpSize, budget = 160;
   int64_t row = (keyWidth + sharedWidth + valueWidth) / warp;
   int64_t state = nRep * (row + 2);
-  int64_t unroll = 4;
+  int64_t unroll = std::clamp<int64_t>(maxUnroll, 1, 4);
   while (unroll > 1 && state + unroll * row > budget)
     unroll /= 2;
   return unroll;

@@ -13,6 +13,7 @@ the ptxas checks without a CUDA toolkit: see system_deps.py.
 
 from __future__ import annotations
 
+import re
 import subprocess
 
 import numpy as np
@@ -241,13 +242,22 @@ WARP_FORMS = [
     Form("warp_alibi_softcap_live", key_width=32, value_width=32, mask="per_head", softcap=9.0, live=True),
     Form("warp_mla", key_width=32, shared_width=32, value_width=32),
     Form("warp_paged", key_width=32, value_width=32, pool=700),
+    # Head widths of whole 16-byte passes (32 lanes x 4 f32): vector loads.
+    Form("warp_d128_paged_live", key_width=128, value_width=128, key_len=1024, pool=1500, live=True),
 ]
 
 
-@pytest.mark.parametrize("form", [FORMS[1], FORMS[7], FORMS[10], *WARP_FORMS], ids=lambda f: f.name)
-def test_sm90_ptx_is_accepted_by_ptxas(form, rng, tmp_path):
+# max_unroll 0 (the default): the scalar warp decode verified on the H200;
+# 4: its 16-byte loads and unrolled keys (ptxas-checked, docs/warp-decode.md).
+PTX_PLANS = [(form, 0) for form in (FORMS[1], FORMS[7], FORMS[10], *WARP_FORMS)] + [
+    (form, 4) for form in WARP_FORMS
+]
+
+
+@pytest.mark.parametrize("form,max_unroll", PTX_PLANS, ids=lambda p: p.name if isinstance(p, Form) else f"unroll{p}")
+def test_sm90_ptx_is_accepted_by_ptxas(form, max_unroll, rng, tmp_path):
     text, _ = build(form, rng)
-    path = gpu.compile_gpu(text, devices.SM_90, tmp_path / "a")
+    path = gpu.compile_gpu(text, devices.SM_90.with_limits(max_unroll=max_unroll), tmp_path / "a")
     import json
 
     schedule = json.loads((path / "manifest.json").read_text())["attention"][0]["request"]["schedule"]
@@ -258,6 +268,10 @@ def test_sm90_ptx_is_accepted_by_ptxas(form, rng, tmp_path):
     assert ".target sm_90" in ptx and "bar.sync" in ptx
     if form.name.startswith("warp"):
         assert "shfl.sync.bfly.b32" in ptx
+        # K/V rows: one 16-byte load per lane per 128 channels where the
+        # widths allow (docs/warp-decode.md), 4-byte loads otherwise.
+        vector = re.search(r"ld\.global(\.nc)?\.v4\.(b32|f32)", ptx)
+        assert bool(vector) == (max_unroll > 0 and form.key_width % 128 == 0 and form.value_width % 128 == 0)
     subprocess.run([ptxas(), "-arch=sm_90", str(ptx_files[0]), "-o", str(tmp_path / "k.cubin")], check=True)
     assert (tmp_path / "k.cubin").stat().st_size > 0
 

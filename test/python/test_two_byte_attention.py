@@ -17,6 +17,7 @@ conftest); never zeros.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 
 import numpy as np
@@ -205,6 +206,8 @@ PTX_CASES = [
     Form("warp_gqa", q_heads=8, kv_heads=2, key_width=64, value_width=32, key_len=1024),
     Form("warp_mask_live", key_width=32, value_width=32, mask="per_head", live=True),
     Form("prefill_causal", q_len=12, key_len=12, mask="shared"),
+    # 256 channels: 8 two-byte values (16 bytes) per lane per pass.
+    Form("warp_d256", q_heads=8, kv_heads=2, key_width=256, value_width=256, key_len=1024),
 ]
 
 
@@ -212,7 +215,10 @@ PTX_CASES = [
 @pytest.mark.parametrize("form", PTX_CASES, ids=[f.name for f in PTX_CASES])
 def test_sm90_two_byte_ptx_is_accepted_by_ptxas(form, dtype, rng, tmp_path) -> None:
     text, _ = build(form, rng, dtype)
-    path = gpu.compile_gpu(text, devices.SM_90, tmp_path / "a")
+    # The warp decode's 16-byte loads (max_unroll >= 1; the default 0 is the
+    # scalar form verified on the H200).
+    device = devices.SM_90.with_limits(max_unroll=4) if form.name == "warp_d256" else devices.SM_90
+    path = gpu.compile_gpu(text, device, tmp_path / "a")
     manifest = json.loads((path / "manifest.json").read_text())
     attention = manifest["attention"][0]
     assert manifest["function"]["outputs"][0]["dtype"] == dtype
@@ -225,6 +231,8 @@ def test_sm90_two_byte_ptx_is_accepted_by_ptxas(form, dtype, rng, tmp_path) -> N
     # even) at the output's two-byte store.
     assert "ld.global.b16" in ptx and f"cvt.f32.{dtype}" in ptx
     assert f"cvt.rn.{dtype}.f32" in ptx and "st.global.b16" in ptx
+    if form.name == "warp_d256":  # K/V rows as 16-byte vectors (docs/warp-decode.md)
+        assert re.search(r"ld\.global(\.nc)?\.v4\.b32", ptx)
     require("ptxas")
     subprocess.run(
         [ptxas_path(), "-arch=sm_90", str(kernel), "-o", str(tmp_path / "k.cubin")],
@@ -269,3 +277,19 @@ def test_cuda_runtime_reads_bfloat16_device_tensors() -> None:
     dev = cuda.as_device(_TorchLikeBf16())
     assert dev is not None and dev.dtype == NP_FLOAT["bf16"] and dev.nbytes == 12
     assert dev.ptr == 0x7F0000001000
+
+
+class _MisalignedView(_TorchLikeBf16):
+    """A view one bf16 element into a tensor: its data is 2-byte aligned."""
+
+    def data_ptr(self) -> int:
+        return 0x7F0000001002
+
+
+def test_cuda_runtime_refuses_device_tensors_not_16_byte_aligned() -> None:
+    """The warp decode reads 16-byte vectors: a misaligned view is a typed
+    bind error, not a device fault."""
+    from poot_mlir.runtime import cuda
+
+    with pytest.raises(errors.ShapeBindError, match="not 16-byte aligned"):
+        cuda.as_device(_MisalignedView())

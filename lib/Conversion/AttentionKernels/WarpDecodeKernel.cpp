@@ -39,9 +39,16 @@ struct LaneSlice {
   }
 };
 
-/// Scalar loads for now (lane l owns channels l, l + 32, ...); the vector
-/// widths of AttentionRequestAttr::warpVectorWidth come next.
-LaneSlice sliceOf(int64_t width, Value /*mem*/) { return {width, 1}; }
+/// The slice of a head width read from `mem`: 16-byte vectors where the
+/// width allows (AttentionRequestAttr::warpVectorWidth) and the plan asks
+/// for them (unroll >= 1); scalars in the one-key form (unroll 0).
+LaneSlice sliceOf(AttentionRequestAttr req, int64_t width, Value mem) {
+  if (req.getUnroll() == 0)
+    return {width, 1};
+  Type element = cast<MemRefType>(mem.getType()).getElementType();
+  int64_t bytes = element.getIntOrFloatBitWidth() / 8;
+  return {width, AttentionRequestAttr::warpVectorWidth(width, bytes)};
+}
 
 class WarpDecode : private KernelBuilder {
 public:
@@ -169,9 +176,9 @@ void WarpDecode::emit(const AttentionBuffers &bufs, Value wg, Value tid,
   Value groupRow = divui(wg, splits), split = remui(wg, splits);
   batch = divui(groupRow, hkv);
   g = remui(groupRow, hkv);
-  kSlice = sliceOf(dk, bufs.key);
-  sSlice = ds ? sliceOf(ds, bufs.keyShared) : LaneSlice{};
-  vSlice = sliceOf(dv, bufs.value);
+  kSlice = sliceOf(req, dk, bufs.key);
+  sSlice = ds ? sliceOf(req, ds, bufs.keyShared) : LaneSlice{};
+  vSlice = sliceOf(req, dv, bufs.value);
 
   // This split's chunk of the visible keys (positions, with a key map).
   Value end = shared.keyEnd(bufs, batch, keyMap ? keyMap->end : req.getKeyLen());

@@ -50,6 +50,11 @@ class Device:
     #: sm_80 and up) for two-byte prefill (`tiled_prefill_mma`); False
     #: keeps the FFMA tiled schedule (a comparison and fallback knob).
     tensor_cores: bool = True
+    #: NVIDIA warp decode only: 0 (the default) keeps the scalar one-key-a-step
+    #: form verified on the H200; N >= 1 reads K/V rows as 16-byte vectors and
+    #: loads up to N keys a warp step before using any (docs/warp-decode.md;
+    #: ptxas-checked, not yet run on a GPU; the planner may take fewer).
+    max_unroll: int = 0
 
     def pipeline_options(self) -> str:
         """The device description as pass-pipeline options."""
@@ -69,13 +74,16 @@ class Device:
         opts = f" chip={self.chip}" if self.chip else ""
         if self.target == "nvvm" and not self.tensor_cores:
             opts += " tensor-cores=0"
+        if self.target == "nvvm" and self.max_unroll:
+            opts += f" max-unroll={self.max_unroll}"
         if self.target == "spirv" and self.client != "vulkan":
             opts += f" client={self.client}"
         return opts
 
     def plan_options(self) -> str:
         """Options of the `poot-plan-attention` pass alone."""
-        return f"target={self.target} " + self._limit_options()
+        unroll = f" max-unroll={self.max_unroll}" if self.target == "nvvm" and self.max_unroll else ""
+        return f"target={self.target} " + self._limit_options() + unroll
 
     def with_limits(self, **changes: Any) -> "Device":
         """A copy with some limits changed (e.g. a small X grid for tests)."""

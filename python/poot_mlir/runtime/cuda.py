@@ -146,6 +146,18 @@ class DeviceArray:
     dtype: np.dtype
     owner: Any
 
+    #: The generated kernels read 16-byte vectors (the warp decode's K/V
+    #: rows, docs/warp-decode.md); a view that starts mid-vector
+    #: would fault on the device (a sticky CUDA error), so it is refused.
+    ALIGNMENT = 16
+
+    def __post_init__(self) -> None:
+        if self.ptr % self.ALIGNMENT and self.nbytes:
+            raise ShapeBindError(
+                f"CUDA tensor data at {self.ptr:#x} is not {self.ALIGNMENT}-byte aligned "
+                "(a view into a larger tensor?); pass .clone()"
+            )
+
     @property
     def nbytes(self) -> int:
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
