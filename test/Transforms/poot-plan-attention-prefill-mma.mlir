@@ -76,23 +76,3 @@ func.func @wide_value(%q: tensor<1x8x256x64xbf16>, %k: tensor<1x8x256x64xbf16>, 
   %o = poot.attention %q, %k, %v causal {scale = 0.125 : f64} : tensor<1x8x256x64xbf16>, tensor<1x8x256x64xbf16>, tensor<1x8x256x256xbf16> -> tensor<1x8x256x256xbf16>
   return %o : tensor<1x8x256x256xbf16>
 }
-
-// -----
-
-// Paged and split keys keep the FFMA tiled schedule (not yet run on a GPU
-// through the mma kernel).
-// CHECK-LABEL: func.func @paged
-// CHECK: key_bound = paged, schedule = tiled_prefill,
-func.func @paged(%q: tensor<1x8x128x64xbf16>, %k: tensor<512x8x64xbf16>, %v: tensor<512x8x64xbf16>, %r: tensor<1x128xi32>) -> tensor<1x8x128x64xbf16> {
-  %o = poot.attention %q, %k, %v read(%r : tensor<1x128xi32>) causal {scale = 0.125 : f64} : tensor<1x8x128x64xbf16>, tensor<512x8x64xbf16>, tensor<512x8x64xbf16> -> tensor<1x8x128x64xbf16>
-  return %o : tensor<1x8x128x64xbf16>
-}
-
-// -----
-
-// CHECK-LABEL: func.func @split_key
-// CHECK: schedule = tiled_prefill,
-func.func @split_key(%q: tensor<1x8x128x64xbf16>, %k: tensor<1x8x128x48xbf16>, %ks: tensor<1x1x128x16xbf16>, %v: tensor<1x8x128x64xbf16>) -> tensor<1x8x128x64xbf16> {
-  %o = poot.attention %q, %k, %v key_shared(%ks : tensor<1x1x128x16xbf16>) causal {scale = 0.125 : f64} : tensor<1x8x128x64xbf16>, tensor<1x8x128x48xbf16>, tensor<1x8x128x64xbf16> -> tensor<1x8x128x64xbf16>
-  return %o : tensor<1x8x128x64xbf16>
-}
