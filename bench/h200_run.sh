@@ -2,8 +2,9 @@
 # One device call: environment, verification, benchmark, sanitizers, pytest.
 # Usage (device tool, repo root, carry bench/artifacts): bash bench/h200_run.sh [stages]
 # Stages (default: env verify bench sanitize pytest): env verify bench sanitize pytest sparse step
-# bf16 pool proto proto_sanitize ncu sass. (step needs `python bench/step_h200.py build bench/artifacts/step_h200`,
-# bf16 `python bench/bf16_h200.py build`, pool `python bench/pool_scaling_h200.py build bench/artifacts/pool_h200`.) Logs under $OUT (at most 8 files come back from a device call).
+# bf16 pool mma proto proto_sanitize ncu sass. (step needs `python bench/step_h200.py build bench/artifacts/step_h200`,
+# bf16 `python bench/bf16_h200.py build`, pool `python bench/pool_scaling_h200.py build bench/artifacts/pool_h200`,
+# mma `python bench/mma_h200.py build`.) Logs under $OUT (at most 8 files come back from a device call).
 set -u
 export PYTHONPATH=python PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/poot_out}; mkdir -p "$OUT"
@@ -42,6 +43,10 @@ bf16)
   stamp bf16
   timeout 400 python3 bench/bf16_h200.py run --json "$OUT/bf16.json" > "$OUT/bf16.log" 2>&1; echo "bf16 rc=$?"
   tail -9 "$OUT/bf16.log" ;;
+mma)
+  stamp "mma (two-byte prefill on tensor cores vs float64 and SDPA; needs python bench/mma_h200.py build)"
+  timeout 200 python3 bench/mma_h200.py run --artifacts "${MMA_ARTIFACTS:-bench/artifacts}" --json "$OUT/mma.json" > "$OUT/mma.log" 2>&1
+  echo "mma rc=$?"; grep -cE "ok=True" "$OUT/mma.log"; grep -E "ok=False|ERROR|sdpa/poot" "$OUT/mma.log" | cut -c1-220 ;;
 pytest)
   stamp pytest
   timeout 60 python3 -m pytest -q -p no:cacheprovider test/python/test_cuda_runtime.py > "$OUT/pytest.log" 2>&1; echo "pytest rc=$?"

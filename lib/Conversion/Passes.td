@@ -431,6 +431,11 @@ def PootGenerateAttentionKernels
     `spirv.entry_point_abi`), `nvvm` / `rocdl` (a workgroup attribution and
     a known block size).
 
+    `tiled_prefill_mma` (two-byte prefill on NVIDIA tensor cores,
+    TiledPrefillMmaKernel.h) emits one `prefill_mma` kernel of 4 warps whose
+    products are `nvvm.mma.sync` m16n8k16 (with `vector` and `llvm` ops
+    packing the two-byte operands); it is refused for any target but `nvvm`.
+
     Before:
     ```mlir
     %o = poot.attention %q, %k, %v {request = #poot.attention_request<...>, scale = 0.125 : f64} : ...

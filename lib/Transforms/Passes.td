@@ -83,8 +83,9 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     none fits it keeps the rules above (streaming). With `mma-sm` >= 80 on
     NVVM, a two-byte (bf16/f16) prefill of at least 64 query rows whose head
     widths fit the tensor-core tiles (Dq a multiple of 16 up to 256, Dv a
-    multiple of 8 up to 128, per-head and shared widths that are multiples
-    of 8 when the key is split)
+    multiple of 8 up to 128, dense keys that are not split: paged and split
+    keys keep the FFMA schedule until the kernel's reading of them has run
+    on a GPU)
     plans `tiled_prefill_mma` instead (PlanPrefill.cpp): 64 query rows and
     128 threads a workgroup, `key_block` 64 (32 when its workgroup memory,
     PlanCommon.h `tiledPrefillMmaWords`, does not fit).

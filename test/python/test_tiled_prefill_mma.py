@@ -27,9 +27,7 @@ FORMS = [
          key_width=128, value_width=128, causal=True),
     Form("masked_live_softcap", q_len=100, key_len=300, key_width=64, value_width=64,
          mask="per_head", live=True, softcap=30.0),
-    Form("paged_causal", q_len=64, key_len=96, pool=300, key_width=32, value_width=32, causal=True),
-    Form("split_key", q_len=70, key_len=90, key_width=48, shared_width=16, value_width=24,
-         causal=True),
+    Form("chunk_after_cache_dv24", q_len=70, key_len=90, key_width=64, value_width=24, causal=True),
 ]
 
 
@@ -85,8 +83,13 @@ def test_mma_prefill_is_only_planned_where_it_applies(rng, tmp_path):
     sm75 = devices.SM_90.with_limits(name="sm_75", chip="sm_75")
     attention, _ = compile_sm90(form, "bf16", rng, tmp_path / "sm75", sm75)
     assert attention["request"]["schedule"] == "tiled_prefill"
-    # Shapes the tiles do not take: fewer than 64 rows, Dq not a multiple of 16.
+    # Shapes the tiles do not take: fewer than 64 rows, Dq not a multiple of 16;
+    # paged and split keys (not yet run on a GPU through the mma kernel).
     for other in (Form("short", q_len=40, key_len=40, causal=True),
-                  Form("odd_dq", q_len=64, key_len=64, key_width=24, causal=True)):
+                  Form("odd_dq", q_len=64, key_len=64, key_width=24, causal=True),
+                  Form("paged", q_len=64, key_len=96, pool=300, key_width=32, value_width=32,
+                       causal=True),
+                  Form("split_key", q_len=70, key_len=90, key_width=48, shared_width=16,
+                       value_width=24, causal=True)):
         attention, _ = compile_sm90(other, "bf16", rng, tmp_path / other.name)
         assert attention["request"]["schedule"] == "tiled_prefill", other.name

@@ -16,6 +16,8 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVAttributes.h"
@@ -37,6 +39,14 @@ enum class KernelPhase { Stream, Partials, Combine, Warp, Tiled, TiledMma };
 struct GenerateKernels
     : poot::impl::PootGenerateAttentionKernelsBase<GenerateKernels> {
   using PootGenerateAttentionKernelsBase::PootGenerateAttentionKernelsBase;
+
+  /// The TableGen list, plus what tiled_prefill_mma emits: vector and llvm
+  /// ops that pack its two-byte operands and nvvm.mma.sync.
+  void getDependentDialects(DialectRegistry &registry) const override {
+    PootGenerateAttentionKernelsBase::getDependentDialects(registry);
+    registry.insert<vector::VectorDialect, LLVM::LLVMDialect,
+                    NVVM::NVVMDialect>();
+  }
 
   /// Workgroup memory of `floats` words (f32 unless `element` says
   /// otherwise), declared as the target lowers it.

@@ -30,7 +30,8 @@
 // input type for the P V product (the one rounding besides the output's).
 // The causal kind ends the walk at the block's last visible key; tensor
 // masks, the softcap, live lengths, paged and split keys are read as in the
-// FFMA tiled schedule (AttentionEmitter's addressing, transform and mask).
+// FFMA tiled schedule (AttentionEmitter's addressing, transform and mask);
+// the planner does not send paged or split keys here yet (PlanPrefill.cpp).
 //
 //===----------------------------------------------------------------------===//
 
