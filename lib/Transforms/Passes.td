@@ -180,7 +180,7 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     Option<"mmaSm", "mma-sm", "int64_t", /*default=*/"0",
            "NVVM only: the SM version (80 and up) whose warp-level "
            "mma.sync m16n8k16 a two-byte prefill may use "
-           "(tiled_prefill_mma); 0: no tensor cores">
+           "(tiled_prefill_mma); 0: no tensor cores">,
     Option<"maxUnroll", "max-unroll", "int64_t", /*default=*/"0",
            "NVIDIA warp decode: 0 (default) keeps the scalar one-key-a-step "
            "form (the one verified on the H200); N >= 1 reads K/V as 16-byte "
