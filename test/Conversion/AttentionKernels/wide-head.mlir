@@ -12,7 +12,7 @@
 // 16 query words a thread, 8 * 257 = 2056 floats (SPIR-V: 64 threads, 4
 // slices of 32 words, 1028); the key walk carries the thread's R*Dv/128 = 16
 // outputs and holds five barriers (the slices' sum adds one).
-// CHECK: poot.attention {{.*}}poot.kernels = [@poot_attention_0::@wide_head, @poot_attention_0::@combine], poot.request = {{.*}}schedule = wide_head, lanes = 128, splits = 8, chunk = 128, grid_x = 8, grid_y = 1, q_block = 16, key_block = 16>
+// CHECK: poot.attention {{.*}}poot.kernels = [@poot_attention_0::@wide_head, @poot_attention_0::@combine], request = {{.*}}schedule = wide_head, lanes = 128, splits = 8, chunk = 128, grid_x = 8, grid_y = 1, q_block = 16, key_block = 16>
 // CHECK: gpu.func @wide_head(%{{.*}}: memref<2048xf32>, %{{.*}}: memref<131072xf32>, %{{.*}}: memref<131072xf32>, %{{.*}}: memref<16640xf32>) workgroup(%{{.*}} : memref<6504xf32, #gpu.address_space<workgroup>>) kernel
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
 // CHECK: gpu.barrier
