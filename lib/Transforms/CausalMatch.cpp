@@ -13,6 +13,12 @@
 // Anything else (another diagonal, a window, an iota over a leading axis, a
 // non-splat offset) is not causal and stays a tensor mask.
 //
+// The compare may reach the mask through boolean identities on i1 splats,
+// as bool masks are spelled in PyTorch: `tril(ones(bool))` is
+// select(c, true, false), `~m` / logical_not is eq(m, false), and a mask
+// and-ed with an all-true one is itself. readBoolView sees through them to
+// (compare, negated) without rewriting the IR.
+//
 //===----------------------------------------------------------------------===//
 
 #include "lib/Transforms/CausalMatch.h"
@@ -118,6 +124,80 @@ std::optional<Affine> readAffine(Value value, int64_t lq, int64_t lk,
   return std::nullopt;
 }
 
+/// The value of an i1 splat constant.
+std::optional<bool> splatBool(Value value) {
+  DenseIntElementsAttr dense;
+  if (!matchPattern(peelViews(value), m_Constant(&dense)) || !dense.isSplat() ||
+      !dense.getElementType().isInteger(1))
+    return std::nullopt;
+  return dense.getSplatValue<APInt>().getBoolValue();
+}
+
+/// An integer compare behind a condition, and whether the condition is its
+/// negation.
+struct BoolView {
+  CompareOp compare;
+  bool negated = false;
+};
+
+/// The compare `cond` (i1) equals or negates elementwise, seen through the
+/// identities select(c, true, false) = c, select(c, false, true) = !c,
+/// eq(x, false) = ne(x, true) = !x, eq(x, true) = ne(x, false) = x,
+/// and(x, true) = or(x, false) = x (either side), any nesting of them
+/// (double negation included), and views that keep the last two axes.
+/// Nullopt for anything else: a select with a non-constant or equal arms,
+/// and(x, false), a compare of two non-constant conditions, ...
+std::optional<BoolView> readBoolView(Value cond, int depth = 0) {
+  if (depth > 16)
+    return std::nullopt;
+  cond = peelViews(cond);
+  Operation *def = cond.getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  auto negate = [](std::optional<BoolView> view, bool by) {
+    if (view)
+      view->negated ^= by;
+    return view;
+  };
+  if (auto compare = dyn_cast<CompareOp>(def)) {
+    if (!tensorOf(compare.getLhs()).getElementType().isInteger(1))
+      return BoolView{compare, false};
+    // A compare of conditions: only x == / != a constant is an identity.
+    CompareDirection dir = compare.getDirection();
+    if (dir != CompareDirection::EQ && dir != CompareDirection::NE)
+      return std::nullopt;
+    Value x = compare.getLhs();
+    std::optional<bool> c = splatBool(compare.getRhs());
+    if (!c) {
+      x = compare.getRhs();
+      c = splatBool(compare.getLhs());
+    }
+    if (!c)
+      return std::nullopt;
+    // x == true and x != false are x; x == false and x != true are !x.
+    bool keeps = (dir == CompareDirection::EQ) == *c;
+    return negate(readBoolView(x, depth + 1), !keeps);
+  }
+  if (auto select = dyn_cast<SelectOp>(def)) {
+    std::optional<bool> onTrue = splatBool(select.getOnTrue()),
+                        onFalse = splatBool(select.getOnFalse());
+    if (!onTrue || !onFalse || *onTrue == *onFalse)
+      return std::nullopt;
+    return negate(readBoolView(select.getCond(), depth + 1), !*onTrue);
+  }
+  if (isa<AndOp, OrOp>(def)) {
+    // The neutral element: true for and, false for or.
+    bool neutral = isa<AndOp>(def);
+    Value lhs = def->getOperand(0), rhs = def->getOperand(1);
+    if (splatBool(rhs) == neutral)
+      return readBoolView(lhs, depth + 1);
+    if (splatBool(lhs) == neutral)
+      return readBoolView(rhs, depth + 1);
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 CompareDirection flip(CompareDirection d) {
   switch (d) {
   case CompareDirection::LT:
@@ -135,10 +215,9 @@ CompareDirection flip(CompareDirection d) {
 
 } // namespace
 
-std::optional<bool> match::causalSetOf(Value cond, int64_t lq, int64_t lk) {
-  auto compare = peelViews(cond).getDefiningOp<CompareOp>();
-  if (!compare || lk < lq)
-    return std::nullopt;
+/// The set an integer compare names, as causalSetOf reports it.
+static std::optional<bool> compareSetOf(CompareOp compare, int64_t lq,
+                                        int64_t lk) {
   auto lhs = readAffine(compare.getLhs(), lq, lk);
   auto rhs = readAffine(compare.getRhs(), lq, lk);
   if (!lhs || !rhs)
@@ -181,6 +260,17 @@ std::optional<bool> match::causalSetOf(Value cond, int64_t lq, int64_t lk) {
     break;
   }
   return std::nullopt;
+}
+
+std::optional<bool> match::causalSetOf(Value cond, int64_t lq, int64_t lk) {
+  std::optional<BoolView> view = readBoolView(cond);
+  if (!view || lk < lq)
+    return std::nullopt;
+  // The complement of exactly the visible set is exactly the hidden set.
+  std::optional<bool> visible = compareSetOf(view->compare, lq, lk);
+  if (!visible)
+    return std::nullopt;
+  return *visible != view->negated;
 }
 
 bool match::isCausalMask(const MaskStep &step, int64_t lq, int64_t lk) {

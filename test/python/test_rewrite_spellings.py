@@ -130,6 +130,23 @@ def causal_prefill_neg_inf() -> ir.Module:
     return finish(tr, ops.softmax(s), v)
 
 
+def bool_tril(spelling: str) -> ir.Module:
+    """`causal = torch.tril(torch.ones(L, L, dtype=torch.bool))` as the
+    frontend emits it (tril of a bool tensor: `select(col - row <= 0, ones,
+    False)`), applied by `scores.masked_fill(~causal, -inf)` (`~`: `eq(x,
+    False)`) or `torch.where(causal & True, scores, -inf)`."""
+    tr = Tracer("bool_tril")
+    q, k, v = qkv(tr, LK, LK)
+    rows, cols = ops.iota((LK, LK), 0), ops.iota((LK, LK), 1)
+    ones = ops.constant(True, "i1", shape=(LK, LK))
+    causal = ops.select(ops.le(ops.sub(cols, rows), 0), ones, False)
+    if spelling == "masked_fill":
+        s = ops.masked_fill(scores(q, k), ops.eq(causal, False), float("-inf"))
+    else:
+        s = ops.where(ops.and_(causal, True), scores(q, k), float("-inf"))
+    return finish(tr, ops.softmax(s), v)
+
+
 #: The spellings whose mask becomes poot.attention's causal kind (the rest,
 #: a sliced constant buffer among them, stay tensors).
 CAUSAL_KIND = {
@@ -137,6 +154,8 @@ CAUSAL_KIND = {
     "causal by torch.where with -inf",
     "bottom-right causal, Lq=1 decode",
     "top-left causal masked_fill -inf",
+    "bool tril(ones), masked_fill(~causal, -inf)",
+    "bool tril(ones), torch.where(causal & True)",
 }
 
 
@@ -152,6 +171,8 @@ CAUSAL_KIND = {
         ("BERT extended additive mask", bert_extended_mask),
         ("causal + padding selects, bias, then the scale", causal_and_padding),
         ("top-left causal masked_fill -inf", causal_prefill_neg_inf),
+        ("bool tril(ones), masked_fill(~causal, -inf)", lambda: bool_tril("masked_fill")),
+        ("bool tril(ones), torch.where(causal & True)", lambda: bool_tril("where")),
     ],
 )
 def test_boolean_masks_fuse(case: str, build, rng: np.random.Generator) -> None:
@@ -166,6 +187,23 @@ def test_boolean_masks_fuse(case: str, build, rng: np.random.Generator) -> None:
         assert " causal " in text and " mask(" not in text
     else:
         assert " mask(" in text and " causal " not in text
+
+
+@pytest.mark.parametrize("spelling", ["masked_fill", "where"])
+def test_bool_tril_runs_causal_on_the_cpu(spelling: str, rng: np.random.Generator, tmp_path) -> None:
+    """The bool tril spelling compiled for the CPU: one poot.attention of the
+    causal kind (no mask tensor), its result the float64 oracle's."""
+    from poot_mlir.compiler import compile_cpu
+    from poot_mlir.runtime.cpu import CpuArtifact
+
+    module = bool_tril(spelling)
+    text = str(fused_copy(module).module)
+    assert " causal " in text and " mask(" not in text, text
+    path = compile_cpu(module, tmp_path / "step")
+    inputs = random_inputs(module, rng)
+    (got,) = CpuArtifact(path).run(inputs).outputs
+    want = oracle.run(module, inputs, reference=True).named["out"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("fill", [float("-inf"), F32_MIN])

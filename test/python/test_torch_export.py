@@ -152,7 +152,8 @@ def test_sdpa_is_causal(seeded, models, rng, tmp_path) -> None:
 
 
 @pytest.mark.parametrize(
-    "mask, decompose", [("triu", False), ("finfo", False), ("tril", False), ("triu", True)]
+    "mask, decompose",
+    [("triu", False), ("finfo", False), ("tril", False), ("tril_where", False), ("triu", True)],
 )
 def test_llama_attention(seeded, models, rng, tmp_path, mask, decompose) -> None:
     """`decompose`: the core ATen program (`run_decompositions()`), whose
@@ -172,11 +173,13 @@ def test_llama_attention(seeded, models, rng, tmp_path, mask, decompose) -> None
     text, _ = fused_ir(module)
     heads = 4 if decompose else 2
     assert re.search(rf"poot.attention [^\n]*tensor<2x4x8x8xf32>, tensor<2x{heads}x8x8xf32>", text), text
-    if mask != "tril" and not decompose:
-        # full(-inf or finfo.min).triu(1) added: the op's causal kind (no mask
-        # tensor). The bool tril(ones) + masked_fill(~keep) spelling fuses with
-        # a mask tensor (docs/torch-export.md).
+    if not decompose:
+        # full(-inf or finfo.min).triu(1) added, and the bool tril(ones)
+        # applied by masked_fill(~keep) or torch.where(keep) (read through
+        # their boolean identities):
+        # the op's causal kind, no mask tensor (docs/torch-export.md).
         assert re.search(r"poot.attention [^\n]* causal", text), text
+        assert not re.search(r"poot.attention [^\n]* mask\(", text), text
     assert relative_error(out, reference(torch, model, (x, cos, sin))[0]) <= F32_RTOL
 
 

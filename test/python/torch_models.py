@@ -51,8 +51,8 @@ def repeat_kv(hidden_states, n_rep: int):
 class LlamaAttention(nn.Module):
     """transformers' LlamaAttention with eager_attention_forward inlined;
     `mask`: "triu" (an additive `full(-inf).triu(1)` bias), "finfo" (the
-    same with `finfo(dtype).min`) or "tril" (a bool `tril(ones)` mask applied
-    by masked_fill)."""
+    same with `finfo(dtype).min`), "tril" (a bool `tril(ones)` mask applied
+    by masked_fill) or "tril_where" (the same mask applied by torch.where)."""
 
     def __init__(self, hidden=32, heads=4, kv_heads=2, mask="triu") -> None:
         super().__init__()
@@ -83,7 +83,10 @@ class LlamaAttention(nn.Module):
             attn_weights = attn_weights + causal_mask
         else:
             keep = torch.tril(torch.ones(q_len, q_len, dtype=torch.bool))
-            attn_weights = attn_weights.masked_fill(~keep, float("-inf"))
+            if self.mask == "tril_where":
+                attn_weights = torch.where(keep, attn_weights, float("-inf"))
+            else:
+                attn_weights = attn_weights.masked_fill(~keep, float("-inf"))
         attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query_states.dtype)
         attn_output = torch.matmul(attn_weights, value_states)
         attn_output = attn_output.transpose(1, 2).contiguous()
