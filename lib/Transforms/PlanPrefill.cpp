@@ -28,6 +28,32 @@
 using namespace mlir;
 using namespace mlir::poot;
 
+/// `base` with a tiled schedule's launch recorded: `workgroups` folded onto
+/// the grid (a GridLimit error when they do not fit), `lanes` threads each,
+/// `rows` x `tile` blocks, `splits` chunks of `chunk` keys. `kind` names the
+/// workgroups in the error ("wide-head ", or nothing).
+static FailureOr<AttentionRequestAttr>
+withTiledLaunch(AttentionOp op, AttentionRequestAttr base,
+                const DeviceLimits &device, AttentionSchedule schedule,
+                int64_t lanes, int64_t splits, int64_t chunk,
+                int64_t workgroups, int64_t rows, int64_t tile,
+                StringRef kind = "") {
+  std::optional<Grid> grid =
+      foldGrid(workgroups, device.maxGridX, device.maxGridY);
+  if (!grid) {
+    op.emitError() << "GridLimit: " << workgroups << " " << kind
+                   << "workgroups do not fit a " << device.maxGridX << " x "
+                   << device.maxGridY << " grid";
+    return failure();
+  }
+  return AttentionRequestAttr::get(
+      op.getContext(), base.getBatch(), base.getQHeads(), base.getKvHeads(),
+      base.getQLen(), base.getKeyLen(), base.getKeyWidth(),
+      base.getSharedWidth(), base.getValueWidth(), base.getTransform(),
+      base.getMask(), base.getKeyBound(), schedule, lanes, splits, chunk,
+      grid->x, grid->y, rows, tile);
+}
+
 /// The tensor-core request for `base`, or nullopt when the mma schedule
 /// does not take it (the caller plans the FFMA tiled schedule).
 static std::optional<FailureOr<AttentionRequestAttr>>
@@ -52,20 +78,9 @@ planTiledPrefillMma(AttentionOp op, AttentionRequestAttr base,
       continue;
     int64_t workgroups = base.getBatch() * base.getQHeads() *
                          llvm::divideCeil(qLen, kMmaPrefillRows);
-    std::optional<Grid> grid =
-        foldGrid(workgroups, device.maxGridX, device.maxGridY);
-    if (!grid) {
-      op.emitError() << "GridLimit: " << workgroups
-                     << " workgroups do not fit a " << device.maxGridX << " x "
-                     << device.maxGridY << " grid";
-      return FailureOr<AttentionRequestAttr>(failure());
-    }
-    return FailureOr<AttentionRequestAttr>(AttentionRequestAttr::get(
-        op.getContext(), base.getBatch(), base.getQHeads(), base.getKvHeads(),
-        qLen, base.getKeyLen(), dk, ds, dv, base.getTransform(),
-        base.getMask(), base.getKeyBound(), AttentionSchedule::TiledPrefillMma,
-        threads, /*splits=*/1, /*chunk=*/base.getKeyLen(), grid->x, grid->y,
-        kMmaPrefillRows, tile));
+    return withTiledLaunch(op, base, device, AttentionSchedule::TiledPrefillMma,
+                           threads, /*splits=*/1, /*chunk=*/base.getKeyLen(),
+                           workgroups, kMmaPrefillRows, tile);
   }
   return std::nullopt;
 }
@@ -97,20 +112,9 @@ poot::planTiledPrefill(AttentionOp op, AttentionRequestAttr base,
     // B * Hq * Lq is at most q's element count (below 2^63).
     int64_t workgroups = base.getBatch() * base.getQHeads() *
                          llvm::divideCeil(qLen, rows);
-    std::optional<Grid> grid =
-        foldGrid(workgroups, device.maxGridX, device.maxGridY);
-    if (!grid) {
-      op.emitError() << "GridLimit: " << workgroups
-                     << " workgroups do not fit a " << device.maxGridX << " x "
-                     << device.maxGridY << " grid";
-      return FailureOr<AttentionRequestAttr>(failure());
-    }
-    return FailureOr<AttentionRequestAttr>(AttentionRequestAttr::get(
-        op.getContext(), base.getBatch(), base.getQHeads(), base.getKvHeads(),
-        qLen, base.getKeyLen(), base.getKeyWidth(), base.getSharedWidth(), dv,
-        base.getTransform(), base.getMask(), base.getKeyBound(),
-        AttentionSchedule::TiledPrefill, lanes, /*splits=*/1,
-        /*chunk=*/base.getKeyLen(), grid->x, grid->y, rows, tile));
+    return withTiledLaunch(op, base, device, AttentionSchedule::TiledPrefill,
+                           lanes, /*splits=*/1, /*chunk=*/base.getKeyLen(),
+                           workgroups, rows, tile);
   }
   return std::nullopt;
 }
@@ -191,21 +195,9 @@ poot::planWideHead(AttentionOp op, AttentionRequestAttr base,
         return FailureOr<AttentionRequestAttr>(failure());
       }
     }
-    int64_t workgroups = perSplit * splits;
-    std::optional<Grid> grid =
-        foldGrid(workgroups, device.maxGridX, device.maxGridY);
-    if (!grid) {
-      op.emitError() << "GridLimit: " << workgroups
-                     << " wide-head workgroups do not fit a " << device.maxGridX
-                     << " x " << device.maxGridY << " grid";
-      return FailureOr<AttentionRequestAttr>(failure());
-    }
-    return FailureOr<AttentionRequestAttr>(AttentionRequestAttr::get(
-        op.getContext(), base.getBatch(), base.getQHeads(), base.getKvHeads(),
-        qLen, keyLen, base.getKeyWidth(), base.getSharedWidth(), dv,
-        base.getTransform(), base.getMask(), base.getKeyBound(),
-        AttentionSchedule::WideHead, lanes, splits, chunk, grid->x, grid->y,
-        rows, tile));
+    return withTiledLaunch(op, base, device, AttentionSchedule::WideHead,
+                           lanes, splits, chunk, perSplit * splits, rows, tile,
+                           "wide-head ");
   }
   return std::nullopt;
 }
