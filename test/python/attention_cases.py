@@ -140,3 +140,15 @@ def assert_matches(out: np.ndarray, ref: np.ndarray, *, rtol: float, atol: float
     """Equal within tolerance, with NaN exactly where the reference has NaN."""
     np.testing.assert_array_equal(np.isnan(out), np.isnan(ref))
     np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol, equal_nan=True)
+
+
+def run_on(text: str, inputs, device, vulkan, path):
+    """Compiles `text` for `device` as the client `vulkan` runs (raw Vulkan or
+    wgpu) and runs it: (the manifest's first attention record, the output)."""
+    from poot_mlir.compiler import gpu
+    from poot_mlir.runtime.gpu import GpuArtifact
+
+    if vulkan.client == "wgpu":
+        device = device.with_limits(client="wgpu")
+    artifact = GpuArtifact(gpu.compile_gpu(text, device, path), backend=vulkan)
+    return artifact.manifest["attention"][0], artifact.run(inputs).outputs[0]

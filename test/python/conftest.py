@@ -48,3 +48,16 @@ def rng(request: pytest.FixtureRequest) -> np.random.Generator:
     seed = int(os.environ.get("POOT_TEST_SEED") or int.from_bytes(os.urandom(8), "little"))
     print(f"{request.node.nodeid}: POOT_TEST_SEED={seed}")
     return np.random.default_rng(seed)
+
+
+@pytest.fixture(scope="module", params=["vulkan", "wgpu"])
+def vulkan(request: pytest.FixtureRequest):
+    """A lavapipe device through raw Vulkan, then through wgpu (the attention
+    kernel tests compile for its client: `attention_cases.run_on`). A module
+    may define its own `vulkan` fixture instead."""
+    from poot_mlir.runtime.gpu import make_device
+
+    system_deps.require(request.param)
+    backend = make_device("wgpu-lavapipe" if request.param == "wgpu" else "lavapipe")
+    yield backend
+    backend.close()

@@ -23,7 +23,7 @@ from attention_cases import FORMS, Form, assert_matches, build
 from system_deps import ptxas_path, require
 from poot_mlir import errors, oracle
 from poot_mlir.compiler import devices, gpu
-from poot_mlir.runtime.gpu import GpuArtifact, make_device
+from poot_mlir.runtime.gpu import GpuArtifact
 
 LAVAPIPE = devices.VULKAN_LAVAPIPE
 
@@ -40,16 +40,6 @@ def schedules(form: Form) -> dict[str, devices.Device]:
         "split_kv": LAVAPIPE.with_limits(compute_units=64),
         "fold2d": LAVAPIPE.with_limits(compute_units=1, max_grid_x=3),
     }
-
-
-@pytest.fixture(scope="module", params=["vulkan", "wgpu"])
-def vulkan(request):
-    """Lavapipe through raw Vulkan, then through wgpu (kernels compiled for
-    it: `for_backend`)."""
-    require(request.param)
-    backend = make_device("wgpu-lavapipe" if request.param == "wgpu" else "lavapipe")
-    yield backend
-    backend.close()
 
 
 def for_backend(device: devices.Device, backend) -> devices.Device:

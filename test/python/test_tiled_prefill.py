@@ -15,11 +15,11 @@ import subprocess
 import numpy as np
 import pytest
 
-from attention_cases import Form, assert_matches, build
+from attention_cases import Form, assert_matches, build, run_on
 from system_deps import ptxas_path, require
 from poot_mlir import oracle
 from poot_mlir.compiler import devices, gpu
-from poot_mlir.runtime.gpu import GpuArtifact, make_device
+
 
 LAVAPIPE = devices.VULKAN_LAVAPIPE
 
@@ -34,22 +34,6 @@ PREFILL_FORMS = [
     Form("paged_causal", q_len=16, key_len=48, pool=200, causal=True),
     Form("tensor_causal_mask", q_len=18, key_len=18, mask="shared"),
 ]
-
-
-@pytest.fixture(scope="module", params=["vulkan", "wgpu"])
-def vulkan(request):
-    """Lavapipe through raw Vulkan, then through wgpu."""
-    require(request.param)
-    backend = make_device("wgpu-lavapipe" if request.param == "wgpu" else "lavapipe")
-    yield backend
-    backend.close()
-
-
-def run_on(text, inputs, device, vulkan, path):
-    if vulkan.client == "wgpu":
-        device = device.with_limits(client="wgpu")
-    artifact = GpuArtifact(gpu.compile_gpu(text, device, path), backend=vulkan)
-    return artifact.manifest["attention"][0], artifact.run(inputs).outputs[0]
 
 
 @pytest.mark.parametrize("form", PREFILL_FORMS, ids=[f.name for f in PREFILL_FORMS])

@@ -17,11 +17,11 @@ import subprocess
 import numpy as np
 import pytest
 
-from attention_cases import Form, assert_matches, build
+from attention_cases import Form, assert_matches, build, run_on
 from system_deps import ptxas_path, require
 from poot_mlir import oracle
 from poot_mlir.compiler import devices, gpu
-from poot_mlir.runtime.gpu import GpuArtifact, make_device
+from poot_mlir.runtime.gpu import GpuArtifact
 
 LAVAPIPE = devices.VULKAN_LAVAPIPE
 
@@ -37,22 +37,6 @@ FORMS = [
     Form("rep8_shared_mask_q3", batch=2, q_heads=8, kv_heads=1, q_len=3, key_len=40, mask="shared"),
     Form("rep16_causal_q5", batch=1, q_heads=16, kv_heads=1, q_len=5, key_len=33, causal=True),
 ]
-
-
-@pytest.fixture(scope="module", params=["vulkan", "wgpu"])
-def vulkan(request):
-    """Lavapipe through raw Vulkan, then through wgpu."""
-    require(request.param)
-    backend = make_device("wgpu-lavapipe" if request.param == "wgpu" else "lavapipe")
-    yield backend
-    backend.close()
-
-
-def run_on(text, inputs, device, vulkan, path):
-    if vulkan.client == "wgpu":
-        device = device.with_limits(client="wgpu")
-    artifact = GpuArtifact(gpu.compile_gpu(text, device, path), backend=vulkan)
-    return artifact.manifest["attention"][0], artifact.run(inputs).outputs[0]
 
 
 def check_plan(request, form, device):
