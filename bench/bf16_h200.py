@@ -60,7 +60,10 @@ def bf16_text(form: cases.Form) -> str:
     """cases.text(form) with Q, K, V and the output in bf16 (mask kept f32)."""
     text = cases.text(form)
     shapes = form.shapes()
-    for shape in {shapes["q"][0], shapes["k"][0], shapes["v"][0], form.out_shape}:
+    two_byte = {shapes["q"][0], shapes["k"][0], shapes["v"][0], form.out_shape}
+    if "k_shared" in shapes:  # the split key's shared part: the query's type
+        two_byte.add(shapes["k_shared"][0])
+    for shape in two_byte:
         f32 = "tensor<" + "x".join(map(str, shape)) + "xf32>"
         text = text.replace(f32, f32[: -len("f32>")] + "bf16>")
     return text
@@ -130,8 +133,9 @@ def bench_form(torch, cuda_mod, device, root: Path, index: dict, name: str, form
     sets = []
     for _ in range(n_sets):
         t = torch_inputs(torch, form, rng)
-        for key in ("q", "k", "v"):
-            t[key] = t[key].to(torch.bfloat16).contiguous()
+        for key in ("q", "k", "v", "k_shared", "_k_full"):
+            if key in t:
+                t[key] = t[key].to(torch.bfloat16).contiguous()
         sets.append(t)
     ref = reference64(torch, form, sets[0])  # float64 of the bf16 inputs
     torch.cuda.synchronize()
@@ -205,7 +209,8 @@ def bench_form(torch, cuda_mod, device, root: Path, index: dict, name: str, form
 
     def sdpa(t):
         return lambda: holder.__setitem__(0, F.scaled_dot_product_attention(
-            t["q"], t["k"], t["v"], scale=form.scale, is_causal=form.mask == "causal", enable_gqa=True))
+            t["q"], t.get("_k_full", t["k"]), t["v"], scale=form.scale, is_causal=form.mask == "causal" or form.causal,
+            enable_gqa=True))
 
     d: dict = {}
     try:

@@ -203,12 +203,11 @@ def bench_variants():
             out.append(("lanes32", {"workgroup_memory": 32 * (form.value_width + 2) * 4}))
             out.append(("lanes32_cu4224", {"workgroup_memory": 32 * (form.value_width + 2) * 4,
                                            "compute_units": 4224}))
-            # The warp decode's 16-byte loads with up to 1, 2, 4 keys a warp
-            # step (the default plan is the scalar one-key form until these
-            # are verified on the H200: bench/NOTES.md).
-            out.append(("unroll1", {"max_unroll": 1}))
+            # The warp decode's default is 16-byte loads with up to 4 keys a
+            # warp step; beside it the scalar one-key form and 2 keys
+            # (bench/NOTES.md "Warp decode: 16-byte loads").
+            out.append(("scalar", {"max_unroll": 0}))
             out.append(("unroll2", {"max_unroll": 2}))
-            out.append(("unroll4", {"max_unroll": 4}))
         return out
 
     return variants

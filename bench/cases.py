@@ -219,6 +219,13 @@ def verify_cases() -> list[tuple[str, Form, dict, str]]:
     both(Form("live", batch=3, q_heads=8, kv_heads=2, key_len=2048, live=True))
     both(Form("paged_live", batch=2, q_heads=8, kv_heads=2, key_len=1024, pool=1500, live=True))
     both(Form("empty_row", batch=1, q_heads=4, kv_heads=2, key_len=512, mask="alibi", empty_row=True))
+    # The warp decode plans 16-byte loads and up to 4 keys a warp step by
+    # default; its scalar one-key form (`max_unroll` 0) and 2 keys on every
+    # decode form above (split and streaming) and four of them.
+    for case_id, form, extra, expected in list(cases):
+        cases.append((f"{case_id}-scalar", form, dict(extra, max_unroll=0), expected))
+        if case_id in ("gqa_decode-split", "paged_live-split", "split_key-split", "softcap-stream"):
+            cases.append((f"{case_id}-u2", form, dict(extra, max_unroll=2), expected))
     # Prefill (Lq >= 16: the tiled prefill; a tensor mask, or the causal kind).
     cases.append(("causal_prefill", Form("causal_prefill", batch=1, q_heads=8, kv_heads=2, q_len=256,
                                           key_len=256, mask="causal"), {}, "tiled_prefill"))

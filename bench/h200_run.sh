@@ -2,7 +2,7 @@
 # One device call: environment, verification, benchmark, sanitizers, pytest.
 # Usage (device tool, repo root, carry bench/artifacts): bash bench/h200_run.sh [stages]
 # Stages (default: env verify bench sanitize pytest): env verify bench sanitize pytest sparse step
-# bf16 pool mma proto proto_sanitize ncu sass. (step needs `python bench/step_h200.py build bench/artifacts/step_h200`,
+# bf16 pool mma mma_sanitize proto proto_sanitize ncu sass. (step needs `python bench/step_h200.py build bench/artifacts/step_h200`,
 # bf16 `python bench/bf16_h200.py build`, pool `python bench/pool_scaling_h200.py build bench/artifacts/pool_h200`,
 # mma `python bench/mma_h200.py build`.) Logs under $OUT (at most 8 files come back from a device call).
 set -u
@@ -20,11 +20,11 @@ env)
   cat "$OUT/env.txt" | grep -E "H200|Driver|torch|Version|Python" | head -12 ;;
 verify)
   stamp verify
-  timeout 90 python3 bench/verify_h200.py --json "$OUT/verify.json" > "$OUT/verify.log" 2>&1; echo "verify rc=$?"
+  timeout 180 python3 bench/verify_h200.py --json "$OUT/verify.json" > "$OUT/verify.log" 2>&1; echo "verify rc=$?"
   grep -E "^(FAIL|[0-9]+ cases)" "$OUT/verify.log"; grep -c "^PASS" "$OUT/verify.log" ;;
 bench)
   stamp bench
-  timeout 270 python3 bench/attention_h200.py --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
+  timeout 330 python3 bench/attention_h200.py --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1; echo "bench rc=$?"
   tail -12 "$OUT/bench.log" ;;
 sanitize)
   for tool in memcheck racecheck initcheck synccheck; do
@@ -47,6 +47,17 @@ mma)
   stamp "mma (two-byte prefill on tensor cores vs float64 and SDPA; needs python bench/mma_h200.py build)"
   timeout 200 python3 bench/mma_h200.py run --artifacts "${MMA_ARTIFACTS:-bench/artifacts}" --json "$OUT/mma.json" > "$OUT/mma.log" 2>&1
   echo "mma rc=$?"; grep -cE "ok=True" "$OUT/mma.log"; grep -E "ok=False|ERROR|sdpa/poot" "$OUT/mma.log" | cut -c1-220 ;;
+mma_sanitize)
+  # The tensor-core prefill's small checks under memcheck and racecheck (MMA_ARTIFACTS: one build).
+  for tool in memcheck racecheck; do
+    stamp "mma $tool"
+    timeout 150 compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 --print-limit 30 \
+      python3 bench/mma_h200.py run --artifacts "${MMA_ARTIFACTS:-bench/artifacts}" \
+      --only "${MMA_ONLY:-one_tile_bf16,causal_odd_bf16_mma,paged_live_bf16,split_key_live_f16,chunk_alibi_bf16}" \
+      >> "$OUT/mma_sanitizer.log" 2>&1
+    echo "mma $tool rc=$?"
+  done
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|ok=False" "$OUT/mma_sanitizer.log" | head ;;
 pytest)
   stamp pytest
   timeout 60 python3 -m pytest -q -p no:cacheprovider test/python/test_cuda_runtime.py > "$OUT/pytest.log" 2>&1; echo "pytest rc=$?"
@@ -89,8 +100,8 @@ ncu)
     fi
     cat /tmp/ncu1.log >> "$OUT/ncu.log"; echo "ncu $* rc=$rc"
   }
-  prof -k regex:'partials|stream' --launch-count 6 python3 bench/ncu_target.py ${NCU_CASES:-decode_b1_32k@default decode_b1_32k@cu528 decode_b16_8k@default}
-  for c in ${NCU_PROTO:-decode_w4_u8:66:decode_b1_32k decode_w4_u8:4:decode_b16_8k}; do
+  prof -k regex:"${NCU_KERNELS:-partials|stream}" --launch-count ${NCU_LAUNCHES:-6} python3 bench/ncu_target.py ${NCU_CASES:-decode_b1_32k@default decode_b1_32k@cu528 decode_b16_8k@default}
+  for c in ${NCU_PROTO-decode_w4_u8:66:decode_b1_32k decode_w4_u8:4:decode_b16_8k}; do
     prof -k regex:partials --launch-count 1 python3 bench/proto_h200.py --ncu $c
   done
   grep -E "dram__bytes_read|lts__t_sectors_srcunit|l1tex__t_sector_hit|Duration|Achieved Occupancy|Memory Throughput|==PROF==|==ERROR==" "$OUT/ncu.log" | head -60 ;;

@@ -57,9 +57,9 @@ struct PootDeviceOptions : public PassPipelineOptions<Derived> {
       llvm::cl::init(128)};
   Opt::Option<int64_t> maxUnroll{
       *this, "max-unroll",
-      llvm::cl::desc("Warp decode: 0 (default) the scalar one-key form; N >= 1 "
-                     "16-byte loads and up to N keys a warp step"),
-      llvm::cl::init(0)};
+      llvm::cl::desc("Warp decode: N >= 1 (default 4) 16-byte loads and up to "
+                     "N keys a warp step; 0 the scalar one-key form"),
+      llvm::cl::init(4)};
 };
 
 /// Who reads the SPIR-V: a Vulkan driver, or wgpu, whose shader translator

@@ -355,7 +355,7 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
       return std::nullopt;
     int64_t splits = std::min<int64_t>(
         warpDecodeSplits(groups, shape.getKeyLen(), computeUnits), maxSplits);
-    // unroll 0: the scalar one-key form (max-unroll=0, the default).
+    // unroll 0: the scalar one-key form (max-unroll=0; the default is 4).
     int64_t unroll =
         maxUnroll == 0
             ? 0

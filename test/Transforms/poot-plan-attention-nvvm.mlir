@@ -1,13 +1,13 @@
-// RUN: poot-opt %s --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-unroll=4" | FileCheck %s
+// RUN: poot-opt %s --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132" | FileCheck %s
 // RUN: poot-opt %s --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-unroll=1" | FileCheck %s --check-prefix=ONE
-// RUN: poot-opt %s --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132" | FileCheck %s --check-prefix=SCALAR
+// RUN: poot-opt %s --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-unroll=0" | FileCheck %s --check-prefix=SCALAR
 // RUN: not poot-opt %s --poot-plan-attention="target=nvvm max-unroll=-1" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // max-unroll bounds the planner's choice (a tuning knob); it must be >= 0.
 // ONE-COUNT-3: schedule = warp_decode, {{.*}}, unroll = 1>
 // BAD: poot-plan-attention: max-unroll must be >= 0, got -1
-// The default (0) keeps the scalar one-key form verified on the H200: no
-// unroll on any warp-decode request.
+// max-unroll=0 keeps the scalar one-key form: no unroll on any warp-decode
+// request. The default (4) plans the 16-byte-load form (CHECK below).
 // SCALAR-NOT: unroll =
 // SCALAR: schedule = warp_decode, lanes = 128, splits = 32, chunk = 128, grid_x = 256, grid_y = 1>
 // SCALAR-NOT: unroll =

@@ -237,8 +237,8 @@ WARP_FORMS = [
 ]
 
 
-# max_unroll 0 (the default): the scalar warp decode verified on the H200;
-# 4: its 16-byte loads and unrolled keys (ptxas-checked, docs/warp-decode.md).
+# max_unroll 4 (the default): 16-byte loads and unrolled keys; 0: the scalar
+# one-key warp decode (both verified on the H200, docs/warp-decode.md).
 PTX_PLANS = [(form, 0) for form in (FORMS[1], FORMS[7], FORMS[10], *WARP_FORMS)] + [
     (form, 4) for form in WARP_FORMS
 ]

@@ -50,11 +50,11 @@ class Device:
     #: sm_80 and up) for two-byte prefill (`tiled_prefill_mma`); False
     #: keeps the FFMA tiled schedule (a comparison and fallback knob).
     tensor_cores: bool = True
-    #: NVIDIA warp decode only: 0 (the default) keeps the scalar one-key-a-step
-    #: form verified on the H200; N >= 1 reads K/V rows as 16-byte vectors and
-    #: loads up to N keys a warp step before using any (docs/warp-decode.md;
-    #: ptxas-checked, not yet run on a GPU; the planner may take fewer).
-    max_unroll: int = 0
+    #: NVIDIA warp decode only: N >= 1 (default 4) reads K/V rows as 16-byte
+    #: vectors and loads up to N keys a warp step before using any
+    #: (docs/warp-decode.md; verified on the H200; the planner may take
+    #: fewer); 0 keeps the scalar one-key-a-step form.
+    max_unroll: int = 4
 
     def pipeline_options(self) -> str:
         """The device description as pass-pipeline options."""
@@ -74,7 +74,7 @@ class Device:
         opts = f" chip={self.chip}" if self.chip else ""
         if self.target == "nvvm" and not self.tensor_cores:
             opts += " tensor-cores=0"
-        if self.target == "nvvm" and self.max_unroll:
+        if self.target == "nvvm":
             opts += f" max-unroll={self.max_unroll}"
         if self.target == "spirv" and self.client != "vulkan":
             opts += f" client={self.client}"
@@ -82,7 +82,7 @@ class Device:
 
     def plan_options(self) -> str:
         """Options of the `poot-plan-attention` pass alone."""
-        unroll = f" max-unroll={self.max_unroll}" if self.target == "nvvm" and self.max_unroll else ""
+        unroll = f" max-unroll={self.max_unroll}" if self.target == "nvvm" else ""
         return f"target={self.target} " + self._limit_options() + unroll
 
     def with_limits(self, **changes: Any) -> "Device":
