@@ -7,11 +7,11 @@
 // The tensor-core prefill (PlanPrefill.cpp planTiledPrefillMma): a two-byte
 // prefill on NVVM with mma-sm >= 80 takes 64 query rows a workgroup (4
 // warps of 16), 128 threads, and a 64-key tile when its workgroup memory
-// C*(Dq/2+4) + Dv*(C/2+4) words fits: 64*68 + 128*36 = 8960 words = 35840
+// C*(Dq/2+4) + C*(Dv/2+4) words fits: 64*68 + 64*68 = 8704 words = 34816
 // bytes on 48 KiB. Workgroups: 32 heads x 2048/64 blocks = 1024.
 // Without mma-sm (or below sm_80) the FFMA tiled schedule, as for f32.
-// With 20000 bytes the 64-key tile (35840) does not fit, 32 keys do
-// (32*68 + 128*20 = 4736 words = 18944 bytes). SPIR-V never takes it.
+// With 20000 bytes the 64-key tile (34816) does not fit, 32 keys do
+// (32*68 + 32*68 = 4352 words = 17408 bytes). SPIR-V never takes it.
 // CHECK-LABEL: func.func @bf16_causal_h128
 // CHECK: mask = causal, key_bound = capacity, schedule = tiled_prefill_mma, lanes = 128, splits = 1, chunk = 2048, grid_x = 1024, grid_y = 1, q_block = 64, key_block = 64
 // NOMMA-LABEL: func.func @bf16_causal_h128

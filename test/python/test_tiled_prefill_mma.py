@@ -46,9 +46,9 @@ def test_sm90_mma_prefill_ptx_is_accepted_by_ptxas(form, dtype, rng, tmp_path):
     assert request["schedule"] == "tiled_prefill_mma"
     assert (request["lanes"], request["q_block"]) == (128, 64)
     assert request["key_block"] in (32, 64)
-    # Workgroup memory: K [C x (Dq/2 + 4)] and V^T [Dv x (C/2 + 4)] words.
+    # Workgroup memory: K [C x (Dq/2 + 4)] and V [C x (Dv/2 + 4)] words.
     dq, dv, c = form.key_width + form.shared_width, form.value_width, request["key_block"]
-    assert (c * (dq // 2 + 4) + dv * (c // 2 + 4)) * 4 <= devices.SM_90.workgroup_memory
+    assert (c * (dq // 2 + 4) + c * (dv // 2 + 4)) * 4 <= devices.SM_90.workgroup_memory
     launch = attention["launches"][0]
     assert launch["entry"] == "prefill_mma" and launch["block"][0] == 128
     ptx = (path / launch["kernel"]).read_text()
