@@ -58,6 +58,14 @@ CHECKS = [
     cases.Form("chunk_alibi", batch=2, q_heads=4, kv_heads=1, q_len=100, key_len=300, key_width=128,
                value_width=128, mask="alibi"),
     cases.Form("softcap_live", batch=2, q_heads=4, kv_heads=2, q_len=130, key_len=257, softcap=20.0, live=True),
+    # Paged keys (rows gathered through `read` from a pool) and the split key
+    # (a per-head part and a part shared by every head; never paged), with and without live lengths.
+    cases.Form("paged_causal", batch=2, q_heads=8, kv_heads=2, q_len=96, key_len=300, pool=700, causal=True),
+    cases.Form("paged_live", batch=2, q_heads=4, kv_heads=2, q_len=70, key_len=333, pool=900, live=True),
+    cases.Form("split_key", batch=2, q_heads=8, kv_heads=2, q_len=80, key_len=260, key_width=128,
+               shared_width=64, value_width=128, causal=True),
+    cases.Form("split_key_live", batch=2, q_heads=4, kv_heads=1, q_len=64, key_len=200, key_width=64,
+               shared_width=32, value_width=64, live=True),
 ]
 BENCH = [
     cases.Form("prefill_2k_kind", batch=1, q_len=2048, key_len=2048, causal=True, **D128),
@@ -135,6 +143,8 @@ def draw(torch, form: cases.Form, dtype, gen) -> dict:
                 t["mask"] = m.expand(shape).contiguous()
             else:
                 t["mask"] = torch.randn(shape, device=dev, generator=gen)
+        elif key == "read":  # every slot of a row from anywhere in the pool
+            t["read"] = torch.randint(0, form.pool, shape, device=dev, generator=gen, dtype=torch.int32)
         elif key == "len":
             lo = form.key_len // 2
             t["len"] = torch.randint(lo, form.key_len + 1, shape, device=dev, generator=gen, dtype=torch.int32)
@@ -146,6 +156,12 @@ def draw(torch, form: cases.Form, dtype, gen) -> dict:
 def reference64(torch, form: cases.Form, t: dict, absolute: bool = False):
     """float64 attention of the (rounded) inputs; with `absolute`, of |V| (the P-rounding bound)."""
     q, k, v = t["q"].double(), t["k"].double(), t["v"].double()
+    if form.pool:  # [S, Hkv, d] slots gathered per (batch, position): [B, Hkv, Lk, d]
+        rows = t["read"].long()
+        k, v = k[rows].permute(0, 2, 1, 3), v[rows].permute(0, 2, 1, 3)
+    if form.shared_width:  # the shared part, the same for every KV head
+        ks = t["k_shared"].double().expand(form.batch, form.kv_heads, form.key_len, form.shared_width)
+        k = torch.cat([k, ks], dim=-1)
     if absolute:
         v = v.abs()
     n_rep = form.q_heads // form.kv_heads

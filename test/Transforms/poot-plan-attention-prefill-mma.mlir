@@ -39,6 +39,34 @@ func.func @f16_masked_live(%q: tensor<1x4x500x64xf16>, %k: tensor<1x2x512x64xf16
 
 // -----
 
+// Paged keys (rows gathered from a pool through `read`) and the split key
+// (MLA's per-head part, then the part every head shares) take the tensor
+// cores too: the rows are staged as 16-byte chunks of each part.
+// CHECK-LABEL: func.func @bf16_paged
+// CHECK: key_bound = paged, schedule = tiled_prefill_mma, {{.*}} q_block = 64, key_block = 64
+func.func @bf16_paged(%q: tensor<2x8x96x64xbf16>, %k: tensor<700x2x64xbf16>, %v: tensor<700x2x64xbf16>, %r: tensor<2x300xi32>) -> tensor<2x8x96x64xbf16> {
+  %o = poot.attention %q, %k, %v read(%r : tensor<2x300xi32>) causal {scale = 0.125 : f64} : tensor<2x8x96x64xbf16>, tensor<700x2x64xbf16>, tensor<700x2x64xbf16> -> tensor<2x8x96x64xbf16>
+  return %o : tensor<2x8x96x64xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @bf16_split_key
+// CHECK: schedule = tiled_prefill_mma, {{.*}} q_block = 64, key_block = 64
+// A per-head part that is not whole 16-byte chunks (Dk 20) keeps FFMA.
+// CHECK-LABEL: func.func @bf16_split_key_odd
+// CHECK: schedule = tiled_prefill,
+func.func @bf16_split_key(%q: tensor<2x8x80x192xbf16>, %k: tensor<2x2x260x128xbf16>, %ks: tensor<2x1x260x64xbf16>, %v: tensor<2x2x260x128xbf16>) -> tensor<2x8x80x128xbf16> {
+  %o = poot.attention %q, %k, %v key_shared(%ks : tensor<2x1x260x64xbf16>) causal {scale = 0.07 : f64} : tensor<2x8x80x192xbf16>, tensor<2x2x260x128xbf16>, tensor<2x2x260x128xbf16> -> tensor<2x8x80x128xbf16>
+  return %o : tensor<2x8x80x128xbf16>
+}
+func.func @bf16_split_key_odd(%q: tensor<1x4x64x32xbf16>, %k: tensor<1x1x64x20xbf16>, %ks: tensor<1x1x64x12xbf16>, %v: tensor<1x1x64x16xbf16>) -> tensor<1x4x64x16xbf16> {
+  %o = poot.attention %q, %k, %v key_shared(%ks : tensor<1x1x64x12xbf16>) causal {scale = 0.17 : f64} : tensor<1x4x64x32xbf16>, tensor<1x1x64x20xbf16>, tensor<1x1x64x16xbf16> -> tensor<1x4x64x16xbf16>
+  return %o : tensor<1x4x64x16xbf16>
+}
+
+// -----
+
 // F32 stays on FFMA (TF32 would break the F32 tolerance).
 // CHECK-LABEL: func.func @f32_stays_ffma
 // CHECK: schedule = tiled_prefill,
