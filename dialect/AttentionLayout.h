@@ -77,13 +77,13 @@ inline int64_t wideHeadSlices(int64_t lanes, int64_t rows,
 
 /// The tensor-core prefill (TiledPrefillMmaKernel.h): 4 warps of 16 query
 /// rows each, and its workgroup memory in 32-bit words (two two-byte
-/// elements each): a key tile [C x (Dq/2 + 4)] and the transposed value tile
-/// [Dv x (C/2 + 4)]. The +4 word strides keep the 32 lanes that read one
-/// mma B fragment on 32 banks.
+/// elements each): a key tile [C x (Dq/2 + 4)] and a value tile
+/// [C x (Dv/2 + 4)], rows of 16-byte chunks. The +4 word strides put the 8
+/// row addresses of one ldmatrix on 32 different banks.
 constexpr int64_t kMmaPrefillWarps = 4, kMmaPrefillRows = 16 * kMmaPrefillWarps;
 inline int64_t tiledPrefillMmaWords(int64_t tile, int64_t queryWidth,
                                     int64_t valueWidth) {
-  return tile * (queryWidth / 2 + 4) + valueWidth * (tile / 2 + 4);
+  return tile * (queryWidth / 2 + 4) + tile * (valueWidth / 2 + 4);
 }
 
 } // namespace mlir::poot

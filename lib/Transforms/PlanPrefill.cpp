@@ -11,11 +11,11 @@
 // With tensor cores (NVVM, `mma-sm` >= 80) a two-byte prefill takes the
 // mma schedule first (TiledPrefillMmaKernel.h) when its tiles fit: 64 query
 // rows (4 warps of 16) and Lq >= 64, Dq a multiple of 16 (the mma's k) up
-// to 256, Dv a multiple of 8 (its n) up to 128 (the O fragments stay in
-// registers: Dv / 2 floats a thread), dense keys that are not split (paged
-// and split keys are generated but not yet verified on a GPU), and a key
-// tile of 64
-// keys (else 32) whose workgroup memory fits. What it does not take plans
+// to 256 with Dk a multiple of 8 (K rows staged as 16-byte chunks of the
+// per-head part, then of the shared part), Dv a multiple of 8 (its n) up to
+// 128 (the O fragments stay in registers: Dv / 2 floats a thread), dense or
+// paged keys, split or not, and a key tile of 64 keys (else 32) whose
+// workgroup memory fits. What it does not take plans
 // the FFMA tiled schedule below.
 //
 //===----------------------------------------------------------------------===//
@@ -63,14 +63,9 @@ planTiledPrefillMma(AttentionOp op, AttentionRequestAttr base,
   Type element = getElementTypeOrSelf(op.getQuery().getType());
   int64_t dk = base.getKeyWidth(), ds = base.getSharedWidth(),
           dq = dk + ds, dv = base.getValueWidth(), qLen = base.getQLen();
-  // Paged and split keys: the kernel reads them as the FFMA schedule does,
-  // but that addressing has not run on a GPU through this kernel yet
-  // (bench/mma_h200.py checks the rest), so they keep the FFMA schedule.
-  bool paged = base.getKeyBound() == KeyBound::Paged ||
-               base.getKeyBound() == KeyBound::PagedLive;
   if (device.target != DeviceTarget::NVVM || device.mmaSm < 80 ||
       !(element.isBF16() || element.isF16()) || qLen < kMmaPrefillRows ||
-      dq % 16 || dq > 256 || dv % 8 || dv > 128 || paged || ds)
+      dk % 8 || dq % 16 || dq > 256 || dv % 8 || dv > 128)
     return std::nullopt;
   for (int64_t tile : {64, 32}) {
     if (mul(tiledPrefillMmaWords(tile, dq, dv), wordBytes)

@@ -7,11 +7,11 @@
 // The tensor-core prefill (PlanPrefill.cpp planTiledPrefillMma): a two-byte
 // prefill on NVVM with mma-sm >= 80 takes 64 query rows a workgroup (4
 // warps of 16), 128 threads, and a 64-key tile when its workgroup memory
-// C*(Dq/2+4) + Dv*(C/2+4) words fits: 64*68 + 128*36 = 8960 words = 35840
+// C*(Dq/2+4) + C*(Dv/2+4) words fits: 64*68 + 64*68 = 8704 words = 34816
 // bytes on 48 KiB. Workgroups: 32 heads x 2048/64 blocks = 1024.
 // Without mma-sm (or below sm_80) the FFMA tiled schedule, as for f32.
-// With 20000 bytes the 64-key tile (35840) does not fit, 32 keys do
-// (32*68 + 128*20 = 4736 words = 18944 bytes). SPIR-V never takes it.
+// With 20000 bytes the 64-key tile (34816) does not fit, 32 keys do
+// (32*68 + 32*68 = 4352 words = 17408 bytes). SPIR-V never takes it.
 // CHECK-LABEL: func.func @bf16_causal_h128
 // CHECK: mask = causal, key_bound = capacity, schedule = tiled_prefill_mma, lanes = 128, splits = 1, chunk = 2048, grid_x = 1024, grid_y = 1, q_block = 64, key_block = 64
 // NOMMA-LABEL: func.func @bf16_causal_h128
@@ -35,6 +35,34 @@ func.func @bf16_causal_h128(%q: tensor<1x32x2048x128xbf16>, %k: tensor<1x8x2048x
 func.func @f16_masked_live(%q: tensor<1x4x500x64xf16>, %k: tensor<1x2x512x64xf16>, %v: tensor<1x2x512x64xf16>, %m: tensor<1x1x500x512xf32>, %len: tensor<1xi32>) -> tensor<1x4x500x64xf16> {
   %o = poot.attention %q, %k, %v mask(%m : tensor<1x1x500x512xf32>) len(%len : tensor<1xi32>) {scale = 0.125 : f64} : tensor<1x4x500x64xf16>, tensor<1x2x512x64xf16>, tensor<1x2x512x64xf16> -> tensor<1x4x500x64xf16>
   return %o : tensor<1x4x500x64xf16>
+}
+
+// -----
+
+// Paged keys (rows gathered from a pool through `read`) and the split key
+// (MLA's per-head part, then the part every head shares) take the tensor
+// cores too: the rows are staged as 16-byte chunks of each part.
+// CHECK-LABEL: func.func @bf16_paged
+// CHECK: key_bound = paged, schedule = tiled_prefill_mma, {{.*}} q_block = 64, key_block = 64
+func.func @bf16_paged(%q: tensor<2x8x96x64xbf16>, %k: tensor<700x2x64xbf16>, %v: tensor<700x2x64xbf16>, %r: tensor<2x300xi32>) -> tensor<2x8x96x64xbf16> {
+  %o = poot.attention %q, %k, %v read(%r : tensor<2x300xi32>) causal {scale = 0.125 : f64} : tensor<2x8x96x64xbf16>, tensor<700x2x64xbf16>, tensor<700x2x64xbf16> -> tensor<2x8x96x64xbf16>
+  return %o : tensor<2x8x96x64xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @bf16_split_key
+// CHECK: schedule = tiled_prefill_mma, {{.*}} q_block = 64, key_block = 64
+// A per-head part that is not whole 16-byte chunks (Dk 20) keeps FFMA.
+// CHECK-LABEL: func.func @bf16_split_key_odd
+// CHECK: schedule = tiled_prefill,
+func.func @bf16_split_key(%q: tensor<2x8x80x192xbf16>, %k: tensor<2x2x260x128xbf16>, %ks: tensor<2x1x260x64xbf16>, %v: tensor<2x2x260x128xbf16>) -> tensor<2x8x80x128xbf16> {
+  %o = poot.attention %q, %k, %v key_shared(%ks : tensor<2x1x260x64xbf16>) causal {scale = 0.07 : f64} : tensor<2x8x80x192xbf16>, tensor<2x2x260x128xbf16>, tensor<2x2x260x128xbf16> -> tensor<2x8x80x128xbf16>
+  return %o : tensor<2x8x80x128xbf16>
+}
+func.func @bf16_split_key_odd(%q: tensor<1x4x64x32xbf16>, %k: tensor<1x1x64x20xbf16>, %ks: tensor<1x1x64x12xbf16>, %v: tensor<1x1x64x16xbf16>) -> tensor<1x4x64x16xbf16> {
+  %o = poot.attention %q, %k, %v key_shared(%ks : tensor<1x1x64x12xbf16>) causal {scale = 0.17 : f64} : tensor<1x4x64x32xbf16>, tensor<1x1x64x20xbf16>, tensor<1x1x64x16xbf16> -> tensor<1x4x64x16xbf16>
+  return %o : tensor<1x4x64x16xbf16>
 }
 
 // -----

@@ -46,9 +46,9 @@ def test_sm90_mma_prefill_ptx_is_accepted_by_ptxas(form, dtype, rng, tmp_path):
     assert request["schedule"] == "tiled_prefill_mma"
     assert (request["lanes"], request["q_block"]) == (128, 64)
     assert request["key_block"] in (32, 64)
-    # Workgroup memory: K [C x (Dq/2 + 4)] and V^T [Dv x (C/2 + 4)] words.
+    # Workgroup memory: K [C x (Dq/2 + 4)] and V [C x (Dv/2 + 4)] words.
     dq, dv, c = form.key_width + form.shared_width, form.value_width, request["key_block"]
-    assert (c * (dq // 2 + 4) + dv * (c // 2 + 4)) * 4 <= devices.SM_90.workgroup_memory
+    assert (c * (dq // 2 + 4) + c * (dv // 2 + 4)) * 4 <= devices.SM_90.workgroup_memory
     launch = attention["launches"][0]
     assert launch["entry"] == "prefill_mma" and launch["block"][0] == 128
     ptx = (path / launch["kernel"]).read_text()
@@ -83,13 +83,18 @@ def test_mma_prefill_is_only_planned_where_it_applies(rng, tmp_path):
     sm75 = devices.SM_90.with_limits(name="sm_75", chip="sm_75")
     attention, _ = compile_sm90(form, "bf16", rng, tmp_path / "sm75", sm75)
     assert attention["request"]["schedule"] == "tiled_prefill"
-    # Shapes the tiles do not take: fewer than 64 rows, Dq not a multiple of 16;
-    # paged and split keys (not yet run on a GPU through the mma kernel).
+    # Shapes the tiles do not take: fewer than 64 rows, Dq not a multiple of 16,
+    # a per-head key part not a whole number of 16-byte chunks.
     for other in (Form("short", q_len=40, key_len=40, causal=True),
                   Form("odd_dq", q_len=64, key_len=64, key_width=24, causal=True),
-                  Form("paged", q_len=64, key_len=96, pool=300, key_width=32, value_width=32,
+                  Form("odd_dk", q_len=64, key_len=64, key_width=20, shared_width=12, value_width=16,
+                       causal=True)):
+        attention, _ = compile_sm90(other, "bf16", rng, tmp_path / other.name)
+        assert attention["request"]["schedule"] == "tiled_prefill", other.name
+    # Paged and split keys take it (verified on the H200 through bench/mma_h200.py).
+    for other in (Form("paged", q_len=64, key_len=96, pool=300, key_width=32, value_width=32,
                        causal=True),
                   Form("split_key", q_len=70, key_len=90, key_width=48, shared_width=16,
                        value_width=24, causal=True)):
         attention, _ = compile_sm90(other, "bf16", rng, tmp_path / other.name)
-        assert attention["request"]["schedule"] == "tiled_prefill", other.name
+        assert attention["request"]["schedule"] == "tiled_prefill_mma", other.name

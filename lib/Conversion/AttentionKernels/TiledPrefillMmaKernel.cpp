@@ -10,6 +10,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
 
 #include <limits>
 
@@ -95,6 +96,57 @@ private:
                                           ArrayRef<int64_t>{i});
     return d;
   }
+  /// 16 bytes (8 elements) at element `at` of a global buffer; `at` is a
+  /// multiple of 8 and the buffers are 16-byte aligned (device allocations).
+  Value loadChunk(Value mem, Value at) {
+    return vector::LoadOp::create(b, loc, VectorType::get({8}, element), mem,
+                                  ValueRange{at}, /*nontemporal=*/false,
+                                  llvm::MaybeAlign(16));
+  }
+  /// Stores a chunk as 4 words at word `at` (a multiple of 4) of `lds`.
+  void storeChunk(Value chunk, Value lds, Value at) {
+    Value words = vector::BitCastOp::create(
+        b, loc, VectorType::get({4}, b.getI32Type()), chunk);
+    vector::StoreOp::create(b, loc, words, lds, ValueRange{at},
+                            /*nontemporal=*/false, llvm::MaybeAlign(16));
+  }
+  /// The global address of element `at` of a two-byte buffer whose base
+  /// address is `base` (bytes).
+  Value globalPtr(Value base, Value at) {
+    Value address = arith::IndexCastOp::create(
+        b, loc, b.getI64Type(), add(base, mul(at, index(2))));
+    return LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), address);
+  }
+  /// The shared-memory address `byteOffset` into the workgroup buffer.
+  Value sharedPtr(Value base, Value byteOffset) {
+    Value address = arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                               add(base, byteOffset));
+    return LLVM::IntToPtrOp::create(
+        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), address);
+  }
+  /// ldmatrix of `num` 8 x 8 two-byte matrices (transposed with `trans`):
+  /// lanes 8 m .. 8 m + 7 give the row addresses of matrix m; word m of
+  /// each lane is its fragment of matrix m (row lane / 4, columns
+  /// 2 (lane % 4) + {0, 1}; transposed: rows 2 (lane % 4) + {0, 1} of
+  /// column lane / 4).
+  SmallVector<Value> ldmatrix(Value ptr, int64_t num, bool trans) {
+    MLIRContext *ctx = b.getContext();
+    Type i32Type = b.getI32Type();
+    Type result = LLVM::LLVMStructType::getLiteral(
+        ctx, SmallVector<Type>(num, i32Type));
+    auto op = NVVM::LdMatrixOp::create(
+        b, loc, result, ptr, b.getI32IntegerAttr(num),
+        NVVM::MMALayoutAttr::get(ctx, trans ? NVVM::MMALayout::col
+                                            : NVVM::MMALayout::row),
+        NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+        NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
+    SmallVector<Value> words;
+    for (int64_t i = 0; i < num; ++i)
+      words.push_back(LLVM::ExtractValueOp::create(b, loc, op.getRes(),
+                                                   ArrayRef<int64_t>{i}));
+    return words;
+  }
   /// The value of the lane `lane ^ offset` (within the warp).
   Value shuffleXor(Value v, int32_t offset) {
     return gpu::ShuffleOp::create(b, loc, v, offset, kWarp,
@@ -116,7 +168,9 @@ void TiledPrefillMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
                 dq = dk + ds, dv = req.getValueWidth();
   const int64_t lq = req.getQLen(), lk = req.getKeyLen(),
                 hq = req.getQHeads(), nRep = hq / req.getKvHeads();
-  const int64_t kStride = dq / 2 + 4, vStride = tile / 2 + 4,
+  // Words: K [C][Dq/2 + 4], V [C][Dv/2 + 4] (rows of 16-byte chunks; the
+  // +4 words put the 8 row addresses of one ldmatrix on 32 banks).
+  const int64_t kStride = dq / 2 + 4, vStride = dv / 2 + 4,
                 vOffset = tile * kStride;
   const int64_t sTiles = tile / 8, kSteps = dq / 16, oTiles = dv / 8,
                 pSteps = tile / 16;
@@ -131,7 +185,8 @@ void TiledPrefillMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
   Value warp = divui(tid, kWarp), lane = remui(tid, kWarp);
   Value grp = divui(lane, 4), quad = remui(lane, 4);
   // This thread's two rows: the accumulator rows g and g + 8 of its warp.
-  Value rowA = add(i0, add(mul(warp, index(16)), grp));
+  Value warpRow0 = add(i0, mul(warp, index(16)));
+  Value rowA = add(warpRow0, grp);
   std::array<Value, 2> rows = {rowA, add(rowA, index(8))};
   Value lastQ = index(lq - 1);
   auto flatRow = [&](Value i) { return add(mul(bh, index(lq)), i); };
@@ -162,6 +217,90 @@ void TiledPrefillMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
   Value lastRow = minui(add(i0, index(rowsPer - 1)), lastQ);
   Value walkEnd = shared.causalEnd(end, lastRow);
 
+  // This lane's ldmatrix row addresses (bytes, the tile offsets added per
+  // use): K at key l % 8, channel 8 (l / 8); V at key 8 ((l / 8) % 2) + l % 8,
+  // channel 8 (l / 16).
+  Value ldsBase = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, lds);
+  Value lane8 = remui(lane, 8), group8 = divui(lane, 8);
+  Value kLane = add(ldsBase,
+                    mul(add(mul(lane8, index(kStride)), mul(group8, index(4))),
+                        index(4)));
+  Value vLane = add(
+      ldsBase,
+      mul(add(mul(add(mul(remui(group8, 2), index(8)), lane8), index(vStride)),
+              mul(divui(lane, 16), index(4))),
+          index(4)));
+
+  // Staging by cp.async: tile rows in 16-byte chunks (8 elements), K at
+  // words [key][Dq/2 + 4] (the per-head part, then the shared part), V at
+  // [key][Dv/2 + 4] after it. A key past the walk copies 0 bytes of the
+  // last walked key's row and zero-fills its chunk.
+  Value lastKey = arith::SubIOp::create(b, loc, walkEnd, index(1));
+  Value keyAddr = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, bufs.key);
+  Value valueAddr =
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, bufs.value);
+  Value sharedAddr =
+      ds ? Value(memref::ExtractAlignedPointerAsIndexOp::create(
+               b, loc, bufs.keyShared))
+         : Value();
+  auto copyRows = [&](Value k0, Value src, Value srcAddr, int64_t width,
+                      int64_t wordOffset, int64_t stride, int64_t base,
+                      bool sharedKey) {
+    int64_t perRow = width / 8, chunks = tile * perRow;
+    for (int64_t k = 0; k * kThreads < chunks; ++k) {
+      Value e = add(tid, index(k * kThreads));
+      Value active;
+      if ((k + 1) * kThreads > chunks) {
+        active = ult(e, index(chunks));
+        e = minui(e, index(chunks - 1));
+      }
+      Value j = divui(e, perRow), ch = remui(e, perRow);
+      Value t = add(k0, j);
+      Value tc = minui(t, lastKey);
+      Value row = sharedKey
+                      ? mul(add(mul(batch, index(lk)), tc), index(width))
+                      : shared.keyRowBase(bufs, batch, g, tc, width);
+      Value from = globalPtr(srcAddr, add(row, mul(ch, index(8))));
+      Value wordAt = add(index(base), add(mul(j, index(stride)),
+                                          add(index(wordOffset),
+                                              mul(ch, index(4)))));
+      Value to = sharedPtr(ldsBase, mul(wordAt, index(4)));
+      Value bytes = select(ult(t, walkEnd), i32(16), i32(0));
+      auto copy = [&] {
+        NVVM::CpAsyncOp::create(
+            b, loc, to, from, b.getI32IntegerAttr(16),
+            NVVM::LoadCacheModifierKindAttr::get(
+                b.getContext(), NVVM::LoadCacheModifierKind::CG),
+            bytes);
+      };
+      if (!active) {
+        copy();
+        continue;
+      }
+      auto ifActive = scf::IfOp::create(b, loc, active, /*withElse=*/false);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(&ifActive.getThenRegion().front());
+      copy();
+    }
+  };
+  auto issueKey = [&](Value k0) {
+    copyRows(k0, bufs.key, keyAddr, dk, 0, kStride, 0, false);
+    if (ds)
+      copyRows(k0, bufs.keyShared, sharedAddr, ds, dk / 2, kStride, 0, true);
+  };
+  auto issueValue = [&](Value k0) {
+    copyRows(k0, bufs.value, valueAddr, dv, 0, vStride, vOffset, false);
+  };
+  // The first tile's K (no tile when the walk is empty: walkEnd = 0).
+  {
+    auto ifAny = scf::IfOp::create(b, loc, ult(index(0), walkEnd),
+                                   /*withElse=*/false);
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(&ifAny.getThenRegion().front());
+    issueKey(index(0));
+  }
+  NVVM::CpAsyncCommitGroupOp::create(b, loc);
+
   // Loop state: O (oTiles x 4 accumulators), then m and the thread's part
   // of l for its two rows.
   SmallVector<Value> init(oTiles * 4, f32(0.0));
@@ -172,79 +311,88 @@ void TiledPrefillMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
     b.setInsertionPointToStart(walk.getBody());
     Value k0 = walk.getInductionVar();
     ValueRange state = walk.getRegionIterArgs();
-    Value lastKey = arith::SubIOp::create(b, loc, walkEnd, index(1));
-    Value zeroWord = i32(0);
 
-    // Stage K [key][word] (the per-head part, then the shared part) and
-    // V^T [channel][key pair]. Keys past the walk are zero words: their
-    // loads read the last walked key (in bounds) and are discarded.
-    auto stageKey = [&](Value src, int64_t width, int64_t wordOffset,
-                        bool sharedKey) {
-      int64_t words = tile * width / 2;
-      for (int64_t k = 0; k * kThreads < words; ++k) {
-        Value e = add(tid, index(k * kThreads));
-        Value j = divui(e, width / 2), wp = remui(e, width / 2);
-        Value t = add(k0, j);
-        Value tc = minui(t, lastKey);
-        Value row = sharedKey
-                        ? mul(add(mul(batch, index(lk)), tc), index(width))
-                        : shared.keyRowBase(bufs, batch, g, tc, width);
-        Value at = add(row, mul(wp, index(2)));
-        Value w = packWord(raw(src, at), raw(src, add(at, index(1))));
-        store(select(ult(t, walkEnd), w, zeroWord), lds,
-              add(mul(j, index(kStride)), add(index(wordOffset), wp)));
-      }
-    };
-    stageKey(bufs.key, dk, 0, false);
-    if (ds)
-      stageKey(bufs.keyShared, ds, dk / 2, true);
-    for (int64_t k = 0; k * kThreads < dv * tile / 2; ++k) {
-      Value e = add(tid, index(k * kThreads));
-      Value d = remui(e, dv), jp = divui(e, dv);
-      Value t0 = add(k0, mul(jp, index(2))), t1 = add(t0, index(1));
-      Value zero = zeroElement();
-      auto value = [&](Value t) {
-        Value row = shared.keyRowBase(bufs, batch, g, minui(t, lastKey), dv);
-        return select(ult(t, walkEnd), raw(bufs.value, add(row, d)), zero);
-      };
-      store(packWord(value(t0), value(t1)), lds,
-            add(index(vOffset), add(mul(d, index(vStride)), jp)));
-    }
+    // The tile's V is copied (cp.async, 16 bytes a thread and chunk) while
+    // the warps compute S from its K, copied during the previous tile's
+    // P V (or before the walk): wait for K (one group may stay pending),
+    // then the barrier makes every thread's copies visible.
+    issueValue(k0);
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 1);
     gpu::BarrierOp::create(b, loc);
 
-    // S = Q K^T: B register r of key tile j, k-step kk is the word
-    // K[8 j + g][8 kk + 4 r + quad].
+    // S = Q K^T. One ldmatrix.x4 gives the B fragments of k-steps kk and
+    // kk + 1 of key tile j: lane l addresses key 8 j + l % 8, channel
+    // 16 kk + 8 (l / 8) (an x2 for an odd last k-step).
     SmallVector<Acc> s(sTiles);
     for (int64_t j = 0; j < sTiles; ++j) {
-      Value kRow = mul(add(index(8 * j), grp), index(kStride));
       Acc acc = {f32(0.0), f32(0.0), f32(0.0), f32(0.0)};
-      for (int64_t kk = 0; kk < kSteps; ++kk) {
-        Value w0 = load(lds, add(kRow, add(index(8 * kk), quad)));
-        Value w1 = load(lds, add(kRow, add(index(8 * kk + 4), quad)));
-        acc = mma(qFrag[kk], {w0, w1}, acc);
+      for (int64_t kk = 0; kk < kSteps; kk += 2) {
+        int64_t num = kk + 1 < kSteps ? 4 : 2;
+        Value ptr = sharedPtr(kLane, index(4 * (8 * j * kStride + 8 * kk)));
+        SmallVector<Value> w = ldmatrix(ptr, num, /*trans=*/false);
+        acc = mma(qFrag[kk], {w[0], w[1]}, acc);
+        if (num == 4)
+          acc = mma(qFrag[kk + 1], {w[2], w[3]}, acc);
       }
       s[j] = acc;
     }
 
     // Transform, mask, hide: accumulator i of tile j is (rows[i / 2],
-    // key k0 + 8 j + 2 quad + i % 2).
-    std::array<Value, 2> rowVisible;
-    for (int h = 0; h < 2; ++h)
-      rowVisible[h] = ult(rows[h], index(lq));
-    Value keyBase = add(k0, mul(quad, index(2)));
+    // key k0 + 8 j + 2 quad + i % 2). Without a mask tensor, a tile that
+    // the warp's 16 rows see whole (inside the length and Lq, below the
+    // causal diagonal of its first row) takes the branch with no per-score
+    // index test.
+    auto hide = [&]() {
+      SmallVector<Value> out;
+      std::array<Value, 2> rowVisible;
+      for (int h = 0; h < 2; ++h)
+        rowVisible[h] = ult(rows[h], index(lq));
+      Value keyBase = add(k0, mul(quad, index(2)));
+      for (int64_t j = 0; j < sTiles; ++j)
+        for (int64_t i = 0; i < 4; ++i) {
+          Value row = rows[i / 2];
+          Value t = add(keyBase, index(8 * j + i % 2));
+          Value visible = both(ult(t, end), rowVisible[i / 2]);
+          if (req.getMask() == MaskKind::Causal)
+            visible = both(visible, ult(t, shared.causalEnd(index(lk), row)));
+          Value v = shared.transformScore(s[j][i]);
+          if (sig.mask)
+            v = shared.addMask(bufs, v, batch, head, minui(row, lastQ),
+                               minui(t, index(lk - 1)));
+          out.push_back(select(visible, v, ninf));
+        }
+      return out;
+    };
+    SmallVector<Value> scores;
+    if (sig.mask) {
+      scores = hide();
+    } else {
+      Value tileEnd = add(k0, index(tile));
+      Value whole = both(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                                               tileEnd, end),
+                         ult(add(warpRow0, index(15)), index(lq)));
+      if (req.getMask() == MaskKind::Causal)
+        whole = both(whole, arith::CmpIOp::create(
+                                b, loc, arith::CmpIPredicate::ule, tileEnd,
+                                shared.causalEnd(index(lk), warpRow0)));
+      SmallVector<Type> types(sTiles * 4, b.getF32Type());
+      auto ifWhole = scf::IfOp::create(b, loc, types, whole,
+                                       /*withElseRegion=*/true);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(&ifWhole.getThenRegion().front());
+      SmallVector<Value> plain;
+      for (int64_t j = 0; j < sTiles; ++j)
+        for (int64_t i = 0; i < 4; ++i)
+          plain.push_back(shared.transformScore(s[j][i]));
+      scf::YieldOp::create(b, loc, plain);
+      b.setInsertionPointToStart(&ifWhole.getElseRegion().front());
+      scf::YieldOp::create(b, loc, hide());
+      scores.assign(ifWhole.getResults().begin(), ifWhole.getResults().end());
+    }
     for (int64_t j = 0; j < sTiles; ++j)
-      for (int64_t i = 0; i < 4; ++i) {
-        Value row = rows[i / 2];
-        Value t = add(keyBase, index(8 * j + i % 2));
-        Value visible = both(ult(t, end), rowVisible[i / 2]);
-        if (req.getMask() == MaskKind::Causal)
-          visible = both(visible, ult(t, shared.causalEnd(index(lk), row)));
-        Value v = shared.transformScore(s[j][i]);
-        if (sig.mask)
-          v = shared.addMask(bufs, v, batch, head, minui(row, lastQ),
-                             minui(t, index(lk - 1)));
-        s[j][i] = select(visible, v, ninf);
-      }
+      for (int64_t i = 0; i < 4; ++i)
+        s[j][i] = scores[j * 4 + i];
 
     // Online softmax per row half h (accumulators 2h, 2h + 1): the quad's
     // four threads hold the row's tile between them.
@@ -278,24 +426,43 @@ void TiledPrefillMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
                    roundWord(s[2 * ks + 1][0], s[2 * ks + 1][1]),
                    roundWord(s[2 * ks + 1][2], s[2 * ks + 1][3])};
 
-    // O = O * alpha + P V: B register r of channel tile n, k-step ks is
-    // the word V^T[8 n + g][8 ks + 4 r + quad].
-    SmallVector<Value> next;
-    for (int64_t n = 0; n < oTiles; ++n) {
-      Acc acc;
-      for (int64_t i = 0; i < 4; ++i)
-        acc[i] = mul(state[n * 4 + i], alpha[i / 2]);
-      Value vRow =
-          add(index(vOffset), mul(add(index(8 * n), grp), index(vStride)));
-      for (int64_t ks = 0; ks < pSteps; ++ks) {
-        Value w0 = load(lds, add(vRow, add(index(8 * ks), quad)));
-        Value w1 = load(lds, add(vRow, add(index(8 * ks + 4), quad)));
-        acc = mma(pFrag[ks], {w0, w1}, acc);
-      }
-      next.append(acc.begin(), acc.end());
+    // V has landed and every warp is done with K: copy the next tile's K
+    // behind the P V product.
+    NVVM::CpAsyncWaitGroupOp::create(b, loc, 0);
+    gpu::BarrierOp::create(b, loc);
+    {
+      Value nextK = add(k0, index(tile));
+      auto ifMore = scf::IfOp::create(b, loc, ult(nextK, walkEnd),
+                                      /*withElse=*/false);
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(&ifMore.getThenRegion().front());
+      issueKey(nextK);
     }
+    NVVM::CpAsyncCommitGroupOp::create(b, loc);
+
+    // O = O * alpha + P V. One ldmatrix.x4.trans gives the B fragments of
+    // channel tiles n and n + 1 for k-step ks: lane l addresses key
+    // 16 ks + 8 ((l / 8) % 2) + l % 8, channel 8 (n + l / 16) (an x2 for an
+    // odd last tile).
+    SmallVector<Acc> o(oTiles);
+    for (int64_t n = 0; n < oTiles; ++n)
+      for (int64_t i = 0; i < 4; ++i)
+        o[n][i] = mul(state[n * 4 + i], alpha[i / 2]);
+    for (int64_t ks = 0; ks < pSteps; ++ks)
+      for (int64_t n = 0; n < oTiles; n += 2) {
+        int64_t num = n + 1 < oTiles ? 4 : 2;
+        Value ptr = sharedPtr(
+            vLane, index(4 * (vOffset + 16 * ks * vStride + 4 * n)));
+        SmallVector<Value> w = ldmatrix(ptr, num, /*trans=*/true);
+        o[n] = mma(pFrag[ks], {w[0], w[1]}, o[n]);
+        if (num == 4)
+          o[n + 1] = mma(pFrag[ks], {w[2], w[3]}, o[n + 1]);
+      }
+    SmallVector<Value> next;
+    for (const Acc &acc : o)
+      next.append(acc.begin(), acc.end());
     next.append({mNew[0], mNew[1], lNew[0], lNew[1]});
-    // The next tile overwrites K and V.
+    // The next tile's V overwrites this one.
     gpu::BarrierOp::create(b, loc);
     scf::YieldOp::create(b, loc, next);
   }

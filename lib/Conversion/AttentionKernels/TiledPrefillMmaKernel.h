@@ -5,12 +5,16 @@
 // of one (batch row, query head), 16 rows a warp, and walks the keys in tiles
 // of `key_block`. Per tile:
 //
-//   stage K as [key][d] and V as [d][key] in workgroup memory    barrier
-//   per warp: S = Q K^T        warp-level mma.sync m16n8k16, f32 accumulators
-//             S = transform(S) + mask, -inf where hidden
+//   cp.async V of this tile (K of this tile is already in flight)
+//   per warp: S = Q K^T        warp-level mma.sync m16n8k16, f32 accumulators,
+//                              B fragments by ldmatrix.x4
+//             S = transform(S) + mask, -inf where hidden (tiles the warp
+//             sees whole skip the per-score tests)
 //             online softmax on the S fragments in registers (row max and
 //             sum over the 4 threads of a quad: shuffle xor 1, 2)
-//             O = O * alpha + P V   (P rounded to the input type, mma.sync)
+//   cp.async K of the next tile
+//             O = O * alpha + P V   (P rounded to the input type, mma.sync,
+//                                    B fragments by ldmatrix.x4.trans)
 //                                                                 barrier
 //
 // Q's fragments are loaded from global memory once per warp and stay in
@@ -22,16 +26,17 @@
 // g + 8 (i / 2), column 2c + i % 2 in its element i. The S accumulators of
 // two adjacent 8-key tiles are therefore exactly the A fragment of P for 16
 // keys. Workgroup memory is 32-bit words (two elements each): K rows of
-// Dq/2 + 4 words and V^T rows of C/2 + 4 words, so that the 32 lanes reading
-// one B fragment (word 4 g + c of a row block) hit 32 different banks.
+// Dq/2 + 4 words and V rows of Dv/2 + 4 words, both row-major and copied
+// in 16-byte chunks (cp.async.cg, zero-filled past the walk); the +4 words
+// put the 8 row addresses of one ldmatrix on 32 different banks.
 //
 // Numerics (docs/two-byte-attention.md, "the tensor-core schedule"): scores,
 // softmax, the row sums and the P V accumulation are f32; P is rounded to the
 // input type for the P V product (the one rounding besides the output's).
 // The causal kind ends the walk at the block's last visible key; tensor
-// masks, the softcap, live lengths, paged and split keys are read as in the
-// FFMA tiled schedule (AttentionEmitter's addressing, transform and mask);
-// the planner does not send paged or split keys here yet (PlanPrefill.cpp).
+// masks, the softcap, live lengths, paged and split keys are read through
+// AttentionEmitter's addressing, transform and mask, as in the FFMA tiled
+// schedule (all verified on the H200, bench/mma_h200.py).
 //
 //===----------------------------------------------------------------------===//
 
