@@ -30,7 +30,7 @@ sanitize)
   for tool in memcheck racecheck initcheck synccheck; do
     stamp "sanitizer $tool"
     echo "=== $tool" >> "$OUT/sanitizer.log"
-    timeout 75 compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 30 \
+    timeout ${SANITIZE_S:-75} compute-sanitizer --tool $tool --error-exitcode 9 --print-limit 30 \
       python3 bench/verify_h200.py --no-torch --no-graph >> "$OUT/sanitizer.log" 2>&1
     rc=$?; echo "=== $tool rc=$rc" >> "$OUT/sanitizer.log"; echo "$tool rc=$rc"
   done

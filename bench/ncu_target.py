@@ -40,7 +40,9 @@ def main() -> None:
         t = ah.torch_inputs(torch, form, rng)
         art = GpuArtifact(root / entry["path"], backend=device)
         out = torch.empty(form.out_shape, device="cuda")
-        step = cuda_mod.prepare(art, t, outputs={"out": out}, check_ranges=False)
+        # "_" inputs are the torch side's (e.g. the concatenated split key).
+        step = cuda_mod.prepare(art, {k: v for k, v in t.items() if not k.startswith("_")},
+                                outputs={"out": out}, check_ranges=False)
         step.launch()
         backend.synchronize()
         print(case, entry["request"]["schedule"], "ran", flush=True)
