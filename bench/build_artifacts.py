@@ -208,6 +208,10 @@ def bench_variants():
             # (bench/NOTES.md "Warp decode: 16-byte loads").
             out.append(("scalar", {"max_unroll": 0}))
             out.append(("unroll2", {"max_unroll": 2}))
+            # Split counts around the planner's (B=1 long Lk: 128 splits, 1024
+            # workgroups = 1.55 waves at 96 registers).
+            out.append(("splits64", {"max_splits": 64}))
+            out.append(("splits256", {"max_splits": 256}))
         return out
 
     return variants
