@@ -362,16 +362,20 @@ def primitives(request, tmp_path_factory):
     art.close()
 
 
+def _run_with_oracle(text: str, art, rng):
+    """The per-op program on fresh inputs (those its signature takes): the
+    device's results and the oracle's."""
+    used = {p.key for p in art.signature.args}
+    inputs = {k: v for k, v in op_inputs(rng).items() if k in used}
+    return art.run(inputs), oracle.run(text, inputs)
+
+
 def test_every_primitive_on_lavapipe(primitives, rng) -> None:
     """The GPU twin of the CPU per-op test: every f32/i32/i1 primitive in
     one step, on fresh inputs, each output against the oracle."""
     text, names, art = primitives
     assert len(names) >= 30
-    inputs = op_inputs(rng)
-    used = {p.key for p in art.signature.args}
-    inputs = {k: v for k, v in inputs.items() if k in used}
-    got = art.run(inputs)
-    want = oracle.run(text, inputs)
+    got, want = _run_with_oracle(text, art, rng)
     for name in names:
         assert_matches(name, got.named[name], want.named[name])
 
@@ -433,11 +437,7 @@ def test_two_byte_primitives_on_lavapipe(two_byte, rng) -> None:
     converts bit for bit."""
     text, names, art = two_byte
     assert len(names) >= 25
-    inputs = op_inputs(rng)
-    used = {p.key for p in art.signature.args}
-    inputs = {k: v for k, v in inputs.items() if k in used}
-    got = art.run(inputs)
-    want = oracle.run(text, inputs)
+    got, want = _run_with_oracle(text, art, rng)
     for name in names:
         assert_matches(name, got.named[name], want.named[name])
         if "_" in name and name.split("_")[0] in ("f32", "f16", "bf16", "i32"):
