@@ -186,9 +186,11 @@ MatchStatus mlir::poot::matchAttentionChain(ExpOp exp, AttentionChain &chain,
     return MatchStatus::Declined;
   chain.output = softmax.output;
   chain.result = softmax.result;
+  chain.rowGuard = softmax.guard;
 
   ScoreWalk walk;
-  if (failed(readScoreSteps(softmax.scores, exp, walk, d)))
+  if (failed(readScoreSteps(softmax.scores, exp, walk, d,
+                            usersAmong(softmax.scores, softmax.guardOps))))
     return MatchStatus::Declined;
   chain.scores = walk.scores;
 
@@ -222,6 +224,15 @@ MatchStatus mlir::poot::matchAttentionChain(ExpOp exp, AttentionChain &chain,
     return MatchStatus::Declined;
   if (failed(foldScoreSteps(walk.steps, live, chain.transform, d)))
     return MatchStatus::Declined;
+  // The rewrite finds the rows the guard zeroes from the mask alone; with a
+  // live length too, a row may be hidden by the two together.
+  if (chain.rowGuard && chain.live && !chain.transform.masks.empty())
+    return decline(d,
+                   "the fully-masked-row guard ('poot.select' zeroing rows "
+                   "whose scores are all -inf) of a live-length chain with "
+                   "a mask: the op cannot tell the rows the mask and the "
+                   "live length hide together, so the chain stays primitive",
+                   chain.rowGuard);
   return MatchStatus::Matched;
 }
 

@@ -133,13 +133,6 @@ std::optional<bool> splatBool(Value value) {
   return dense.getSplatValue<APInt>().getBoolValue();
 }
 
-/// An integer compare behind a condition, and whether the condition is its
-/// negation.
-struct BoolView {
-  CompareOp compare;
-  bool negated = false;
-};
-
 /// The compare `cond` (i1) equals or negates elementwise, seen through the
 /// identities select(c, true, false) = c, select(c, false, true) = !c,
 /// eq(x, false) = ne(x, true) = !x, eq(x, true) = ne(x, false) = x,
@@ -147,7 +140,7 @@ struct BoolView {
 /// (double negation included), and views that keep the last two axes.
 /// Nullopt for anything else: a select with a non-constant or equal arms,
 /// and(x, false), a compare of two non-constant conditions, ...
-std::optional<BoolView> readBoolView(Value cond, int depth = 0) {
+std::optional<BoolView> readBoolViewAt(Value cond, int depth) {
   if (depth > 16)
     return std::nullopt;
   cond = peelViews(cond);
@@ -176,23 +169,23 @@ std::optional<BoolView> readBoolView(Value cond, int depth = 0) {
       return std::nullopt;
     // x == true and x != false are x; x == false and x != true are !x.
     bool keeps = (dir == CompareDirection::EQ) == *c;
-    return negate(readBoolView(x, depth + 1), !keeps);
+    return negate(readBoolViewAt(x, depth + 1), !keeps);
   }
   if (auto select = dyn_cast<SelectOp>(def)) {
     std::optional<bool> onTrue = splatBool(select.getOnTrue()),
                         onFalse = splatBool(select.getOnFalse());
     if (!onTrue || !onFalse || *onTrue == *onFalse)
       return std::nullopt;
-    return negate(readBoolView(select.getCond(), depth + 1), !*onTrue);
+    return negate(readBoolViewAt(select.getCond(), depth + 1), !*onTrue);
   }
   if (isa<AndOp, OrOp>(def)) {
     // The neutral element: true for and, false for or.
     bool neutral = isa<AndOp>(def);
     Value lhs = def->getOperand(0), rhs = def->getOperand(1);
     if (splatBool(rhs) == neutral)
-      return readBoolView(lhs, depth + 1);
+      return readBoolViewAt(lhs, depth + 1);
     if (splatBool(lhs) == neutral)
-      return readBoolView(rhs, depth + 1);
+      return readBoolViewAt(rhs, depth + 1);
     return std::nullopt;
   }
   return std::nullopt;
@@ -214,6 +207,10 @@ CompareDirection flip(CompareDirection d) {
 }
 
 } // namespace
+
+std::optional<BoolView> match::readBoolView(Value cond) {
+  return readBoolViewAt(cond, 0);
+}
 
 /// The set an integer compare names, as causalSetOf reports it.
 static std::optional<bool> compareSetOf(CompareOp compare, int64_t lq,
