@@ -160,13 +160,20 @@ static MatchStatus checkElementTypes(AttentionChain &chain, Decline &d) {
   // type other than V's cannot reach the P.V matmul, which takes one type.
   Value result = chain.result->getResult(0);
   Type out = tensorOf(result).getElementType();
-  if (out.isF32() && isTwoByte(q) && result.hasOneUse())
-    if (auto convert = dyn_cast<ConvertOp>(*result.getUsers().begin());
+  if (out.isF32() && isTwoByte(q) && result.hasOneUse()) {
+    // `(p @ v.float()).to(q.dtype)`: the op's one rounding -- in core ATen
+    // after the bmm's heads are unfolded again (`view(bmm).to(q.dtype)`).
+    Operation *user = *result.getUsers().begin();
+    if (auto unfold = dyn_cast<ReshapeOp>(user);
+        unfold && unfold->hasOneUse() &&
+        isBatchFold(result.getType(), unfold.getType()))
+      user = *unfold->getUsers().begin();
+    if (auto convert = dyn_cast<ConvertOp>(user);
         convert && tensorOf(convert.getResult()).getElementType() == q) {
-      // `(p @ v.float()).to(q.dtype)`: the op's one rounding.
       chain.result = convert;
       out = q;
     }
+  }
   if (out != q)
     return decline(d,
                    "the attention output is " + typeString(out) +

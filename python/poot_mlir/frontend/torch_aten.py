@@ -773,7 +773,11 @@ def _sdpa(a, out, ctx):
     """The math of torch's SDPA as the primitive chain the attention rewrite
     fuses: repeat_kv (enable_gqa), `q @ k^T * scale`, the mask (a bool mask
     by `where(mask, s, -inf)`, a float one added, `is_causal` as an iota
-    compare: torch's top-left diagonal, key `t <= row i`), softmax, `@ v`."""
+    compare: torch's top-left diagonal, key `t <= row i`), softmax, `@ v`.
+    With an `attn_mask`, a row whose keys are all hidden is 0, as torch
+    computes it (`_safe_softmax`): `where(max(s) == -inf, 0, softmax(s))`,
+    the fully-masked-row guard the rewrite fuses (docs/attention-rewrite.md).
+    Without one no row is hidden entirely (`is_causal` keeps key 0)."""
     q, k, v = a["query"], a["key"], a["value"]
     if q.rank != 4 and (a.get("enable_gqa") and k.shape[-3] != q.shape[-3]):
         raise ValueError(f"enable_gqa with rank-{q.rank} query {q.shape} (only [B, H, L, D])")
@@ -795,7 +799,11 @@ def _sdpa(a, out, ctx):
         row = P.iota((lq, lk), 0, tracer=ctx.tracer)
         col = P.iota((lq, lk), 1, tracer=ctx.tracer)
         s = P.where(P.le(col, row), s, float("-inf"))
-    return P.matmul(C.softmax(s), v)
+    p = C.softmax(s)
+    if mask is not None:
+        hidden = P.eq(P.reduce_max(s, axis=-1, keepdim=True), float("-inf"))
+        p = P.where(hidden, 0.0, p)
+    return P.matmul(p, v)
 
 
 # Ops torch.export records that compute nothing for a stateless step.
