@@ -25,6 +25,9 @@ struct Softmax {
   /// The softmax input s, and the max it subtracts.
   Value scores;
   ReduceOp max;
+  /// `reshape(s)` folding or unfolding the heads, when the shift or the max
+  /// reads that view of s instead of s itself.
+  Value scoresView;
   MatMulOp output;
   /// The op whose result the fused op replaces.
   Operation *result = nullptr;

@@ -25,17 +25,29 @@
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <array>
+
 using namespace mlir;
 using namespace mlir::poot;
 using namespace mlir::poot::match;
 
+/// The scores s, and the view of them the softmax reads beside s, if any:
+/// the guard may read either.
+struct Scores {
+  Value scores, view;
+  bool contains(Value value) const {
+    return value && (value == scores || value == view);
+  }
+  std::array<Value, 2> values() const { return {scores, view}; }
+};
+
 /// `s == -inf` (false: not negated) or `s != -inf` (true), -inf on either
 /// side: whether a key of `scores` is hidden.
-static std::optional<bool> readHiddenKey(CompareOp compare, Value scores) {
+static std::optional<bool> readHiddenKey(CompareOp compare, Scores scores) {
   Value lhs = compare.getLhs(), rhs = compare.getRhs();
   if (isNegInf(lhs))
     std::swap(lhs, rhs);
-  if (lhs != scores || !isNegInf(rhs))
+  if (!scores.contains(lhs) || !isNegInf(rhs))
     return std::nullopt;
   if (compare.getDirection() == CompareDirection::EQ)
     return false;
@@ -44,15 +56,18 @@ static std::optional<bool> readHiddenKey(CompareOp compare, Value scores) {
   return std::nullopt;
 }
 
-/// The reduce over the last axis of a `scores`-shaped operand behind
-/// `value` (keepdim, or reshaped/broadcast back), or null.
-static ReduceOp readRowReduce(Value value, Value scores) {
+/// The reduce over the last axis of a scores-shaped operand behind `value`
+/// (keepdim, or reshaped/broadcast back), or null.
+static ReduceOp readRowReduce(Value value, Scores scores) {
   SmallVector<Operation *> views;
   ReduceOp reduce = readReduceView(value, views);
-  if (!reduce ||
-      tensorOf(reduce.getOperand()).getShape() != tensorOf(scores).getShape())
+  if (!reduce)
     return {};
-  if (reduce.getAxis() != tensorOf(scores).getRank() - 1)
+  auto operand = tensorOf(reduce.getOperand());
+  bool shaped = llvm::any_of(scores.values(), [&](Value s) {
+    return s && operand.getShape() == tensorOf(s).getShape();
+  });
+  if (!shaped || reduce.getAxis() != operand.getRank() - 1)
     return {};
   return reduce;
 }
@@ -98,7 +113,7 @@ static std::optional<bool> readTruthOf01(CompareOp compare, Value &r) {
 /// Whether `cond` holds exactly on the rows of `scores` whose entries are
 /// all -inf (true) or exactly on the other rows (false); nullopt when it is
 /// neither.
-static std::optional<bool> readAllHidden(Value cond, Value scores) {
+static std::optional<bool> readAllHidden(Value cond, Scores scores) {
   std::optional<BoolView> view = readBoolView(cond);
   if (!view)
     return std::nullopt;
@@ -111,7 +126,7 @@ static std::optional<bool> readAllHidden(Value cond, Value scores) {
       std::swap(lhs, rhs);
     ReduceOp max = readRowReduce(lhs, scores);
     if (!max || max.getKind() != ReduceKind::Max ||
-        max.getOperand() != scores || !isNegInf(rhs))
+        !scores.contains(max.getOperand()) || !isNegInf(rhs))
       return std::nullopt;
     if (compare.getDirection() == CompareDirection::EQ)
       return !view->negated;
@@ -151,13 +166,13 @@ static std::optional<bool> readAllHidden(Value cond, Value scores) {
 
 /// The ops computing `cond` from `scores` (and from the softmax's max),
 /// constants aside: stops at the scores and at `max`.
-static void collectCone(Value cond, Value scores, ReduceOp max,
+static void collectCone(Value cond, Scores scores, ReduceOp max,
                         llvm::SetVector<Operation *> &cone) {
   SmallVector<Value> stack{cond};
   while (!stack.empty()) {
     Value value = stack.pop_back_val();
     Operation *def = value.getDefiningOp();
-    if (!def || value == scores || def == max.getOperation() ||
+    if (!def || scores.contains(value) || def == max.getOperation() ||
         matchPattern(value, m_Constant()) || !cone.insert(def))
       continue;
     llvm::append_range(stack, def->getOperands());
@@ -168,8 +183,8 @@ LogicalResult match::readRowGuard(SelectOp select, Value probs,
                                   Softmax &softmax, Decline &decline) {
   bool zeroOnTrue = select.getOnFalse() == probs;
   Value zero = zeroOnTrue ? select.getOnTrue() : select.getOnFalse();
-  std::optional<bool> hidden =
-      readAllHidden(select.getCond(), softmax.scores);
+  Scores scores{softmax.scores, softmax.scoresView};
+  std::optional<bool> hidden = readAllHidden(select.getCond(), scores);
   if (!hidden || *hidden != zeroOnTrue || !isZero(zero) ||
       select.getType() != probs.getType()) {
     decline.why = "'poot.select' after the softmax is not the fully-masked-"
@@ -180,7 +195,7 @@ LogicalResult match::readRowGuard(SelectOp select, Value probs,
     return failure();
   }
   llvm::SetVector<Operation *> cone;
-  collectCone(select.getCond(), softmax.scores, softmax.max, cone);
+  collectCone(select.getCond(), scores, softmax.max, cone);
   // The guard dies with the chain: its condition may read the scores and
   // the max, and nothing else may read the condition.
   for (Operation *op : cone)

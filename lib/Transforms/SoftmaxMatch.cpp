@@ -53,6 +53,20 @@ static Operation *firstShared(ReduceOp reduce, ArrayRef<Operation *> views) {
   return nullptr;
 }
 
+/// The scores the shift reads and the ones the max reads, `a` and `b`, when
+/// one is the other with the heads folded into (or out of) the batch by a
+/// reshape: the canonicalizer lets the shift read the bmm's folded scores
+/// while the max keeps their 4-D view when the view has other readers (the
+/// row guard of core-ATen SDPA without a mask). Returns the view, or null.
+static Value readScoresView(Value a, Value b) {
+  for (auto [base, view] : {std::pair(a, b), std::pair(b, a)})
+    if (auto reshape = view.getDefiningOp<ReshapeOp>();
+        reshape && reshape.getOperand() == base &&
+        isBatchFold(base.getType(), view.getType()))
+      return view;
+  return {};
+}
+
 /// True when every user of the max but one (the chain's: its first view or
 /// the shift) is a compare -- the row guard's `max(s) == -inf` may be one --
 /// and the views are not shared.
@@ -262,7 +276,7 @@ LogicalResult match::readSoftmax(ExpOp exp, Softmax &softmax,
                     "kernel reads those and computes in f32, so the chain "
                     "stays primitive",
                 exp);
-  int64_t rank = tensorOf(s).getRank();
+  int64_t rank = tensorOf(exp.getResult()).getRank();
   if (rank != 4 && rank != 3)
     return fail(decline,
                 "the softmax runs over " + typeString(s.getType()) +
@@ -283,20 +297,23 @@ LogicalResult match::readSoftmax(ExpOp exp, Softmax &softmax,
                     std::string(kindName(max.getKind())) +
                     " of the scores, not their max",
                 max);
-  if (max.getOperand() != s)
+  Value view; // the scores' other layout, when the max and shift differ
+  if (max.getOperand() != s && !(view = readScoresView(s, max.getOperand())))
     return fail(decline,
                 "the max the softmax subtracts ('poot.reduce') is taken over " +
                     describe(max.getOperand()) +
                     ", not over the scores the exp reads (" + describe(s) +
                     ")",
                 max);
-  if (max.getAxis() != rank - 1)
+  int64_t maxRank = tensorOf(max.getOperand()).getRank();
+  if (max.getAxis() != maxRank - 1)
     return fail(decline,
                 "'poot.reduce' takes the softmax max over axis " +
                     std::to_string(max.getAxis()) +
-                    ", not the last (key) axis " + std::to_string(rank - 1),
+                    ", not the last (key) axis " +
+                    std::to_string(maxRank - 1),
                 max);
-  if (!rowsAlign(maxView, max, s))
+  if (!rowsAlign(maxView, max, max.getOperand()))
     return fail(decline,
                 "the max the softmax subtracts is laid out as " +
                     typeString(maxView.getType()) +
@@ -310,7 +327,8 @@ LogicalResult match::readSoftmax(ExpOp exp, Softmax &softmax,
   if (Operation *shared = firstShared(max, maxViews);
       shared && (shared != max || !guardMayRead(max, maxViews)))
     return fail(decline, kEscapes, shared);
-  softmax.scores = s;
+  softmax.scores = view ? view.getDefiningOp<ReshapeOp>().getOperand() : s;
+  softmax.scoresView = view;
   softmax.max = max;
 
   // The users of ex: its sum and the normalization.
@@ -387,9 +405,12 @@ LogicalResult match::readSoftmax(ExpOp exp, Softmax &softmax,
   } else if (failed(readDivisionAfter(normalize, ex, sum, softmax, decline))) {
     return failure();
   }
-  // Every reader of the max but the chain's one is the row guard's.
+  // Every reader of the max (and of the scores' view) but the chain's one
+  // is the row guard's.
   if (!hasUses(max.getResult(),
                1 + usersAmong(max.getResult(), softmax.guardOps)))
     return fail(decline, kEscapes, max);
+  if (view && !hasUses(view, 1 + usersAmong(view, softmax.guardOps)))
+    return fail(decline, kEscapes, view.getDefiningOp());
   return success();
 }

@@ -271,3 +271,40 @@ func.func @guard_condition_escapes(%q: tensor<1x1x2x2xf32>, %k: tensor<1x1x4x2xf
   %out = poot.matmul %g, %v : (tensor<1x1x2x4xf32>, tensor<1x1x4x2xf32>) -> tensor<1x1x2x2xf32>
   return %out, %all : tensor<1x1x2x2xf32>, tensor<1x1x2x1xi32>
 }
+
+// -----
+
+// A live length with a mask: a row may be hidden by the two together, which
+// the op cannot tell from the mask alone, so the guarded chain declines.
+// CHECK-LABEL: func.func @guard_live_and_mask
+// CHECK-NOT:   poot.attention
+func.func @guard_live_and_mask(%q: tensor<1x1x1x4xf32>, %k: tensor<1x1x8x4xf32>, %v: tensor<1x1x8x4xf32>,
+                               %mask: tensor<1x1x1x8xf32>,
+                               %pos: tensor<i32> {poot.slot = #poot.slot<pos>, poot.range = #poot.range<0, 7>})
+    -> tensor<1x1x1x4xf32> {
+  %one = poot.constant dense<1> : tensor<i32>
+  %lp = poot.add %pos, %one : (tensor<i32>, tensor<i32>) -> tensor<i32>
+  %len4 = poot.reshape %lp : tensor<i32> -> tensor<1x1x1x1xi32>
+  %tr = poot.iota dim = 2 : tensor<1x1x8x1xi32>
+  %krow = poot.compare ge, %tr, %len4 : (tensor<1x1x8x1xi32>, tensor<1x1x1x1xi32>) -> tensor<1x1x8x1xi1>
+  %zero = poot.constant dense<0.0> : tensor<f32>
+  %kl = poot.select %krow, %zero, %k : (tensor<1x1x8x1xi1>, tensor<f32>, tensor<1x1x8x4xf32>) -> tensor<1x1x8x4xf32>
+  %vl = poot.select %krow, %zero, %v : (tensor<1x1x8x1xi1>, tensor<f32>, tensor<1x1x8x4xf32>) -> tensor<1x1x8x4xf32>
+  %tc = poot.iota dim = 3 : tensor<1x1x1x8xi32>
+  %keep = poot.compare gt, %len4, %tc : (tensor<1x1x1x1xi32>, tensor<1x1x1x8xi32>) -> tensor<1x1x1x8xi1>
+  %kt = poot.transpose %kl perm = [0, 1, 3, 2] : tensor<1x1x8x4xf32> -> tensor<1x1x4x8xf32>
+  %s0 = poot.matmul %q, %kt : (tensor<1x1x1x4xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x1x8xf32>
+  %s1 = poot.add %s0, %mask : (tensor<1x1x1x8xf32>, tensor<1x1x1x8xf32>) -> tensor<1x1x1x8xf32>
+  %ninf = poot.constant dense<0xFF800000> : tensor<f32>
+  %s = poot.select %keep, %s1, %ninf : (tensor<1x1x1x8xi1>, tensor<1x1x1x8xf32>, tensor<f32>) -> tensor<1x1x1x8xf32>
+  %m = poot.reduce max %s axis = 3 keepdim : tensor<1x1x1x8xf32> -> tensor<1x1x1x1xf32>
+  %xs = poot.sub %s, %m : (tensor<1x1x1x8xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x8xf32>
+  %ex = poot.exp %xs : tensor<1x1x1x8xf32>
+  %den = poot.reduce sum %ex axis = 3 keepdim : tensor<1x1x1x8xf32> -> tensor<1x1x1x1xf32>
+  %p = poot.div %ex, %den : (tensor<1x1x1x8xf32>, tensor<1x1x1x1xf32>) -> tensor<1x1x1x8xf32>
+  %hidden = poot.compare eq, %m, %ninf : (tensor<1x1x1x1xf32>, tensor<f32>) -> tensor<1x1x1x1xi1>
+  // expected-remark @+1 {{attention not fused: the fully-masked-row guard ('poot.select' zeroing rows whose scores are all -inf) of a live-length chain with a mask: the op cannot tell the rows the mask and the live length hide together, so the chain stays primitive}}
+  %g = poot.select %hidden, %zero, %p : (tensor<1x1x1x1xi1>, tensor<f32>, tensor<1x1x1x8xf32>) -> tensor<1x1x1x8xf32>
+  %out = poot.matmul %g, %vl : (tensor<1x1x1x8xf32>, tensor<1x1x8x4xf32>) -> tensor<1x1x1x4xf32>
+  return %out : tensor<1x1x1x4xf32>
+}

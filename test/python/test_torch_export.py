@@ -333,6 +333,9 @@ def _spelling(name, torch, models, rng):
     if name == "sdpa_mqa_causal":
         return models.Sdpa(is_causal=True, enable_gqa=True), qkv(4, 1, 8, 8), "qkv", {
             **expect, "causal": True, "kv_heads": 1}  # fmt: skip
+    if name == "sdpa_bf16_gqa":  # core ATen: the max reads the scores' 4-D view
+        return (models.Sdpa(enable_gqa=True), qkv(4, 2, 6, 10, dtype=torch.bfloat16), "qkv",
+                {**expect, "kv_heads": 2, "bf16": True})  # fmt: skip
     if name == "sdpa_bf16_mask":
         keep = _hidden_rows(torch, rng, torch.from_numpy(rng.random((2, 1, 6, 10)) < 0.6))
         return (models.Sdpa(enable_gqa=True), [*qkv(4, 2, 6, 10, dtype=torch.bfloat16), keep],
@@ -353,7 +356,7 @@ def _spelling(name, torch, models, rng):
 
 SPELLINGS = ["sdpa", "sdpa_scale", "sdpa_is_causal", "sdpa_is_causal_rect", "sdpa_bool_mask",
              "sdpa_float_mask", "sdpa_gqa_bool_mask", "sdpa_gqa_causal", "sdpa_mqa_causal",
-             "sdpa_bf16_mask", "alibi", "sliding_window", "hf_eager", "hf_softcap",
+             "sdpa_bf16_gqa", "sdpa_bf16_mask", "alibi", "sliding_window", "hf_eager", "hf_softcap",
              "hf_eager_bf16"]  # fmt: skip
 
 
