@@ -266,9 +266,11 @@ def guarded_padding(spelling: str) -> ir.Module:
         # (s == -inf).all(dim=-1, keepdim=True)
         words = ops.convert(ops.eq(s, float("-inf")), "i32")
         hidden = ops.gt(ops.reduce_min(words, axis=-1, keepdim=True), 0)
-    else:
+    elif spelling == "max":
         # s.amax(-1, keepdim=True) == -inf
         hidden = ops.eq(ops.reduce_max(s, axis=-1, keepdim=True), float("-inf"))
+    else:  # "none": the plain softmax, 0/0 on such a row
+        return finish(tr, p, v)
     return finish(tr, ops.where(hidden, 0.0, p), v)
 
 
@@ -289,6 +291,33 @@ def test_fully_masked_row_guard_fuses(spelling: str, rng: np.random.Generator) -
         assert np.isfinite(before).all() and (before[0, :, 1] == 0).all()
         np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-6)
         assert (after[0, :, 1] == 0).all()
+
+
+@pytest.mark.parametrize("spelling", ["none", "torch"])
+def test_fully_masked_rows_on_the_cpu(spelling: str, rng: np.random.Generator, tmp_path) -> None:
+    """The fused op defines a row whose keys are all hidden as 0/0 = NaN
+    (the spec's streaming softmax, the oracle's): the compiled CPU kernel
+    gives NaN on exactly the rows the oracle does; with torch's guard the
+    compiled step gives 0 there, as torch's SDPA."""
+    from poot_mlir.compiler import compile_cpu
+    from poot_mlir.runtime.cpu import CpuArtifact
+
+    module = guarded_padding(spelling)
+    assert fused_copy(module).attention == 1
+    path = compile_cpu(module, tmp_path / "step")
+    inputs = random_inputs(module, rng)
+    inputs["keep"][1, 0, 2] = False  # batch 1, query row 2: every key hidden
+    inputs["keep"][0, 0, :, 0] = True
+    (got,) = CpuArtifact(path).run(inputs).outputs
+    want = oracle.run(module, inputs, reference=True).named["out"]
+    hidden = np.zeros(want.shape, bool)
+    hidden[1, :, 2] = True
+    if spelling == "none":
+        assert np.isnan(want[hidden]).all() and np.isnan(got[hidden]).all()
+    else:
+        assert (want[hidden] == 0).all() and (got[hidden] == 0).all()
+    assert np.isfinite(got[~hidden]).all()
+    np.testing.assert_allclose(got[~hidden], want[~hidden], rtol=1e-5, atol=1e-5)
 
 
 def test_guard_that_is_not_all_hidden_declines(rng: np.random.Generator) -> None:
