@@ -393,6 +393,34 @@ def test_attention_spellings_fuse(seeded, models, rng, tmp_path, name, graph) ->
         assert relative_error(got, want) <= F32_RTOL
 
 
+@pytest.mark.parametrize("graph", ["pre_dispatch", "core_aten"])
+@pytest.mark.parametrize("name", ["sdpa_f64", "any_hidden_rows_zeroed"])
+def test_attention_spellings_that_cannot_fuse_say_why(seeded, models, rng, tmp_path, name,
+                                                      graph) -> None:
+    """An f64 SDPA (the kernels read f32/f16/bf16) and a select after the
+    softmax that is not the fully-masked-row guard stay primitive: the
+    compiled step still matches torch float64, and the remark, at the
+    model's line, names the check."""
+    torch = seeded
+    if name == "sdpa_f64":
+        model, names = models.Sdpa(), ["q", "k", "v"]
+        args = tensors(torch, rng, (1, 2, 4, 8), (1, 2, 6, 8), (1, 2, 6, 8), dtype=torch.float64)
+        why = "element type f64 is not f32, f16 or bf16"
+    else:
+        model, names = models.AnyHiddenRowsZeroed(), ["q", "k", "v", "mask"]
+        args = tensors(torch, rng, (1, 2, 4, 8), (1, 2, 6, 8), (1, 2, 6, 8))
+        mask = torch.zeros(1, 1, 4, 6)
+        mask[..., 1, 2:4] = float("-inf")  # one row with some keys hidden
+        args.append(mask)
+        why = "'poot.select' after the softmax is not the fully-masked-row guard"
+    outs, manifest, module, _ = compile_and_run(
+        torch, model, args, tmp_path, names=names, decompose=graph == "core_aten")
+    fusion = manifest["fusion"]
+    assert fusion["attention"] == 0 and len(fusion["declined"]) == 1, fusion
+    assert why in fusion["declined"][0] and "torch_models.py" in fusion["declined"][0], fusion
+    assert relative_error(outs[0], reference(torch, model, args)[0]) <= F32_RTOL
+
+
 # --- the other ops: embedding, LayerNorm, GELU, log_softmax, var, chunk, two outputs -------------
 
 

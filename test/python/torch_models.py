@@ -295,3 +295,15 @@ class SlidingWindowSdpa(nn.Module):
         j = torch.arange(lk)[None, :]
         keep = (j <= i) & (j > i - self.window)
         return F.scaled_dot_product_attention(q, k, v, attn_mask=keep, enable_gqa=self.enable_gqa)
+
+
+class AnyHiddenRowsZeroed(nn.Module):
+    """A look-alike of torch's guard that zeroes every row with *some* key
+    hidden (`(w == -inf).any(-1, keepdim=True)`), not only the rows whose
+    keys are all hidden: not part of attention."""
+
+    def forward(self, q, k, v, mask):
+        w = torch.matmul(q, k.transpose(-1, -2)) * 0.25 + mask
+        p = torch.softmax(w, dim=-1)
+        p = torch.where((w == float("-inf")).any(-1, keepdim=True), 0.0, p)
+        return torch.matmul(p, v)
