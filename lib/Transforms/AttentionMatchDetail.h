@@ -48,9 +48,6 @@ LogicalResult readSoftmax(ExpOp exp, Softmax &softmax, Decline &decline);
 LogicalResult readRowGuard(SelectOp select, Value probs, Softmax &softmax,
                            Decline &decline);
 
-/// How many users of `value` are among `ops`.
-unsigned usersAmong(Value value, ArrayRef<Operation *> ops);
-
 //===----------------------------------------------------------------------===//
 // Score transform
 //===----------------------------------------------------------------------===//

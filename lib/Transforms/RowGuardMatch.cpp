@@ -57,11 +57,12 @@ static std::optional<bool> readHiddenKey(CompareOp compare, Scores scores) {
 }
 
 /// The reduce over the last axis of a scores-shaped operand behind `value`
-/// (keepdim, or reshaped/broadcast back), or null.
-static ReduceOp readRowReduce(Value value, Scores scores) {
+/// (keepdim, or reshaped/broadcast back), laid out as one value per row of
+/// `probs`; or null.
+static ReduceOp readRowReduce(Value value, Scores scores, Value probs) {
   SmallVector<Operation *> views;
   ReduceOp reduce = readReduceView(value, views);
-  if (!reduce)
+  if (!reduce || !rowsAlign(value, reduce, probs))
     return {};
   auto operand = tensorOf(reduce.getOperand());
   bool shaped = llvm::any_of(scores.values(), [&](Value s) {
@@ -111,9 +112,10 @@ static std::optional<bool> readTruthOf01(CompareOp compare, Value &r) {
 }
 
 /// Whether `cond` holds exactly on the rows of `scores` whose entries are
-/// all -inf (true) or exactly on the other rows (false); nullopt when it is
-/// neither.
-static std::optional<bool> readAllHidden(Value cond, Scores scores) {
+/// all -inf (true) or exactly on the other rows (false), one value per row
+/// of the probabilities `probs`; nullopt when it is neither.
+static std::optional<bool> readAllHidden(Value cond, Scores scores,
+                                         Value probs) {
   std::optional<BoolView> view = readBoolView(cond);
   if (!view)
     return std::nullopt;
@@ -124,7 +126,7 @@ static std::optional<bool> readAllHidden(Value cond, Scores scores) {
     Value lhs = compare.getLhs(), rhs = compare.getRhs();
     if (isNegInf(lhs))
       std::swap(lhs, rhs);
-    ReduceOp max = readRowReduce(lhs, scores);
+    ReduceOp max = readRowReduce(lhs, scores, probs);
     if (!max || max.getKind() != ReduceKind::Max ||
         !scores.contains(max.getOperand()) || !isNegInf(rhs))
       return std::nullopt;
@@ -139,7 +141,7 @@ static std::optional<bool> readAllHidden(Value cond, Scores scores) {
   std::optional<bool> truth = readTruthOf01(compare, r);
   if (!truth)
     return std::nullopt;
-  ReduceOp reduce = readRowReduce(r, scores);
+  ReduceOp reduce = readRowReduce(r, scores, probs);
   auto convert = reduce ? reduce.getOperand().getDefiningOp<ConvertOp>()
                         : ConvertOp();
   if (!convert ||
@@ -184,7 +186,8 @@ LogicalResult match::readRowGuard(SelectOp select, Value probs,
   bool zeroOnTrue = select.getOnFalse() == probs;
   Value zero = zeroOnTrue ? select.getOnTrue() : select.getOnFalse();
   Scores scores{softmax.scores, softmax.scoresView};
-  std::optional<bool> hidden = readAllHidden(select.getCond(), scores);
+  std::optional<bool> hidden =
+      readAllHidden(select.getCond(), scores, probs);
   if (!hidden || *hidden != zeroOnTrue || !isZero(zero) ||
       select.getType() != probs.getType()) {
     decline.why = "'poot.select' after the softmax is not the fully-masked-"

@@ -79,13 +79,6 @@ static bool guardMayRead(ReduceOp max, ArrayRef<Operation *> views) {
          });
 }
 
-unsigned match::usersAmong(Value value, ArrayRef<Operation *> ops) {
-  unsigned count = 0;
-  for (Operation *user : value.getUsers())
-    count += llvm::is_contained(ops, user);
-  return count;
-}
-
 /// `1 / d` with d a view of `sum`: the reciprocal a normalization multiplies
 /// by. Returns the division, or null.
 static DivOp readReciprocal(Value value, ReduceOp sum,
@@ -323,7 +316,7 @@ LogicalResult match::readSoftmax(ExpOp exp, Softmax &softmax,
   if (!shifted.hasOneUse() || (neg && !neg->hasOneUse()))
     return fail(decline, kEscapes, shift);
   // The row guard's condition may compare the max with -inf: such users are
-  // checked once the guard is read (checkGuardReads).
+  // checked once the guard is read (at the end).
   if (Operation *shared = firstShared(max, maxViews);
       shared && (shared != max || !guardMayRead(max, maxViews)))
     return fail(decline, kEscapes, shared);
