@@ -394,6 +394,32 @@ def test_attention_spellings_fuse(seeded, models, rng, tmp_path, name, graph) ->
 
 
 @pytest.mark.parametrize("graph", ["pre_dispatch", "core_aten"])
+def test_guarded_sdpa_on_lavapipe(seeded, models, rng, tmp_path, vulkan, graph) -> None:
+    """SDPA with enable_gqa and a bool mask hiding a whole row, compiled for
+    a GPU (lavapipe, through raw Vulkan and wgpu): the fused op, then the
+    guard's zeroing select, torch's float64 result with 0 on that row."""
+    from poot_mlir.compiler import devices, gpu
+    from poot_mlir.frontend.torch_export import import_exported
+    from poot_mlir.runtime.gpu import GpuArtifact
+
+    torch = seeded
+    model, args, names, _ = _spelling("sdpa_gqa_bool_mask", torch, models, rng)
+    ep = torch.export.export(model, tuple(args))
+    if graph == "core_aten":
+        ep = ep.run_decompositions()
+    device = devices.VULKAN_LAVAPIPE
+    if vulkan.client == "wgpu":
+        device = device.with_limits(client="wgpu")
+    artifact = GpuArtifact(gpu.compile_gpu(import_exported(ep).finish(), device, tmp_path / "g"),
+                           backend=vulkan)  # fmt: skip
+    assert_fused(artifact.manifest)
+    out = artifact.run({n: numpy_of(torch, a) for n, a in zip(names, args)}).outputs[0]
+    want = reference(torch, model, args)[0]
+    assert (want == 0).all(axis=-1).any()  # the hidden row is torch's 0
+    assert relative_error(out, want) <= F32_RTOL
+
+
+@pytest.mark.parametrize("graph", ["pre_dispatch", "core_aten"])
 @pytest.mark.parametrize("name", ["sdpa_f64", "any_hidden_rows_zeroed"])
 def test_attention_spellings_that_cannot_fuse_say_why(seeded, models, rng, tmp_path, name,
                                                       graph) -> None:
