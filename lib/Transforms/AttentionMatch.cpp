@@ -160,13 +160,20 @@ static MatchStatus checkElementTypes(AttentionChain &chain, Decline &d) {
   // type other than V's cannot reach the P.V matmul, which takes one type.
   Value result = chain.result->getResult(0);
   Type out = tensorOf(result).getElementType();
-  if (out.isF32() && isTwoByte(q) && result.hasOneUse())
-    if (auto convert = dyn_cast<ConvertOp>(*result.getUsers().begin());
+  if (out.isF32() && isTwoByte(q) && result.hasOneUse()) {
+    // `(p @ v.float()).to(q.dtype)`: the op's one rounding -- in core ATen
+    // after the bmm's heads are unfolded again (`view(bmm).to(q.dtype)`).
+    Operation *user = *result.getUsers().begin();
+    if (auto unfold = dyn_cast<ReshapeOp>(user);
+        unfold && unfold->hasOneUse() &&
+        isBatchFold(result.getType(), unfold.getType()))
+      user = *unfold->getUsers().begin();
+    if (auto convert = dyn_cast<ConvertOp>(user);
         convert && tensorOf(convert.getResult()).getElementType() == q) {
-      // `(p @ v.float()).to(q.dtype)`: the op's one rounding.
       chain.result = convert;
       out = q;
     }
+  }
   if (out != q)
     return decline(d,
                    "the attention output is " + typeString(out) +
@@ -186,9 +193,11 @@ MatchStatus mlir::poot::matchAttentionChain(ExpOp exp, AttentionChain &chain,
     return MatchStatus::Declined;
   chain.output = softmax.output;
   chain.result = softmax.result;
+  chain.rowGuard = softmax.guard;
 
   ScoreWalk walk;
-  if (failed(readScoreSteps(softmax.scores, exp, walk, d)))
+  if (failed(readScoreSteps(softmax.scores, exp, walk, d,
+                            usersAmong(softmax.scores, softmax.guardOps))))
     return MatchStatus::Declined;
   chain.scores = walk.scores;
 
@@ -222,6 +231,15 @@ MatchStatus mlir::poot::matchAttentionChain(ExpOp exp, AttentionChain &chain,
     return MatchStatus::Declined;
   if (failed(foldScoreSteps(walk.steps, live, chain.transform, d)))
     return MatchStatus::Declined;
+  // The rewrite finds the rows the guard zeroes from the mask alone; with a
+  // live length too, a row may be hidden by the two together.
+  if (chain.rowGuard && chain.live && !chain.transform.masks.empty())
+    return decline(d,
+                   "the fully-masked-row guard ('poot.select' zeroing rows "
+                   "whose scores are all -inf) of a live-length chain with "
+                   "a mask: the op cannot tell the rows the mask and the "
+                   "live length hide together, so the chain stays primitive",
+                   chain.rowGuard);
   return MatchStatus::Matched;
 }
 

@@ -132,6 +132,10 @@ struct AttentionChain {
   KVSource key;
   KVSource value;
   std::optional<LiveBound> live;
+  /// torch's fully-masked-row guard `select(all(s == -inf), 0, p)` before
+  /// the P.V matmul, if the chain has one: the rewrite zeroes the op's
+  /// result on rows its mask hides entirely (the op itself gives 0/0 there).
+  SelectOp rowGuard;
   /// The op's element type: Q's, K's and V's (f32, or f16/bf16 for
   /// two-byte attention, whose scores/softmax the chain may widen to f32).
   Type element;

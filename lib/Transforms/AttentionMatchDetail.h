@@ -22,15 +22,31 @@ namespace mlir::poot::match {
 /// matmul reading p -- or reading ex, its product then divided by the sum.
 struct Softmax {
   ExpOp exp;
-  /// The softmax input s.
+  /// The softmax input s, and the max it subtracts.
   Value scores;
+  ReduceOp max;
+  /// `reshape(s)` folding or unfolding the heads, when the shift or the max
+  /// reads that view of s instead of s itself.
+  Value scoresView;
   MatMulOp output;
   /// The op whose result the fused op replaces.
   Operation *result = nullptr;
+  /// The fully-masked-row guard `select(all(s == -inf), 0, p)` between the
+  /// probabilities and the P.V matmul, if any, and the ops of its condition
+  /// (they read the scores or the max, and die with the chain).
+  SelectOp guard;
+  SmallVector<Operation *> guardOps;
 };
 
 /// Reads the softmax around `exp`; fails with the check that does not hold.
 LogicalResult readSoftmax(ExpOp exp, Softmax &softmax, Decline &decline);
+
+/// Reads `select`, one of whose arms is the probabilities `probs`, as the
+/// fully-masked-row guard: the other arm zero exactly on the rows whose
+/// scores are all -inf (RowGuardMatch.cpp). Sets softmax.guard/guardOps, or
+/// fails saying why the select is not that guard.
+LogicalResult readRowGuard(SelectOp select, Value probs, Softmax &softmax,
+                           Decline &decline);
 
 //===----------------------------------------------------------------------===//
 // Score transform
@@ -60,8 +76,11 @@ struct ScoreWalk {
   bool folded = false;
 };
 
+/// `guardReads`: how many more users the softmax input has (the row
+/// guard's condition reads it too).
 LogicalResult readScoreSteps(Value softmaxInput, Operation *softmaxOp,
-                             ScoreWalk &walk, Decline &decline);
+                             ScoreWalk &walk, Decline &decline,
+                             unsigned guardReads = 0);
 
 /// Folds the steps (outermost first) into the op's fixed score transform --
 /// scale, then softcap, then the masks, then the live bound `live` (one of

@@ -39,6 +39,8 @@
 #include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <limits>
+
 namespace mlir::poot {
 #define GEN_PASS_DEF_POOTATTENTIONREWRITE
 #include "lib/Transforms/Passes.h.inc"
@@ -99,6 +101,7 @@ private:
       rewriter.eraseOp(op);
     created.clear();
   }
+  Value guardRows(AttentionOp attention);
   void replaceAndClean(AttentionOp attention);
 
   AttentionChain &chain;
@@ -295,11 +298,31 @@ FailureOr<AttentionOp> ChainRewriter::attempt(const Operands &operands,
   return failure();
 }
 
+/// The op's result with the rows the mask hides entirely set to 0, as the
+/// chain's fully-masked-row guard sets them (the op gives 0/0 = NaN there,
+/// its definition and the oracle's). With finite scores a row of `s + mask`
+/// is all -inf exactly when the mask's row is: `max(mask) == -inf`. Without
+/// a mask tensor no row is hidden entirely (the causal kind keeps key 0 for
+/// every row, a live length keeps len >= 1 keys), and the guard is a no-op.
+Value ChainRewriter::guardRows(AttentionOp attention) {
+  Value result = attention.getResult();
+  if (!chain.rowGuard || !mask)
+    return result;
+  auto maskType = tensorOf(mask);
+  Value peak = build<ReduceOp>(ReduceKind::Max, mask, maskType.getRank() - 1,
+                               /*keepdim=*/true);
+  Value ninf = scalar(-std::numeric_limits<double>::infinity(),
+                      maskType.getElementType());
+  Value hidden = build<CompareOp>(CompareDirection::EQ, peak, ninf);
+  return build<SelectOp>(hidden, scalar(0.0, element), result).getResult();
+}
+
 void ChainRewriter::replaceAndClean(AttentionOp attention) {
   // Everything the chain used exclusively dies with it: the softmax, the
   // score transform, the score matmul, transposes, repeat_kv copies, gathers
   // (and any rebuilt op the operands did not end up using).
-  Value replacement = attention.getResult();
+  Value replacement = guardRows(attention);
+  Value opResult = replacement;
   Type resultType = chain.result->getResult(0).getType();
   if (replacement.getType() != resultType)
     replacement = build<ReshapeOp>(resultType, replacement);
@@ -310,12 +333,13 @@ void ChainRewriter::replaceAndClean(AttentionOp attention) {
   llvm::append_range(roots, created);
   rewriter.replaceOp(chain.result, replacement);
   // A head-folded result the program views as [B, H, Lq, Dv] again reads
-  // the op's result directly (the pipeline does not canonicalize after us).
-  if (replacement != attention.getResult())
+  // the op's (guarded) result directly (the pipeline does not canonicalize
+  // after us).
+  if (replacement != opResult)
     for (Operation *user : llvm::make_early_inc_range(replacement.getUsers()))
       if (auto reshape = dyn_cast<ReshapeOp>(user);
-          reshape && reshape.getType() == attention.getType())
-        rewriter.replaceOp(reshape, attention.getResult());
+          reshape && reshape.getType() == opResult.getType())
+        rewriter.replaceOp(reshape, opResult);
   eraseDeadFrom(rewriter, roots);
 }
 

@@ -76,10 +76,37 @@ Value peelViews(Value value) {
   return value;
 }
 
+/// How many positions (from the last axis) a reshape that only inserts or
+/// drops unit axes moves every non-unit axis by: `arange(L)[:, None]` moves
+/// an index vector's one axis from the key position to the row position.
+/// Nullopt when it moves them by different counts or changes a size.
+std::optional<int64_t> unitAxisShift(ArrayRef<int64_t> from,
+                                     ArrayRef<int64_t> to) {
+  auto nonUnit = [](ArrayRef<int64_t> shape) {
+    SmallVector<std::pair<int64_t, int64_t>> axes; // (size, from end)
+    for (int64_t d = 0, r = shape.size(); d < r; ++d)
+      if (shape[d] != 1)
+        axes.push_back({shape[d], r - 1 - d});
+    return axes;
+  };
+  auto a = nonUnit(from), b = nonUnit(to);
+  if (a.size() != b.size())
+    return std::nullopt;
+  std::optional<int64_t> delta;
+  for (auto [x, y] : llvm::zip(a, b)) {
+    if (x.first != y.first || (delta && *delta != y.second - x.second))
+      return std::nullopt;
+    delta = y.second - x.second;
+  }
+  return delta.value_or(0);
+}
+
 /// The affine index expression `value` computes over the score frame
-/// [.., Lq, Lk], or nullopt when it is not one.
+/// [.., Lq, Lk], or nullopt when it is not one. `shift`: how many positions
+/// further from the last axis `value`'s axes sit in the frame (it is an
+/// index vector a reshape lays over the frame afterwards).
 std::optional<Affine> readAffine(Value value, int64_t lq, int64_t lk,
-                                 int depth = 0) {
+                                 int depth = 0, int64_t shift = 0) {
   if (depth > 16)
     return std::nullopt;
   value = peelViews(value);
@@ -92,7 +119,7 @@ std::optional<Affine> readAffine(Value value, int64_t lq, int64_t lk,
     return std::nullopt;
   if (auto iota = dyn_cast<IotaOp>(def)) {
     int64_t dim = iota.getDim(), rank = type.getRank();
-    int64_t fromEnd = rank - 1 - dim, size = type.getDimSize(dim);
+    int64_t fromEnd = rank - 1 - dim + shift, size = type.getDimSize(dim);
     if (size == 1)
       return Affine{};
     if (fromEnd == 0 && size == lk)
@@ -112,11 +139,20 @@ std::optional<Affine> readAffine(Value value, int64_t lq, int64_t lk,
     // Integer widening or narrowing of small indices keeps their values.
     if (!from.isSignlessInteger() || from.getIntOrFloatBitWidth() < 32)
       return std::nullopt;
-    return readAffine(convert.getOperand(), lq, lk, depth + 1);
+    return readAffine(convert.getOperand(), lq, lk, depth + 1, shift);
+  }
+  if (auto reshape = dyn_cast<ReshapeOp>(def)) {
+    std::optional<int64_t> delta =
+        unitAxisShift(tensorOf(reshape.getOperand()).getShape(),
+                      reshape.getType().getShape());
+    if (!delta)
+      return std::nullopt;
+    return readAffine(reshape.getOperand(), lq, lk, depth + 1,
+                      shift + *delta);
   }
   if (isa<AddOp, SubOp>(def)) {
-    auto lhs = readAffine(def->getOperand(0), lq, lk, depth + 1);
-    auto rhs = readAffine(def->getOperand(1), lq, lk, depth + 1);
+    auto lhs = readAffine(def->getOperand(0), lq, lk, depth + 1, shift);
+    auto rhs = readAffine(def->getOperand(1), lq, lk, depth + 1, shift);
     if (!lhs || !rhs)
       return std::nullopt;
     return lhs->plus(rhs->scaled(isa<SubOp>(def) ? -1 : 1));
@@ -133,13 +169,6 @@ std::optional<bool> splatBool(Value value) {
   return dense.getSplatValue<APInt>().getBoolValue();
 }
 
-/// An integer compare behind a condition, and whether the condition is its
-/// negation.
-struct BoolView {
-  CompareOp compare;
-  bool negated = false;
-};
-
 /// The compare `cond` (i1) equals or negates elementwise, seen through the
 /// identities select(c, true, false) = c, select(c, false, true) = !c,
 /// eq(x, false) = ne(x, true) = !x, eq(x, true) = ne(x, false) = x,
@@ -147,7 +176,7 @@ struct BoolView {
 /// (double negation included), and views that keep the last two axes.
 /// Nullopt for anything else: a select with a non-constant or equal arms,
 /// and(x, false), a compare of two non-constant conditions, ...
-std::optional<BoolView> readBoolView(Value cond, int depth = 0) {
+std::optional<BoolView> readBoolViewAt(Value cond, int depth) {
   if (depth > 16)
     return std::nullopt;
   cond = peelViews(cond);
@@ -176,23 +205,23 @@ std::optional<BoolView> readBoolView(Value cond, int depth = 0) {
       return std::nullopt;
     // x == true and x != false are x; x == false and x != true are !x.
     bool keeps = (dir == CompareDirection::EQ) == *c;
-    return negate(readBoolView(x, depth + 1), !keeps);
+    return negate(readBoolViewAt(x, depth + 1), !keeps);
   }
   if (auto select = dyn_cast<SelectOp>(def)) {
     std::optional<bool> onTrue = splatBool(select.getOnTrue()),
                         onFalse = splatBool(select.getOnFalse());
     if (!onTrue || !onFalse || *onTrue == *onFalse)
       return std::nullopt;
-    return negate(readBoolView(select.getCond(), depth + 1), !*onTrue);
+    return negate(readBoolViewAt(select.getCond(), depth + 1), !*onTrue);
   }
   if (isa<AndOp, OrOp>(def)) {
     // The neutral element: true for and, false for or.
     bool neutral = isa<AndOp>(def);
     Value lhs = def->getOperand(0), rhs = def->getOperand(1);
     if (splatBool(rhs) == neutral)
-      return readBoolView(lhs, depth + 1);
+      return readBoolViewAt(lhs, depth + 1);
     if (splatBool(lhs) == neutral)
-      return readBoolView(rhs, depth + 1);
+      return readBoolViewAt(rhs, depth + 1);
     return std::nullopt;
   }
   return std::nullopt;
@@ -214,6 +243,10 @@ CompareDirection flip(CompareDirection d) {
 }
 
 } // namespace
+
+std::optional<BoolView> match::readBoolView(Value cond) {
+  return readBoolViewAt(cond, 0);
+}
 
 /// The set an integer compare names, as causalSetOf reports it.
 static std::optional<bool> compareSetOf(CompareOp compare, int64_t lq,

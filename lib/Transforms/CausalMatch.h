@@ -15,6 +15,19 @@
 
 namespace mlir::poot::match {
 
+/// A compare of non-boolean values behind a condition, and whether the
+/// condition is its negation.
+struct BoolView {
+  CompareOp compare;
+  bool negated = false;
+};
+
+/// The compare `cond` (i1) equals or negates elementwise, seen through the
+/// boolean identities on i1 splats (select(c, true, false) = c,
+/// eq(x, false) = !x, and(x, true) = x, ... any nesting) and views that keep
+/// the last two axes. Reads and rewrites nothing; nullopt for anything else.
+std::optional<BoolView> readBoolView(Value cond);
+
 /// For an i1 condition over the score frame [.., Lq, Lk]: true when it is
 /// exactly the visible set `t <= i + (Lk - Lq)`, false when it is exactly
 /// the hidden set `t > i + (Lk - Lq)`, nullopt otherwise (or when Lk < Lq).

@@ -80,6 +80,13 @@ bool match::hasUses(Value value, unsigned count) {
              std::distance(value.use_begin(), value.use_end())) == count;
 }
 
+unsigned match::usersAmong(Value value, ArrayRef<Operation *> ops) {
+  unsigned count = 0;
+  for (Operation *user : value.getUsers())
+    count += llvm::is_contained(ops, user);
+  return count;
+}
+
 bool match::isBatchFold(Type a, Type b) {
   auto ta = dyn_cast<RankedTensorType>(a), tb = dyn_cast<RankedTensorType>(b);
   if (!ta || !tb || ta.getElementType() != tb.getElementType())

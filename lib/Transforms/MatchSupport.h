@@ -41,6 +41,8 @@ std::string number(double value);
 
 /// True when `value` has exactly `count` uses.
 bool hasUses(Value value, unsigned count);
+/// How many users of `value` are among `ops`.
+unsigned usersAmong(Value value, ArrayRef<Operation *> ops);
 
 /// True when `a` and `b` are the same tensor with the heads folded into (or
 /// out of) the batch: one is `[N, X, Y]`, the other `[B, H, X, Y]` with

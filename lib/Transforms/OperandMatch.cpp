@@ -19,14 +19,20 @@ using namespace mlir::poot::match;
 //===----------------------------------------------------------------------===//
 
 /// repeat_kv read back: `reshape [B,H,L,D] -> [B,H,1,L,D]`, `broadcast ->
-/// [B,H,n,L,D]`, `reshape -> [B,H*n,L,D]`; or a plain head broadcast
-/// `[B,1,L,D] -> [B,n,L,D]` (MQA). Returns the source and n. The last two
-/// axes are any pair (a key stored transposed repeats as [.., D, L]).
+/// [B,H,n,L,D]`, `reshape -> [B,H*n,L,D]` -- or, heads folded into the
+/// batch in the same reshape, `-> [B*H*n,L,D]` (torch's core-ATen
+/// decomposition: `unsqueeze`, `expand`, `clone`, `view`, then the `view`
+/// of a bmm operand, which canonicalization composes) -- or a plain head
+/// broadcast `[B,1,L,D] -> [B,n,L,D]` (MQA). Returns the source and n. The
+/// last two axes are any pair (a key stored transposed repeats as
+/// [.., D, L]).
 static std::optional<std::pair<Value, int64_t>> readRepeat(Value value) {
   ArrayRef<int64_t> out = tensorOf(value).getShape();
-  if (out.size() != 4)
+  if (out.size() != 4 && out.size() != 3)
     return std::nullopt;
   if (auto broadcast = value.getDefiningOp<BroadcastOp>()) {
+    if (out.size() != 4)
+      return std::nullopt;
     ArrayRef<int64_t> in = tensorOf(broadcast.getOperand()).getShape();
     if (in.size() == 4 && in[0] == out[0] && in[1] == 1 && in[2] == out[2] &&
         in[3] == out[3])
@@ -49,7 +55,8 @@ static std::optional<std::pair<Value, int64_t>> readRepeat(Value value) {
   int64_t b = in[0], h = in[1], l = in[2], d = in[3], n = wide[2];
   if (mid != ArrayRef<int64_t>{b, h, 1, l, d} ||
       wide != ArrayRef<int64_t>{b, h, n, l, d} ||
-      out != ArrayRef<int64_t>{b, h * n, l, d})
+      (out != ArrayRef<int64_t>{b, h * n, l, d} &&
+       out != ArrayRef<int64_t>{b * h * n, l, d}))
     return std::nullopt;
   return std::pair(source, n);
 }
@@ -141,10 +148,23 @@ static void readKV(Value value, KVSource &kv, bool isKey, double *factor) {
         value = kept->first;
         continue;
       }
-    if (rank == 4 && kv.numRep == 1)
+    if ((rank == 4 || (rank == 3 && !unfolded)) && kv.numRep == 1)
       if (auto repeat = readRepeat(value)) {
         value = repeat->first;
         kv.numRep = repeat->second;
+        unfolded |= rank == 3;
+        continue;
+      }
+    // A key "stored transposed" that is the transpose of a [.., Lk, Dk]
+    // key after all, under a head fold or a scale the matmul read first
+    // (core ATen: `view(mul(permute(k), c))`): read the key itself.
+    if (kv.transposed && rank == 4 && !kv.liveSelect)
+      if (auto transpose = value.getDefiningOp<TransposeOp>();
+          transpose && transpose.getPermutation() ==
+                           ArrayRef<int64_t>{0, 1, 3, 2}) {
+        value = transpose.getOperand();
+        kv.transposed = false;
+        kv.liveAxisFromEnd = 1;
         continue;
       }
     if (auto narrow = readWiden(value)) {

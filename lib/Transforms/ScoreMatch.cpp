@@ -112,11 +112,14 @@ static LogicalResult readMaskSelect(SelectOp select, ScoreStep &step,
 }
 
 LogicalResult match::readScoreSteps(Value softmaxInput, Operation *softmaxOp,
-                                    ScoreWalk &walk, Decline &decline) {
+                                    ScoreWalk &walk, Decline &decline,
+                                    unsigned guardReads) {
   Type scoreType = softmaxInput.getType();
   Value current = softmaxInput;
   Operation *reader = softmaxOp;
-  unsigned expectedUses = 2; // the softmax reads its input twice
+  // The softmax reads its input twice (its max and the shift), and the
+  // fully-masked-row guard's condition may read it too.
+  unsigned expectedUses = 2 + guardReads;
   while (true) {
     Operation *def = current.getDefiningOp();
     if (!def)

@@ -6,7 +6,9 @@
 //   ex  = exp(s - m)                     or exp(s + neg(m))
 //   z   = reduce sum ex (last axis)      keepdim, or reshaped/broadcast back
 //   p   = ex / z                         or ex * (1 / z)
-//   out = matmul p, v                    (p head-folded by a reshape or not)
+//   p'  = select(all(s == -inf), 0, p)   optional: torch's fully-masked-row
+//                                        guard (RowGuardMatch.cpp)
+//   out = matmul p', v                   (p' head-folded by a reshape or not)
 // or
 //   out = matmul(ex, v) / z                  the division after the P.V product
 //
@@ -51,6 +53,32 @@ static Operation *firstShared(ReduceOp reduce, ArrayRef<Operation *> views) {
   return nullptr;
 }
 
+/// The scores the shift reads and the ones the max reads, `a` and `b`, when
+/// one is the other with the heads folded into (or out of) the batch by a
+/// reshape: the canonicalizer lets the shift read the bmm's folded scores
+/// while the max keeps their 4-D view when the view has other readers (the
+/// row guard of core-ATen SDPA without a mask). Returns the view, or null.
+static Value readScoresView(Value a, Value b) {
+  for (auto [base, view] : {std::pair(a, b), std::pair(b, a)})
+    if (auto reshape = view.getDefiningOp<ReshapeOp>();
+        reshape && reshape.getOperand() == base &&
+        isBatchFold(base.getType(), view.getType()))
+      return view;
+  return {};
+}
+
+/// True when every user of the max but one (the chain's: its first view or
+/// the shift) is a compare -- the row guard's `max(s) == -inf` may be one --
+/// and the views are not shared.
+static bool guardMayRead(ReduceOp max, ArrayRef<Operation *> views) {
+  auto others = llvm::count_if(max->getUsers(), [](Operation *user) {
+    return !isa<CompareOp>(user);
+  });
+  return others == 1 && llvm::all_of(views, [](Operation *view) {
+           return view->hasOneUse();
+         });
+}
+
 /// `1 / d` with d a view of `sum`: the reciprocal a normalization multiplies
 /// by. Returns the division, or null.
 static DivOp readReciprocal(Value value, ReduceOp sum,
@@ -60,6 +88,24 @@ static DivOp readReciprocal(Value value, ReduceOp sum,
   if (!one || *one != 1.0 || readReduceView(div.getRhs(), views) != sum)
     return {};
   return div;
+}
+
+/// The op the chain continues with after `value`, whose (only) user is
+/// `user`: `user` itself, or the one user of `user` when it is a reshape
+/// that folds the heads into the batch ([B, H, Lq, X] -> [B*H, Lq, X]);
+/// `read` is the value that op reads. Fails when the fold is shared.
+static LogicalResult readThroughFold(Value value, Operation *user, Value &read,
+                                     Operation *&reader, Decline &decline) {
+  read = value;
+  reader = user;
+  auto reshape = dyn_cast<ReshapeOp>(user);
+  if (!reshape || !isBatchFold(value.getType(), reshape.getType()))
+    return success();
+  if (!reshape->hasOneUse())
+    return fail(decline, kEscapes, reshape);
+  read = reshape.getResult();
+  reader = *read.getUsers().begin();
+  return success();
 }
 
 /// The f32 probabilities rounded to f16/bf16 for a two-byte P.V matmul
@@ -79,15 +125,12 @@ static LogicalResult readConvertedProbs(ConvertOp convert, Softmax &softmax,
                 convert);
   if (!convert->hasOneUse())
     return fail(decline, kEscapes, convert);
-  Value read = convert.getResult();
-  Operation *user = *read.getUsers().begin();
-  if (auto reshape = dyn_cast<ReshapeOp>(user);
-      reshape && isBatchFold(read.getType(), reshape.getType())) {
-    if (!reshape->hasOneUse())
-      return fail(decline, kEscapes, reshape);
-    read = reshape.getResult();
-    user = *read.getUsers().begin();
-  }
+  Value read;
+  Operation *user;
+  if (failed(readThroughFold(convert.getResult(),
+                             *convert->getUsers().begin(), read, user,
+                             decline)))
+    return failure();
   auto matmul = dyn_cast<MatMulOp>(user);
   if (!matmul || matmul.getLhs() != read || matmul.getRhs() == read)
     return fail(decline,
@@ -101,21 +144,29 @@ static LogicalResult readConvertedProbs(ConvertOp convert, Softmax &softmax,
 }
 
 /// The P.V matmul that reads `probs` (directly, or head-folded by one
-/// reshape) as its left operand.
+/// reshape; behind the fully-masked-row guard or not) as its left operand.
 static LogicalResult readOutput(Value probs, Softmax &softmax,
                                 Decline &decline) {
   Operation *producer = probs.getDefiningOp();
   if (!probs.hasOneUse())
     return fail(decline, kEscapes, producer);
-  Value read = probs;
-  Operation *user = *probs.getUsers().begin();
-  if (auto reshape = dyn_cast<ReshapeOp>(user);
-      reshape && isBatchFold(probs.getType(), reshape.getType())) {
-    if (!reshape->hasOneUse())
-      return fail(decline, kEscapes, reshape);
-    read = reshape.getResult();
-    user = *read.getUsers().begin();
+  Operation *next = *probs.getUsers().begin();
+  // select(rows all -inf, 0, p): torch's decomposed SDPA (_safe_softmax).
+  if (auto select = dyn_cast<SelectOp>(next);
+      select && select.getCond() != probs &&
+      ((select.getOnFalse() == probs && isZero(select.getOnTrue())) ||
+       (select.getOnTrue() == probs && isZero(select.getOnFalse())))) {
+    if (failed(readRowGuard(select, probs, softmax, decline)))
+      return failure();
+    if (!select->hasOneUse())
+      return fail(decline, kEscapes, select);
+    probs = select.getResult();
+    next = *probs.getUsers().begin();
   }
+  Value read;
+  Operation *user;
+  if (failed(readThroughFold(probs, next, read, user, decline)))
+    return failure();
   if (auto matmul = dyn_cast<MatMulOp>(user)) {
     if (matmul.getLhs() == read && matmul.getRhs() != read) {
       softmax.output = matmul;
@@ -138,16 +189,12 @@ static LogicalResult readOutput(Value probs, Softmax &softmax,
 
 /// `matmul(ex, v)` (ex head-folded by one reshape or not) divided by the
 /// softmax sum afterwards: `out = (ex . v) / z` or `(ex . v) * (1 / z)`.
-static LogicalResult readDivisionAfter(Operation *user, Value ex, ReduceOp sum,
+static LogicalResult readDivisionAfter(Operation *next, Value ex, ReduceOp sum,
                                        Softmax &softmax, Decline &decline) {
-  Value read = ex;
-  if (auto reshape = dyn_cast<ReshapeOp>(user);
-      reshape && isBatchFold(ex.getType(), reshape.getType())) {
-    if (!reshape->hasOneUse())
-      return fail(decline, kEscapes, reshape);
-    read = reshape.getResult();
-    user = *read.getUsers().begin();
-  }
+  Value read;
+  Operation *user;
+  if (failed(readThroughFold(ex, next, read, user, decline)))
+    return failure();
   auto matmul = dyn_cast<MatMulOp>(user);
   if (!matmul || matmul.getLhs() != read || matmul.getRhs() == read)
     return fail(decline,
@@ -222,7 +269,7 @@ LogicalResult match::readSoftmax(ExpOp exp, Softmax &softmax,
                     "kernel reads those and computes in f32, so the chain "
                     "stays primitive",
                 exp);
-  int64_t rank = tensorOf(s).getRank();
+  int64_t rank = tensorOf(exp.getResult()).getRank();
   if (rank != 4 && rank != 3)
     return fail(decline,
                 "the softmax runs over " + typeString(s.getType()) +
@@ -243,20 +290,23 @@ LogicalResult match::readSoftmax(ExpOp exp, Softmax &softmax,
                     std::string(kindName(max.getKind())) +
                     " of the scores, not their max",
                 max);
-  if (max.getOperand() != s)
+  Value view; // the scores' other layout, when the max and shift differ
+  if (max.getOperand() != s && !(view = readScoresView(s, max.getOperand())))
     return fail(decline,
                 "the max the softmax subtracts ('poot.reduce') is taken over " +
                     describe(max.getOperand()) +
                     ", not over the scores the exp reads (" + describe(s) +
                     ")",
                 max);
-  if (max.getAxis() != rank - 1)
+  int64_t maxRank = tensorOf(max.getOperand()).getRank();
+  if (max.getAxis() != maxRank - 1)
     return fail(decline,
                 "'poot.reduce' takes the softmax max over axis " +
                     std::to_string(max.getAxis()) +
-                    ", not the last (key) axis " + std::to_string(rank - 1),
+                    ", not the last (key) axis " +
+                    std::to_string(maxRank - 1),
                 max);
-  if (!rowsAlign(maxView, max, s))
+  if (!rowsAlign(maxView, max, max.getOperand()))
     return fail(decline,
                 "the max the softmax subtracts is laid out as " +
                     typeString(maxView.getType()) +
@@ -265,9 +315,14 @@ LogicalResult match::readSoftmax(ExpOp exp, Softmax &softmax,
                 maxViews.empty() ? max.getOperation() : maxViews.front());
   if (!shifted.hasOneUse() || (neg && !neg->hasOneUse()))
     return fail(decline, kEscapes, shift);
-  if (Operation *shared = firstShared(max, maxViews))
+  // The row guard's condition may compare the max with -inf: such users are
+  // checked once the guard is read (at the end).
+  if (Operation *shared = firstShared(max, maxViews);
+      shared && (shared != max || !guardMayRead(max, maxViews)))
     return fail(decline, kEscapes, shared);
-  softmax.scores = s;
+  softmax.scores = view ? view.getDefiningOp<ReshapeOp>().getOperand() : s;
+  softmax.scoresView = view;
+  softmax.max = max;
 
   // The users of ex: its sum and the normalization.
   Value ex = exp.getResult();
@@ -313,6 +368,7 @@ LogicalResult match::readSoftmax(ExpOp exp, Softmax &softmax,
 
   Operation *normalize = others.front();
   SmallVector<Operation *> sumViews;
+  bool dividedHere = true; // else the division follows the P.V matmul
   if (auto div = dyn_cast<DivOp>(normalize); div && div.getLhs() == ex) {
     if (readReduceView(div.getRhs(), sumViews) != sum ||
         !rowsAlign(div.getRhs(), sum, ex))
@@ -332,9 +388,22 @@ LogicalResult match::readSoftmax(ExpOp exp, Softmax &softmax,
     if (!reciprocal->hasOneUse())
       return fail(decline, kEscapes, reciprocal);
   } else {
-    return readDivisionAfter(normalize, ex, sum, softmax, decline);
+    dividedHere = false;
   }
-  if (Operation *shared = firstShared(sum, sumViews))
-    return fail(decline, kEscapes, shared);
-  return readOutput(normalize->getResult(0), softmax, decline);
+  if (dividedHere) {
+    if (Operation *shared = firstShared(sum, sumViews))
+      return fail(decline, kEscapes, shared);
+    if (failed(readOutput(normalize->getResult(0), softmax, decline)))
+      return failure();
+  } else if (failed(readDivisionAfter(normalize, ex, sum, softmax, decline))) {
+    return failure();
+  }
+  // Every reader of the max (and of the scores' view) but the chain's one
+  // is the row guard's.
+  if (!hasUses(max.getResult(),
+               1 + usersAmong(max.getResult(), softmax.guardOps)))
+    return fail(decline, kEscapes, max);
+  if (view && !hasUses(view, 1 + usersAmong(view, softmax.guardOps)))
+    return fail(decline, kEscapes, view.getDefiningOp());
+  return success();
 }

@@ -245,6 +245,96 @@ def test_non_absorbing_fill_declines(rng: np.random.Generator) -> None:
     )
 
 
+# --- the fully-masked-row guard (torch's decomposed SDPA, `_safe_softmax`) -----------
+
+
+def guarded_padding(spelling: str) -> ir.Module:
+    """`F.scaled_dot_product_attention(q, k, v, attn_mask=keep)` as torch's
+    core-ATen decomposition computes it: softmax, then a row whose scores
+    are all -inf set to 0 (not 0/0), in three spellings of that row."""
+    tr = Tracer(f"guard_{spelling}")
+    q, k, v = qkv(tr)
+    keep = tr.input("keep", (B, 1, LQ, LK), "i1")
+    s = ops.where(keep, scores(q, k), float("-inf"))
+    p = ops.softmax(s)
+    if spelling == "torch":
+        # logical_not(any(logical_not(s == -inf), dim=-1, keepdim=True))
+        visible = ops.eq(ops.eq(s, float("-inf")), False)
+        some = ops.gt(ops.reduce_max(ops.convert(visible, "i32"), axis=-1, keepdim=True), 0)
+        hidden = ops.eq(some, False)
+    elif spelling == "all":
+        # (s == -inf).all(dim=-1, keepdim=True)
+        words = ops.convert(ops.eq(s, float("-inf")), "i32")
+        hidden = ops.gt(ops.reduce_min(words, axis=-1, keepdim=True), 0)
+    elif spelling == "max":
+        # s.amax(-1, keepdim=True) == -inf
+        hidden = ops.eq(ops.reduce_max(s, axis=-1, keepdim=True), float("-inf"))
+    else:  # "none": the plain softmax, 0/0 on such a row
+        return finish(tr, p, v)
+    return finish(tr, ops.where(hidden, 0.0, p), v)
+
+
+@pytest.mark.parametrize("spelling", ["torch", "all", "max"])
+def test_fully_masked_row_guard_fuses(spelling: str, rng: np.random.Generator) -> None:
+    """The guard fuses with the attention: the op keeps its own 0/0 row and
+    the rewrite zeroes the rows whose mask is all -inf after it, so the
+    results before and after agree -- zero rows in the same places, no NaN."""
+    module = guarded_padding(spelling)
+    report = check_rewrite(module, rng, fused=1)
+    assert not report.remarks, report.remarks
+    inputs = random_inputs(module, rng)
+    inputs["keep"][0, 0, 1] = False  # batch 0, query row 1: every key hidden
+    inputs["keep"][1, 0, :, 0] = True  # batch 1: every row sees key 0
+    for reference in (False, True):
+        before = oracle.run(module, inputs, reference=reference).named["out"]
+        after = oracle.run(report.module, inputs, reference=reference).named["out"]
+        assert np.isfinite(before).all() and (before[0, :, 1] == 0).all()
+        np.testing.assert_allclose(after, before, rtol=1e-5, atol=1e-6)
+        assert (after[0, :, 1] == 0).all()
+
+
+@pytest.mark.parametrize("spelling", ["none", "torch"])
+def test_fully_masked_rows_on_the_cpu(spelling: str, rng: np.random.Generator, tmp_path) -> None:
+    """The fused op defines a row whose keys are all hidden as 0/0 = NaN
+    (the spec's streaming softmax, the oracle's): the compiled CPU kernel
+    gives NaN on exactly the rows the oracle does; with torch's guard the
+    compiled step gives 0 there, as torch's SDPA."""
+    from poot_mlir.compiler import compile_cpu
+    from poot_mlir.runtime.cpu import CpuArtifact
+
+    module = guarded_padding(spelling)
+    assert fused_copy(module).attention == 1
+    path = compile_cpu(module, tmp_path / "step")
+    inputs = random_inputs(module, rng)
+    inputs["keep"][1, 0, 2] = False  # batch 1, query row 2: every key hidden
+    inputs["keep"][0, 0, :, 0] = True
+    (got,) = CpuArtifact(path).run(inputs).outputs
+    want = oracle.run(module, inputs, reference=True).named["out"]
+    hidden = np.zeros(want.shape, bool)
+    hidden[1, :, 2] = True
+    if spelling == "none":
+        assert np.isnan(want[hidden]).all() and np.isnan(got[hidden]).all()
+    else:
+        assert (want[hidden] == 0).all() and (got[hidden] == 0).all()
+    assert np.isfinite(got[~hidden]).all()
+    np.testing.assert_allclose(got[~hidden], want[~hidden], rtol=1e-5, atol=1e-5)
+
+
+def test_guard_that_is_not_all_hidden_declines(rng: np.random.Generator) -> None:
+    """`where(any(s == -inf), 0, p)` zeroes rows with *some* key hidden: not
+    the guard, so the chain stays primitive and says why."""
+    tr = Tracer("some_hidden")
+    q, k, v = qkv(tr)
+    keep = tr.input("keep", (B, 1, LQ, LK), "i1")
+    s = ops.where(keep, scores(q, k), float("-inf"))
+    words = ops.convert(ops.eq(s, float("-inf")), "i32")
+    some = ops.gt(ops.reduce_max(words, axis=-1, keepdim=True), 0)
+    module = finish(tr, ops.where(some, 0.0, ops.softmax(s)), v)
+    report = check_rewrite(module, rng, fused=0, exact=True)
+    assert len(report.remarks) == 1, report.remarks
+    assert "'poot.select' after the softmax is not the fully-masked-row guard" in report.remarks[0]
+
+
 # --- two-byte attention: the f32 softmax around f16/bf16 ----------------------------
 # Each fuses into one poot.attention whose result is the chain's exact math
 # rounded once (check_rewrite: docs/two-byte-attention.md), not the chain's

@@ -153,11 +153,12 @@ def test_sdpa_is_causal(seeded, models, rng, tmp_path) -> None:
 
 @pytest.mark.parametrize(
     "mask, decompose",
-    [("triu", False), ("finfo", False), ("tril", False), ("tril_where", False), ("triu", True)],
+    [(mask, decompose) for decompose in (False, True)
+     for mask in ("triu", "finfo", "tril", "tril_where")],  # fmt: skip
 )
 def test_llama_attention(seeded, models, rng, tmp_path, mask, decompose) -> None:
     """`decompose`: the core ATen program (`run_decompositions()`), whose
-    matmuls fold the heads into `bmm`: it fuses too."""
+    matmuls fold the heads into `bmm`: it fuses the same way."""
     torch = seeded
     model = models.LlamaAttention(hidden=32, heads=4, kv_heads=2, mask=mask)
     x, cos, sin = tensors(torch, rng, (2, 8, 32), (2, 8, 8), (2, 8, 8))
@@ -168,18 +169,17 @@ def test_llama_attention(seeded, models, rng, tmp_path, mask, decompose) -> None
     assert_fused(manifest)
     assert set(inputs) == {"hidden_states", "cos", "sin", "q_proj.weight", "k_proj.weight",
                            "v_proj.weight", "o_proj.weight"}  # fmt: skip
-    # GQA: the op reads the 2 key heads directly (repeat_kv folded away); the
-    # decomposed program's head-folded bmm reads the repeated 4 (still fused).
+    # GQA: the op reads the 2 key heads directly (repeat_kv folded away), in
+    # the decomposed program too (its head-folded bmm reads repeat_kv as
+    # unsqueeze/expand/clone/view composed with the fold).
     text, _ = fused_ir(module)
-    heads = 4 if decompose else 2
-    assert re.search(rf"poot.attention [^\n]*tensor<2x4x8x8xf32>, tensor<2x{heads}x8x8xf32>", text), text
-    if not decompose:
-        # full(-inf or finfo.min).triu(1) added, and the bool tril(ones)
-        # applied by masked_fill(~keep) or torch.where(keep) (read through
-        # their boolean identities):
-        # the op's causal kind, no mask tensor (docs/torch-export.md).
-        assert re.search(r"poot.attention [^\n]* causal", text), text
-        assert not re.search(r"poot.attention [^\n]* mask\(", text), text
+    assert re.search(r"poot.attention [^\n]*tensor<2x4x8x8xf32>, tensor<2x2x8x8xf32>", text), text
+    # full(-inf or finfo.min).triu(1) added, and the bool tril(ones) applied
+    # by masked_fill(~keep) or torch.where(keep) (read through their boolean
+    # identities; decomposed: arange compares of unsqueezed index vectors):
+    # the op's causal kind, no mask tensor (docs/torch-export.md).
+    assert re.search(r"poot.attention [^\n]* causal", text), text
+    assert not re.search(r"poot.attention [^\n]* mask\(", text), text
     assert relative_error(out, reference(torch, model, (x, cos, sin))[0]) <= F32_RTOL
 
 
@@ -193,7 +193,7 @@ def test_sdpa_gqa_with_mask(seeded, models, rng, tmp_path, mask_kind) -> None:
     args, names = [q, k, v], ["q", "k", "v"]
     if mask_kind == "bool":
         keep = torch.from_numpy(rng.random((2, 1, 5, 12)) < 0.6)
-        keep[..., 0] = True  # every row sees a key (a fully hidden row is 0/0)
+        keep[..., 0] = True  # every row sees a key (test_attention_spellings_fuse hides one)
         args.append(keep)
     elif mask_kind == "float":
         args.append(torch.from_numpy(rng.standard_normal((1, 8, 5, 12)).astype(np.float32)))
@@ -272,6 +272,179 @@ def test_sdpa_bf16_is_the_exact_value_rounded_once(seeded, models, rng, tmp_path
     exact = reference(torch, model, (q, k, v))[0]
     got = out.astype(np.float64)
     assert (np.abs(got - exact) <= BF16_U * np.abs(exact) + 1e-6).all()
+
+
+# --- (6) the attention spellings of real models, pre-dispatch and core ATen ------------------
+
+
+def _hidden_rows(torch, rng, keep):
+    """A bool keep mask [.., Lq, Lk] with one query row whose keys are all
+    hidden (torch's SDPA gives 0 there) and every other row seeing a key."""
+    keep = keep.clone()
+    keep[..., 0] = True
+    keep[..., int(rng.integers(keep.shape[-2])), :] = False
+    return keep
+
+
+def _hf_mask(torch, rng, b, lq, lk_max, dtype=None):
+    """transformers' 4-D additive mask: causal (bottom-right) and left padding
+    of some rows' first keys, `finfo(dtype).min` where hidden, wider than the
+    key length (the model slices it); every query row sees a key."""
+    dtype = dtype or torch.float32
+    i = torch.arange(lq)[:, None] + (lk_max - 4 - lq)
+    j = torch.arange(lk_max)[None, :]
+    keep = (j <= i).expand(b, 1, lq, lk_max).clone()
+    keep[0, :, :, : int(rng.integers(0, 3))] = False
+    keep[..., lk_max - 4 - lq] = True  # the first query row's own key
+    mask = torch.zeros(b, 1, lq, lk_max, dtype=dtype)
+    return mask.masked_fill(~keep, torch.finfo(dtype).min)
+
+
+def _spelling(name, torch, models, rng):
+    """(model, args, names, expect): expect["causal"] the op's causal kind,
+    ["kv_heads"] the heads the op's K reads (the KV heads behind repeat_kv),
+    ["bf16"] a two-byte chain."""
+    qkv = lambda hq, hkv, lq, lk, d=16, dtype=None: tensors(  # noqa: E731
+        torch, rng, (2, hq, lq, d), (2, hkv, lk, d), (2, hkv, lk, d), dtype=dtype)
+    expect = {"causal": False, "kv_heads": None, "bf16": False}
+    if name == "sdpa":
+        return models.Sdpa(), qkv(4, 4, 6, 10), "qkv", expect
+    if name == "sdpa_scale":
+        return models.Sdpa(scale=0.3), qkv(4, 4, 6, 10), "qkv", expect
+    if name == "sdpa_is_causal":
+        return models.Sdpa(is_causal=True), qkv(4, 4, 8, 8), "qkv", {**expect, "causal": True}
+    if name == "sdpa_is_causal_rect":  # torch's top-left diagonal: a mask tensor
+        return models.Sdpa(is_causal=True), qkv(4, 4, 4, 8), "qkv", expect
+    if name == "sdpa_bool_mask":
+        keep = _hidden_rows(torch, rng, torch.from_numpy(rng.random((2, 1, 6, 10)) < 0.6))
+        return models.Sdpa(), [*qkv(4, 4, 6, 10), keep], ["q", "k", "v", "mask"], expect
+    if name == "sdpa_float_mask":
+        bias = torch.from_numpy(rng.standard_normal((1, 4, 6, 10)).astype(np.float32))
+        bias[0, 1, 2] = float("-inf")  # a row whose keys are all hidden
+        bias[0, 3, :, 4:7] = float("-inf")
+        return models.Sdpa(), [*qkv(4, 4, 6, 10), bias], ["q", "k", "v", "mask"], expect
+    if name == "sdpa_gqa_bool_mask":
+        keep = _hidden_rows(torch, rng, torch.from_numpy(rng.random((2, 1, 6, 10)) < 0.6))
+        return (models.Sdpa(enable_gqa=True, scale=0.3), [*qkv(8, 2, 6, 10), keep],
+                ["q", "k", "v", "mask"], {**expect, "kv_heads": 2})  # fmt: skip
+    if name == "sdpa_gqa_causal":
+        return models.Sdpa(is_causal=True, enable_gqa=True), qkv(8, 2, 8, 8), "qkv", {
+            **expect, "causal": True, "kv_heads": 2}  # fmt: skip
+    if name == "sdpa_mqa_causal":
+        return models.Sdpa(is_causal=True, enable_gqa=True), qkv(4, 1, 8, 8), "qkv", {
+            **expect, "causal": True, "kv_heads": 1}  # fmt: skip
+    if name == "sdpa_bf16_gqa":  # core ATen: the max reads the scores' 4-D view
+        return (models.Sdpa(enable_gqa=True), qkv(4, 2, 6, 10, dtype=torch.bfloat16), "qkv",
+                {**expect, "kv_heads": 2, "bf16": True})  # fmt: skip
+    if name == "sdpa_bf16_mask":
+        keep = _hidden_rows(torch, rng, torch.from_numpy(rng.random((2, 1, 6, 10)) < 0.6))
+        return (models.Sdpa(enable_gqa=True), [*qkv(4, 2, 6, 10, dtype=torch.bfloat16), keep],
+                ["q", "k", "v", "mask"], {**expect, "kv_heads": 2, "bf16": True})  # fmt: skip
+    if name == "alibi":
+        return models.AlibiSdpa(heads=4), qkv(4, 4, 8, 8), "qkv", expect
+    if name == "sliding_window":
+        return models.SlidingWindowSdpa(window=3), qkv(4, 4, 8, 8), "qkv", expect
+    if name in ("hf_eager", "hf_softcap", "hf_eager_bf16"):
+        dtype = torch.bfloat16 if name == "hf_eager_bf16" else None
+        model = models.HfEagerAttention(n_rep=2, scaling=0.25,
+                                        softcap=2.0 if name == "hf_softcap" else None)  # fmt: skip
+        args = [*qkv(4, 2, 6, 8, dtype=dtype), _hf_mask(torch, rng, 2, 6, 12, dtype)]
+        return (model.eval(), args, ["query", "key", "value", "attention_mask"],
+                {**expect, "kv_heads": 2, "bf16": dtype is not None})  # fmt: skip
+    raise AssertionError(name)
+
+
+SPELLINGS = ["sdpa", "sdpa_scale", "sdpa_is_causal", "sdpa_is_causal_rect", "sdpa_bool_mask",
+             "sdpa_float_mask", "sdpa_gqa_bool_mask", "sdpa_gqa_causal", "sdpa_mqa_causal",
+             "sdpa_bf16_gqa", "sdpa_bf16_mask", "alibi", "sliding_window", "hf_eager", "hf_softcap",
+             "hf_eager_bf16"]  # fmt: skip
+
+
+@pytest.mark.parametrize("graph", ["pre_dispatch", "core_aten"])
+@pytest.mark.parametrize("name", SPELLINGS)
+def test_attention_spellings_fuse(seeded, models, rng, tmp_path, name, graph) -> None:
+    """Each spelling, exported as is (pre-dispatch) and after
+    `run_decompositions()` (core ATen: heads folded into bmm, repeat_kv as
+    unsqueeze/expand/clone/view, the scale split over q and k, and SDPA's
+    softmax guarded by `where(row all -inf, 0, p)`), fuses into one
+    poot.attention, and the compiled CPU step matches torch's float64 run
+    -- rows whose keys are all hidden included (torch's SDPA gives 0)."""
+    torch = seeded
+    model, args, names, expect = _spelling(name, torch, models, rng)
+    outs, manifest, module, inputs = compile_and_run(
+        torch, model, args, tmp_path, names=names, decompose=graph == "core_aten")
+    assert_fused(manifest)
+    text, report = fused_ir(module)
+    assert not report.remarks, report.remarks
+    line = next(l for l in text.splitlines() if "poot.attention" in l)
+    assert (" causal" in line) == expect["causal"], line
+    if expect["kv_heads"] is not None:
+        # The op reads the KV heads behind repeat_kv (or the decomposed
+        # unsqueeze/expand/clone/view), not the repeated ones.
+        k_type = re.findall(r"tensor<[0-9x]+(?:bf16|f32)>", line.rsplit("} : ", 1)[1])[1]
+        assert k_type.startswith(f"tensor<2x{expect['kv_heads']}x"), line
+    (want,) = reference(torch, model, args)
+    got = np.asarray(outs[0], np.float64)
+    if expect["bf16"]:
+        assert outs[0].dtype.name == "bfloat16"
+        # Two-byte attention: the exact value rounded once.
+        assert (np.abs(got - want) <= BF16_U * np.abs(want) + 1e-6).all()
+    else:
+        assert relative_error(got, want) <= F32_RTOL
+
+
+@pytest.mark.parametrize("graph", ["pre_dispatch", "core_aten"])
+def test_guarded_sdpa_on_lavapipe(seeded, models, rng, tmp_path, vulkan, graph) -> None:
+    """SDPA with enable_gqa and a bool mask hiding a whole row, compiled for
+    a GPU (lavapipe, through raw Vulkan and wgpu): the fused op, then the
+    guard's zeroing select, torch's float64 result with 0 on that row."""
+    from poot_mlir.compiler import devices, gpu
+    from poot_mlir.frontend.torch_export import import_exported
+    from poot_mlir.runtime.gpu import GpuArtifact
+
+    torch = seeded
+    model, args, names, _ = _spelling("sdpa_gqa_bool_mask", torch, models, rng)
+    ep = torch.export.export(model, tuple(args))
+    if graph == "core_aten":
+        ep = ep.run_decompositions()
+    device = devices.VULKAN_LAVAPIPE
+    if vulkan.client == "wgpu":
+        device = device.with_limits(client="wgpu")
+    artifact = GpuArtifact(gpu.compile_gpu(import_exported(ep).finish(), device, tmp_path / "g"),
+                           backend=vulkan)  # fmt: skip
+    assert_fused(artifact.manifest)
+    out = artifact.run({n: numpy_of(torch, a) for n, a in zip(names, args)}).outputs[0]
+    want = reference(torch, model, args)[0]
+    assert (want == 0).all(axis=-1).any()  # the hidden row is torch's 0
+    assert relative_error(out, want) <= F32_RTOL
+
+
+@pytest.mark.parametrize("graph", ["pre_dispatch", "core_aten"])
+@pytest.mark.parametrize("name", ["sdpa_f64", "any_hidden_rows_zeroed"])
+def test_attention_spellings_that_cannot_fuse_say_why(seeded, models, rng, tmp_path, name,
+                                                      graph) -> None:
+    """An f64 SDPA (the kernels read f32/f16/bf16) and a select after the
+    softmax that is not the fully-masked-row guard stay primitive: the
+    compiled step still matches torch float64, and the remark, at the
+    model's line, names the check."""
+    torch = seeded
+    if name == "sdpa_f64":
+        model, names = models.Sdpa(), ["q", "k", "v"]
+        args = tensors(torch, rng, (1, 2, 4, 8), (1, 2, 6, 8), (1, 2, 6, 8), dtype=torch.float64)
+        why = "element type f64 is not f32, f16 or bf16"
+    else:
+        model, names = models.AnyHiddenRowsZeroed(), ["q", "k", "v", "mask"]
+        args = tensors(torch, rng, (1, 2, 4, 8), (1, 2, 6, 8), (1, 2, 6, 8))
+        mask = torch.zeros(1, 1, 4, 6)
+        mask[..., 1, 2:4] = float("-inf")  # one row with some keys hidden
+        args.append(mask)
+        why = "'poot.select' after the softmax is not the fully-masked-row guard"
+    outs, manifest, module, _ = compile_and_run(
+        torch, model, args, tmp_path, names=names, decompose=graph == "core_aten")
+    fusion = manifest["fusion"]
+    assert fusion["attention"] == 0 and len(fusion["declined"]) == 1, fusion
+    assert why in fusion["declined"][0] and "torch_models.py" in fusion["declined"][0], fusion
+    assert relative_error(outs[0], reference(torch, model, args)[0]) <= F32_RTOL
 
 
 # --- the other ops: embedding, LayerNorm, GELU, log_softmax, var, chunk, two outputs -------------

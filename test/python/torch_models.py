@@ -234,3 +234,76 @@ class HfMaskedSdpa(nn.Module):
         causal = position_ids.expand(1, -1)
         mask = torch.ones_like(kv_idx, dtype=torch.bool) & same_sequence & (causal[batch_idx, kv_idx] <= causal[batch_idx, q_idx])
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask.expand(1, -1, length, length), enable_gqa=True)
+
+
+class HfEagerAttention(nn.Module):
+    """transformers' `eager_attention_forward` (modeling_llama.py, with
+    Gemma-2's softcap): repeat_kv, `q @ k^T * scaling`, optionally
+    `tanh(w / softcap) * softcap`, the 4-D additive `attention_mask` sliced to
+    the key length and added, `softmax(dtype=float32).to(query.dtype)`,
+    dropout (p = 0 / eval), `@ v`."""
+
+    def __init__(self, n_rep=2, scaling=0.25, softcap=None, dropout=0.0) -> None:
+        super().__init__()
+        self.n_rep, self.scaling, self.softcap, self.dropout = n_rep, scaling, softcap, dropout
+
+    def forward(self, query, key, value, attention_mask):
+        key_states = repeat_kv(key, self.n_rep)
+        value_states = repeat_kv(value, self.n_rep)
+        attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * self.scaling
+        if self.softcap is not None:
+            attn_weights = attn_weights / self.softcap
+            attn_weights = torch.tanh(attn_weights)
+            attn_weights = attn_weights * self.softcap
+        causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
+        attn_weights = attn_weights + causal_mask
+        attn_weights = nn.functional.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
+        attn_weights = nn.functional.dropout(attn_weights, p=self.dropout, training=self.training)
+        attn_output = torch.matmul(attn_weights, value_states)
+        return attn_output.transpose(1, 2).contiguous()
+
+
+class AlibiSdpa(nn.Module):
+    """ALiBi (BLOOM/MPT): a per-head linear bias `slope_h * (j - i)` built in
+    the forward from a slopes buffer, passed to SDPA as a float attn_mask
+    together with the causal -inf above the diagonal."""
+
+    def __init__(self, heads=4) -> None:
+        super().__init__()
+        slopes = torch.tensor([2.0 ** (-8.0 * (h + 1) / heads) for h in range(heads)])
+        self.register_buffer("slopes", slopes, persistent=False)
+
+    def forward(self, q, k, v):
+        lq, lk = q.shape[-2], k.shape[-2]
+        distance = torch.arange(lk)[None, :] - torch.arange(lq)[:, None]
+        bias = self.slopes[:, None, None] * distance.float()  # [H, Lq, Lk]
+        causal = torch.full((lq, lk), float("-inf")).triu(1)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=(bias + causal)[None])
+
+
+class SlidingWindowSdpa(nn.Module):
+    """A sliding-window causal mask (Mistral/Gemma local layers): key j is
+    visible from query i when `i - window < j <= i`, a bool attn_mask."""
+
+    def __init__(self, window=3, enable_gqa=False) -> None:
+        super().__init__()
+        self.window, self.enable_gqa = window, enable_gqa
+
+    def forward(self, q, k, v):
+        lq, lk = q.shape[-2], k.shape[-2]
+        i = torch.arange(lq)[:, None]
+        j = torch.arange(lk)[None, :]
+        keep = (j <= i) & (j > i - self.window)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep, enable_gqa=self.enable_gqa)
+
+
+class AnyHiddenRowsZeroed(nn.Module):
+    """A look-alike of torch's guard that zeroes every row with *some* key
+    hidden (`(w == -inf).any(-1, keepdim=True)`), not only the rows whose
+    keys are all hidden: not part of attention."""
+
+    def forward(self, q, k, v, mask):
+        w = torch.matmul(q, k.transpose(-1, -2)) * 0.25 + mask
+        p = torch.softmax(w, dim=-1)
+        p = torch.where((w == float("-inf")).any(-1, keepdim=True), 0.0, p)
+        return torch.matmul(p, v)

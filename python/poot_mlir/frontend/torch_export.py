@@ -8,18 +8,15 @@
     module = tracer.finish()                      # outputs: "out" (or out0, out1, ...)
     weights = exported_weights(ep)                # {"q_proj.weight": array, ...}
 
-The importer walks the program's FX graph as torch.export records it (the
-pre-dispatch ATen graph `torch.export.export` returns, **without**
-`run_decompositions()`): there `F.scaled_dot_product_attention`,
-`softmax`, `linear` and 4-D `matmul` are still one node each, which the
-importer spells as the primitive chains the attention rewrite reads. The core
-ATen decomposition would fold attention heads into `bmm` through
-`expand`/`clone`/`_unsafe_view` and guard SDPA's softmax with a
-`where(all -inf, 0, p)` that is no longer a softmax feeding P.V. The core
-ATen ops a decomposed program holds (`mm`, `bmm`, `addmm`, `_softmax`,
-`_unsafe_view`, `permute`, ...) are in the table too, so a decomposed program
-imports as well (its attention may then stay primitive: fuse_attention's
-remarks say why).
+The importer walks the program's FX graph as it is given: the pre-dispatch
+ATen graph `torch.export.export` returns (there
+`F.scaled_dot_product_attention`, `softmax`, `linear` and 4-D `matmul` are
+one node each, which the importer spells as the primitive chains the
+attention rewrite reads) or the core-ATen graph of `run_decompositions()`,
+whose ops (`mm`, `bmm`, `addmm`, `_softmax`, `_unsafe_view`, `permute`, ...)
+are in the table too: its attention -- heads folded into `bmm` through
+`expand`/`clone`/`view`, SDPA's softmax guarded by `where(row all -inf, 0,
+p)` -- fuses as well (docs/torch-export.md).
 
 Every node is checked before anything is emitted (the op is in the table
 `torch_aten.EMITTERS`, its arguments are ones the table honours, every shape

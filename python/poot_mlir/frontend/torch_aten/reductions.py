@@ -1,0 +1,155 @@
+"""The reduction ATen ops: `sum`/`mean`/`amax`/`amin`/`max`/`min`/`any`/
+`all`/`var`, the softmaxes and the normalizations (`layer_norm`,
+`rms_norm`)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from .. import composites as C
+from .. import primitives as P
+from ..tensor import Tensor
+from ._table import aten, axes, axis, bool_of, finish, to
+
+
+# --- reductions and normalizations --------------------------------------------------------------
+
+
+def _reduce_axes(x: Tensor, dims: list[int], reduce: Callable[..., Tensor]) -> Tensor:
+    for d in dims:
+        x = reduce(x, axis=d, keepdim=True)
+    return x
+
+
+def _count(x: Tensor, dims: list[int]) -> int:
+    return math.prod(x.shape[d] for d in dims)
+
+
+@aten("sum")
+def _sum(a, out, ctx):
+    x = to(a["self"], out.dtype)
+    return finish(_reduce_axes(x, axes(a.get("dim"), x.rank), P.reduce_sum), out)
+
+
+@aten("mean")
+def _mean(a, out, ctx):
+    x = to(a["self"], out.dtype)
+    dims = axes(a.get("dim"), x.rank)
+    return finish(P.div(_reduce_axes(x, dims, P.reduce_sum), float(_count(x, dims))), out)
+
+
+def _refuse_max(a: dict[str, Any]) -> str | None:
+    if "dim" in a:
+        return "max/min over a dim returns indices too (use amax/amin)"
+    return None
+
+
+@aten("max", "min", refuse=_refuse_max)
+def _max(a, out, ctx):
+    """max.other / min.other elementwise, max.default / min.default over
+    every element (the op is told apart by its schema: `other` or none)."""
+    x, is_max = a["self"], ctx.packet == "max"
+    if "other" in a:
+        dtype = out.dtype
+        return (P.maximum if is_max else P.minimum)(to(x, dtype), to(a["other"], dtype))
+    reduce = P.reduce_max if is_max else P.reduce_min
+    return finish(_reduce_axes(x, list(range(x.rank)), reduce), out)
+
+
+@aten("amax")
+def _amax(a, out, ctx):
+    x = a["self"]
+    return finish(_reduce_axes(x, axes(a.get("dim"), x.rank), P.reduce_max), out)
+
+
+@aten("amin")
+def _amin(a, out, ctx):
+    x = a["self"]
+    return finish(_reduce_axes(x, axes(a.get("dim"), x.rank), P.reduce_min), out)
+
+
+@aten("any", "all")
+def _any(a, out, ctx):
+    """any: max of the 0/1 words > 0; all: their min > 0 (poot reduces
+    numbers, not i1)."""
+    x = to(bool_of(a["self"]), "i32")
+    reduce = P.reduce_max if ctx.packet == "any" else P.reduce_min
+    return finish(P.gt(_reduce_axes(x, axes(a.get("dim"), x.rank), reduce), 0), out)
+
+
+def _variance(x: Tensor, dims: list[int], correction: float) -> Tensor:
+    """`sum((x - mean)^2) / (N - correction)`, keepdim."""
+    n = _count(x, dims)
+    centered = P.sub(x, P.div(_reduce_axes(x, dims, P.reduce_sum), float(n)))
+    return P.div(_reduce_axes(P.mul(centered, centered), dims, P.reduce_sum), float(n - correction))
+
+
+@aten("var")
+def _var(a, out, ctx):
+    x = to(a["self"], out.dtype)
+    dims = axes(a.get("dim"), x.rank)
+    if "correction" in a:
+        correction = 1 if a["correction"] is None else a["correction"]
+    else:
+        correction = 1 if a.get("unbiased", True) else 0
+    return finish(_variance(x, dims, correction), out)
+
+
+def _softmax_last(x: Tensor, dim: int, body: Callable[[Tensor], Tensor]) -> Tensor:
+    """`body` (a last-axis softmax) over axis `dim`, transposing around it."""
+    d = axis(dim, x.rank)
+    if d == x.rank - 1:
+        return body(x)
+    perm = list(range(x.rank))
+    perm[d], perm[-1] = perm[-1], perm[d]
+    return P.transpose(body(P.transpose(x, perm)), perm)
+
+
+@aten("softmax", "_softmax")
+def _softmax(a, out, ctx):
+    return _softmax_last(to(a["self"], out.dtype), a["dim"], C.softmax)
+
+
+def _log_softmax_body(x: Tensor) -> Tensor:
+    shifted = P.sub(x, P.reduce_max(x, axis=-1, keepdim=True))
+    return P.sub(shifted, P.log(P.reduce_sum(P.exp(shifted), axis=-1, keepdim=True)))
+
+
+@aten("log_softmax", "_log_softmax")
+def _log_softmax(a, out, ctx):
+    return _softmax_last(to(a["self"], out.dtype), a["dim"], _log_softmax_body)
+
+
+def _normalized_axes(x: Tensor, normalized_shape: list[int]) -> list[int]:
+    return list(range(x.rank - len(normalized_shape), x.rank))
+
+
+@aten("layer_norm")
+def _layer_norm(a, out, ctx):
+    x = a["input"]
+    dims = _normalized_axes(x, a["normalized_shape"])
+    mean = P.div(_reduce_axes(x, dims, P.reduce_sum), float(_count(x, dims)))
+    centered = P.sub(x, mean)
+    var = P.div(_reduce_axes(P.mul(centered, centered), dims, P.reduce_sum), float(_count(x, dims)))
+    y = P.mul(centered, P.rsqrt(P.add(var, float(a.get("eps", 1e-5)))))
+    if a.get("weight") is not None:
+        y = P.mul(y, a["weight"])
+    if a.get("bias") is not None:
+        y = P.add(y, a["bias"])
+    return y
+
+
+# torch.finfo(dtype).eps, rms_norm's default.
+_EPS = {"f32": 2.0**-23, "f16": 2.0**-10, "bf16": 2.0**-7, "f64": 2.0**-52}
+
+
+@aten("rms_norm")
+def _rms_norm(a, out, ctx):
+    x = a["input"]
+    dims = _normalized_axes(x, a["normalized_shape"])
+    eps = a.get("eps")
+    eps = _EPS[x.dtype] if eps is None else eps
+    ms = P.div(_reduce_axes(P.mul(x, x), dims, P.reduce_sum), float(_count(x, dims)))
+    y = P.mul(x, P.rsqrt(P.add(ms, float(eps))))
+    return y if a.get("weight") is None else P.mul(y, a["weight"])

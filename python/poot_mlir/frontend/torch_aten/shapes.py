@@ -1,0 +1,209 @@
+"""The shape and indexing ATen ops: views, expands, permutes, slices,
+`cat`/`stack`/`split`, `diff`/`cumsum`, advanced `index` on the leading
+axes and `embedding`."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import primitives as P
+from ..tensor import Tensor
+from ._table import aten, axis, finish, to
+
+
+# --- shape and data movement -------------------------------------------------------------
+
+
+@aten("view", "reshape", "_unsafe_view", "view_copy", "flatten", "unflatten", "squeeze",
+      "unsqueeze", "view_as", "reshape_as")  # fmt: skip
+def _reshape(a, out, ctx):
+    x = a["self"]
+    return x if x.shape == out.shape else P.reshape(x, out.shape)
+
+
+@aten("expand", "expand_as", "broadcast_to", "expand_copy")
+def _expand(a, out, ctx):
+    x = a["self"]
+    return x if x.shape == out.shape else P.broadcast_to(x, out.shape)
+
+
+@aten("permute")
+def _permute(a, out, ctx):
+    x = a["self"]
+    return P.transpose(x, [axis(d, x.rank) for d in a["dims"]])
+
+
+@aten("transpose", "swapaxes")
+def _transpose(a, out, ctx):
+    x = a["self"]
+    if x.rank < 2:
+        return x
+    d0 = axis(a.get("dim0", a.get("axis0")), x.rank)
+    d1 = axis(a.get("dim1", a.get("axis1")), x.rank)
+    perm = list(range(x.rank))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return x if d0 == d1 else P.transpose(x, perm)
+
+
+@aten("t", "numpy_T")
+def _t(a, out, ctx):
+    x = a["self"]
+    return x if x.rank < 2 else P.transpose(x, list(range(x.rank))[::-1])
+
+
+def _slice_of(x: Tensor, dim: int, start: int, stop: int, step: int = 1) -> Tensor:
+    if (start, stop, step) == (0, x.shape[dim], 1):
+        return x
+    lo, hi = [0] * x.rank, list(x.shape)
+    steps = [1] * x.rank
+    lo[dim], hi[dim], steps[dim] = start, stop, step
+    return P.slice(x, lo, hi, steps)
+
+
+def _refuse_slice(a: dict[str, Any]) -> str | None:
+    if a.get("step", 1) is not None and a.get("step", 1) < 1:
+        return f"step={a['step']} (torch allows only positive steps)"
+    return None
+
+
+@aten("slice", "slice_copy", refuse=_refuse_slice)
+def _slice(a, out, ctx):
+    x = a["self"]
+    dim = axis(a.get("dim", 0), x.rank)
+    n = x.shape[dim]
+    start, end, step = a.get("start"), a.get("end"), a.get("step", 1) or 1
+    start = 0 if start is None else start
+    end = n if end is None else end
+    start, end = (min(max(v + n if v < 0 else v, 0), n) for v in (start, end))
+    if end <= start:
+        raise ValueError(
+            f"an empty slice [{start}:{end}] of axis {dim} (poot tensors have no zero-sized axes)"
+        )
+    return _slice_of(x, dim, start, end, step)
+
+
+@aten("select", "select_copy")
+def _select(a, out, ctx):
+    x = a["self"]
+    dim = axis(a["dim"], x.rank)
+    index = a["index"] + x.shape[dim] if a["index"] < 0 else a["index"]
+    return finish(_slice_of(x, dim, index, index + 1), out)
+
+
+@aten("cat", "concat")
+def _cat(a, out, ctx):
+    tensors = [to(t, out.dtype) for t in a["tensors"]]
+    if len(tensors) == 1:
+        return tensors[0]
+    return P.concat(tensors, axis(a.get("dim", 0), tensors[0].rank))
+
+
+@aten("stack")
+def _stack(a, out, ctx):
+    tensors = [to(t, out.dtype) for t in a["tensors"]]
+    dim = axis(a.get("dim", 0), tensors[0].rank + 1)
+    lifted = [P.reshape(t, t.shape[:dim] + (1,) + t.shape[dim:]) for t in tensors]
+    return lifted[0] if len(lifted) == 1 else P.concat(lifted, dim)
+
+
+def _pieces(x: Tensor, dim: int, sizes: list[int]) -> list[Tensor]:
+    out, start = [], 0
+    for size in sizes:
+        out.append(_slice_of(x, dim, start, start + size))
+        start += size
+    return out
+
+
+@aten("split", "split_with_sizes", "chunk", "unbind", "tensor_split")
+def _split(a, out, ctx):
+    x = a["self"]
+    dim = axis(a.get("dim", 0), x.rank)
+    n = x.shape[dim]
+    if "split_sizes" in a:
+        sizes = list(a["split_sizes"])
+    elif "split_size" in a:
+        size = a["split_size"]
+        sizes = [min(size, n - s) for s in range(0, n, size)]
+    elif "chunks" in a:
+        size = -(-n // a["chunks"])
+        sizes = [min(size, n - s) for s in range(0, n, size)]
+    elif "sections" in a:
+        k = a["sections"]
+        sizes = [n // k + (1 if i < n % k else 0) for i in range(k)]
+    elif "indices" in a:
+        bounds = [0] + [min(max(i + n if i < 0 else i, 0), n) for i in a["indices"]] + [n]
+        sizes = [hi - lo for lo, hi in zip(bounds, bounds[1:])]
+    elif "tensor_indices_or_sections" in a:
+        raise TypeError("tensor_split by a tensor of indices (only by Python ints)")
+    else:  # unbind: every index, the axis dropped
+        return [P.reshape(p, x.shape[:dim] + x.shape[dim + 1 :]) for p in _pieces(x, dim, [1] * n)]
+    if 0 in sizes:
+        raise ValueError(f"a zero-sized piece of axis {dim} (sizes {sizes})")
+    return _pieces(x, dim, sizes)
+
+
+@aten("diff")
+def _diff(a, out, ctx):
+    """`x[1:] - x[:-1]` along `dim`, n times, after concatenating `prepend`
+    and `append` (torch.diff)."""
+    x = a["self"]
+    dim = axis(a.get("dim", -1), x.rank)
+    pieces = [t for t in (a.get("prepend"), x, a.get("append")) if t is not None]
+    x = P.concat(pieces, dim) if len(pieces) > 1 else x
+    for _ in range(a.get("n", 1)):
+        n = x.shape[dim]
+        later, earlier = _slice_of(x, dim, 1, n), _slice_of(x, dim, 0, n - 1)
+        x = P.ne(later, earlier) if x.dtype == "i1" else P.sub(later, earlier)
+    return x
+
+
+@aten("cumsum")
+def _cumsum(a, out, ctx):
+    """poot has no scan: the running sum along `dim` is a matmul by the upper
+    triangle of ones (`out[i] = sum_{j <= i} x[j]`), in f32 for a bool input
+    (counts up to the axis length, exact) and in the dtype for floats; an
+    integer input is refused (its sums could pass f32's exact range)."""
+    x = a["self"]
+    if x.dtype == "i32":
+        raise TypeError("cumsum of an integer tensor (only bool or float: poot has no scan, the "
+                        "importer sums through a matmul)")  # fmt: skip
+    dim = axis(a["dim"], x.rank)
+    work = "f32" if x.dtype == "i1" else out.dtype
+    n = x.shape[dim]
+    triangle = P.constant(np.triu(np.ones((n, n))), work, tracer=ctx.tracer)
+    perm = list(range(x.rank))
+    perm[dim], perm[-1] = perm[-1], perm[dim]
+    moved = P.transpose(to(x, work), perm) if dim != x.rank - 1 else to(x, work)
+    rows = P.reshape(moved, (-1, n))
+    summed = P.reshape(P.matmul(rows, triangle), moved.shape)
+    back = P.transpose(summed, perm) if dim != x.rank - 1 else summed
+    return to(back, out.dtype)
+
+
+@aten("index")
+def _index(a, out, ctx):
+    """`x[i0, i1, ...]` with integer index tensors on the leading axes
+    (broadcast together; negative indices wrap): one gather over those axes
+    flattened."""
+    x, indices = a["self"], list(a["indices"])
+    while indices and indices[-1] is None:
+        indices.pop()
+    if not indices or any(i is None for i in indices) or any(i.dtype == "i1" for i in indices):
+        raise TypeError("indexing other than by integer tensors on the leading axes "
+                        "(no None between them, no bool masks)")  # fmt: skip
+    k = len(indices)
+    linear = None
+    for d, index in enumerate(indices):
+        size = x.shape[d]
+        index = P.select(P.lt(index, 0), P.add(index, size), index)
+        linear = index if linear is None else P.add(P.mul(linear, size), index)
+    flat = P.reshape(x, (math.prod(x.shape[:k]),) + x.shape[k:])
+    return P.gather(flat, linear, 0)
+
+
+@aten("embedding")
+def _embedding(a, out, ctx):
+    return P.gather(a["weight"], to(a["indices"], "i32"), 0)
