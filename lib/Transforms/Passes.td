@@ -186,7 +186,13 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
            "form (the one verified on the H200); N >= 1 reads K/V as 16-byte "
            "vectors and loads up to N keys a warp step before using any "
            "(ptxas-checked, not yet run on a GPU). The planner takes fewer "
-           "when the loaded rows would not fit the register budget">
+           "when the loaded rows would not fit the register budget">,
+    Option<"maxKeysPerLoad", "max-keys-per-load", "int64_t", /*default=*/"1",
+           "NVIDIA warp decode: 1 (default) a whole warp reads each key row; "
+           "N >= 2 lets rows that a whole warp would not read as 16-byte "
+           "vectors (bf16/f16 D = 128) take 32 / N lanes, N keys a load "
+           "(half-warp rows, `row_lanes` on the request; vector loads, "
+           "opt-in until verified on a GPU: docs/warp-decode.md)">
   ];
   let dependentDialects = ["::mlir::poot::PootDialect"];
 }

@@ -55,6 +55,11 @@ class Device:
     #: loads up to N keys a warp step before using any (docs/warp-decode.md;
     #: ptxas-checked, not yet run on a GPU; the planner may take fewer).
     max_unroll: int = 0
+    #: NVIDIA warp decode only: 1 (the default) a whole warp reads each key
+    #: row; N >= 2 lets a row that a whole warp would not read in 16-byte
+    #: vectors (bf16/f16 D = 128) take 32 / N lanes, so a warp-wide load
+    #: reads N keys (half-warp rows; vector loads; docs/warp-decode.md).
+    max_keys_per_load: int = 1
 
     def pipeline_options(self) -> str:
         """The device description as pass-pipeline options."""
@@ -74,16 +79,23 @@ class Device:
         opts = f" chip={self.chip}" if self.chip else ""
         if self.target == "nvvm" and not self.tensor_cores:
             opts += " tensor-cores=0"
-        if self.target == "nvvm" and self.max_unroll:
-            opts += f" max-unroll={self.max_unroll}"
+        opts += self._warp_options()
         if self.target == "spirv" and self.client != "vulkan":
             opts += f" client={self.client}"
         return opts
 
+    def _warp_options(self) -> str:
+        # The warp decode's knobs (NVVM only), named only when not default.
+        if self.target != "nvvm":
+            return ""
+        opts = f" max-unroll={self.max_unroll}" if self.max_unroll else ""
+        if self.max_keys_per_load != 1:
+            opts += f" max-keys-per-load={self.max_keys_per_load}"
+        return opts
+
     def plan_options(self) -> str:
         """Options of the `poot-plan-attention` pass alone."""
-        unroll = f" max-unroll={self.max_unroll}" if self.target == "nvvm" and self.max_unroll else ""
-        return f"target={self.target} " + self._limit_options() + unroll
+        return f"target={self.target} " + self._limit_options() + self._warp_options()
 
     def with_limits(self, **changes: Any) -> "Device":
         """A copy with some limits changed (e.g. a small X grid for tests)."""
