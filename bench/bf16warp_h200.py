@@ -10,7 +10,7 @@ against float64 and time beside SDPA BF16 and the default plan, on one GPU.
 
 `build` writes, under the artifacts folder, `bf16/` (bench/bf16_h200.py's
 layout: the four decode bench forms under VARIANTS) and `verify/` (VERIFY
-forms, bf16, under the half-warp plans: odd lengths for the last partial
+forms, bf16, under VERIFY_PLANS: odd lengths for the last partial
 load, live lengths, paged keys, tensor masks, softcap, split and not).
 
 `run`, in one process: every verify artifact on fresh bf16 inputs (seed
@@ -51,7 +51,9 @@ VARIANTS = [
     ("half2", {"max_keys_per_load": 2, "max_unroll": 2}),
     ("half4", {"max_keys_per_load": 2, "max_unroll": 4}),
 ]
-HALF_PLANS = [v for v in VARIANTS if v[0] in ("half1", "half4")]
+#: Verified plans: the half-warp rows (one load a step, and 4), and the
+#: whole-warp vector form (its steps are now one online step too).
+VERIFY_PLANS = [v for v in VARIANTS if v[0] in ("half1", "half4", "unroll4")]
 
 _d = dict(key_width=128, value_width=128)
 #: Verification forms (bf16, D = 128: half-warp rows), each split and not.
@@ -91,14 +93,15 @@ def build(out_root: Path) -> None:
     index: dict[str, dict] = {}
     for form in VERIFY:
         for sname, schanges in SPLITS:
-            for vname, vchanges in HALF_PLANS:
+            for vname, vchanges in VERIFY_PLANS:
                 key = f"{form.name}-{sname}@{vname}"
                 out = root / key
                 dev = devices.SM_90.with_limits(**schanges, **vchanges)
                 path = compile_artifact(bf16_h200.bf16_text(form), dev, out)
                 att = json.loads((path / "manifest.json").read_text())["attention"][0]
                 r = att["request"]
-                assert r["schedule"] == "warp_decode" and r.get("row_lanes") == 16, r
+                assert r["schedule"] == "warp_decode", r
+                assert r.get("row_lanes") == (16 if vname.startswith("half") else None), r
                 ptx = {}
                 for launch in att["launches"]:
                     ptx.update(ptxas_report(path / launch["kernel"]))
