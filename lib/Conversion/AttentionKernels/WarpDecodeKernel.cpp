@@ -126,8 +126,8 @@ private:
   /// The state after the keys `visits` (in order) for every head of the
   /// group. State per head: m, l, then the lane's o elements. Each row's
   /// lanes (the whole warp, or each half) keep their own state of their own
-  /// keys. The keys of a step are one online step (KernelBuilder's, with the
-  /// step's max score): the state is rescaled once per step, not per key.
+  /// keys. The keys given are one online step (KernelBuilder's, with their
+  /// max score): the state is rescaled once for them, not once per key.
   SmallVector<Value> update(const AttentionBuffers &bufs, ValueRange state,
                             ArrayRef<Visit> visits) {
     SmallVector<Value> next;
@@ -291,7 +291,15 @@ void WarpDecode::emit(const AttentionBuffers &bufs, Value wg, Value tid,
           Value t = add(t0, add(keyOfLoad, index(u * perLoad)));
           visits.push_back({t, loadKey(bufs, t), Value()});
         }
-        return update(bufs, st, visits);
+        if (keysPerLoad > 1)
+          return update(bufs, st, visits);
+        // Whole-warp rows: one online step a key, the form verified on the
+        // H200 (a step's keys as one online step is the half-warp form's,
+        // until the H200 has run it).
+        SmallVector<Value> next(st);
+        for (const Visit &visit : visits)
+          next = update(bufs, next, visit);
+        return next;
       });
       state.assign(loop.getResults().begin(), loop.getResults().end());
     }

@@ -85,13 +85,11 @@ class Device:
         return opts
 
     def _warp_options(self) -> str:
-        # The warp decode's knobs (NVVM only), named only when not default.
+        # The warp decode's knobs (NVVM only), always named: the device
+        # description, not the pass's defaults, decides.
         if self.target != "nvvm":
             return ""
-        opts = f" max-unroll={self.max_unroll}" if self.max_unroll else ""
-        if self.max_keys_per_load != 1:
-            opts += f" max-keys-per-load={self.max_keys_per_load}"
-        return opts
+        return f" max-unroll={self.max_unroll} max-keys-per-load={self.max_keys_per_load}"
 
     def plan_options(self) -> str:
         """Options of the `poot-plan-attention` pass alone."""
