@@ -76,7 +76,9 @@ def kv_bytes_bf16(form: cases.Form) -> int:
 # --- build (MLIR machine) -------------------------------------------------------------
 
 
-def build(out_root: Path) -> None:
+def build(out_root: Path, forms=None, variants=None) -> None:
+    """Artifacts of `forms` (default: the bench forms) under each of
+    `variants(form)` (default: build_artifacts.bench_variants)."""
     from _compile import compile_artifact
     from build_artifacts import bench_variants, ptxas_report
     from poot_mlir.compiler import devices
@@ -84,8 +86,8 @@ def build(out_root: Path) -> None:
     root = out_root / "bf16"
     root.mkdir(parents=True, exist_ok=True)
     index: dict[str, dict] = {}
-    variants = bench_variants()
-    for name, form in cases.bench_forms():
+    variants = variants or bench_variants()
+    for name, form in forms or cases.bench_forms():
         for vname, changes in variants(form):
             key = f"{name}@{vname}"
             out = root / key

@@ -19,7 +19,7 @@ int64_t AttentionRequestAttr::getLdsFloats() const {
   case AttentionSchedule::SplitKV:
     return getLanes() * getStateFloats();
   case AttentionSchedule::WarpDecode:
-    return warpDecodeLdsFloats(getNumRep(), getValueWidth());
+    return warpDecodeLdsFloats(getNumRep(), getValueWidth(), getKeysPerLoad());
   case AttentionSchedule::TiledPrefill:
   case AttentionSchedule::WideHead:
     return tiledPrefillFloats(getQBlock(), getKeyBlock(),

@@ -174,8 +174,11 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
     `q_block` as the packed (head, query row) rows of one KV group per
     workgroup, `key_block` as the keys per tile, `chunk` as the keys per
     split (a multiple of `key_block`). The warp decode (`warp_decode`) reads
-    `unroll` as the keys each warp loads before it uses any of them (0, not
-    printed, for the other schedules). Derived sizes (n_rep, rows,
+    `unroll` as the loads (of `kWarpSize / row_lanes` keys each) every warp
+    issues before it uses any of them (0, not printed: the scalar one-key
+    form, and the other schedules) and `row_lanes` as the lanes that read
+    one key row together (0, not printed: the whole warp; 16: half-warp rows,
+    two keys a load, docs/warp-decode.md). Derived sizes (n_rep, rows,
     workgroup-memory and scratch floats, the warp constants) are methods of
     the attribute, so the planner and the generator read one definition.
     Equal requests generate equal kernels, so the request is the plan key.
@@ -192,10 +195,11 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
     "int64_t":$grid_x, "int64_t":$grid_y,
     DefaultValuedParameter<"int64_t", "0">:$q_block,
     DefaultValuedParameter<"int64_t", "0">:$key_block,
-    DefaultValuedParameter<"int64_t", "0">:$unroll);
+    DefaultValuedParameter<"int64_t", "0">:$unroll,
+    DefaultValuedParameter<"int64_t", "0">:$row_lanes);
   let assemblyFormat = "`<` struct(params) `>`";
-  // `unroll` last and defaulted, so a request of another schedule is built
-  // without it.
+  // `unroll` and `row_lanes` last and defaulted, so a request of another
+  // schedule is built without them.
   let skipDefaultBuilders = 1;
   let builders = [
     AttrBuilder<(ins "int64_t":$batch, "int64_t":$q_heads, "int64_t":$kv_heads,
@@ -206,11 +210,12 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
       "::mlir::poot::AttentionSchedule":$schedule,
       "int64_t":$lanes, "int64_t":$splits, "int64_t":$chunk,
       "int64_t":$grid_x, "int64_t":$grid_y, "int64_t":$q_block,
-      "int64_t":$key_block, CArg<"int64_t", "0">:$unroll), [{
+      "int64_t":$key_block, CArg<"int64_t", "0">:$unroll,
+      CArg<"int64_t", "0">:$row_lanes), [{
       return $_get($_ctxt, batch, q_heads, kv_heads, q_len, key_len,
                    key_width, shared_width, value_width, transform, mask,
                    key_bound, schedule, lanes, splits, chunk, grid_x, grid_y,
-                   q_block, key_block, unroll);
+                   q_block, key_block, unroll, row_lanes);
     }]>];
   let extraClassDeclaration = [{
     /// Threads of one warp, and warps per workgroup, of the warp-decode
@@ -226,8 +231,27 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
     int64_t getRows() const { return getBatch() * getQHeads() * getQLen(); }
     /// Floats of one running state (o[Dv], m, l).
     int64_t getStateFloats() const { return getValueWidth() + 2; }
-    /// Keys one warp of the warp-decode schedule loads per step (>= 1).
-    int64_t getKeysPerStep() const { return getUnroll() > 1 ? getUnroll() : 1; }
+    /// Warp decode: lanes that read one key row together (the whole warp,
+    /// or 16 for half-warp rows), keys one warp-wide load reads side by side,
+    /// loads each warp issues per step before it uses any (>= 1), and so the
+    /// keys a warp consumes per step.
+    int64_t getLanesPerRow() const {
+      return getRowLanes() ? getRowLanes() : kWarpSize;
+    }
+    int64_t getKeysPerLoad() const { return kWarpSize / getLanesPerRow(); }
+    int64_t getLoadsPerStep() const { return getUnroll() > 1 ? getUnroll() : 1; }
+    int64_t getKeysPerStep() const { return getLoadsPerStep() * getKeysPerLoad(); }
+    /// Warp decode: the running states one workgroup folds at its end (one
+    /// per key a load reads, per warp).
+    int64_t getWarpStates() const { return kWarpsPerGroup * getKeysPerLoad(); }
+    /// Warp decode: elements per load of a head width of `elementBytes`
+    /// elements: 1 in the scalar one-key form (unroll 0), else
+    /// warpVectorWidth over the lanes of a row.
+    int64_t getVectorWidth(int64_t width, int64_t elementBytes) const {
+      return getUnroll() == 0
+                 ? 1
+                 : warpVectorWidth(width, elementBytes, getLanesPerRow());
+    }
     /// Workgroup-memory floats of the schedule's first kernel: the lanes'
     /// states (streaming, split_kv), the warps' states of every head of the
     /// group (warp_decode), the tiled prefill's layout (tiled_prefill,
@@ -237,19 +261,43 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
     int64_t getScratchFloats() const {
       return getRows() * getSplits() * getStateFloats();
     }
-    /// Warp-decode workgroup memory: kWarpsPerGroup states per query head of
-    /// the group (the planner checks it before any request exists).
-    static int64_t warpDecodeLdsFloats(int64_t nRep, int64_t valueWidth) {
-      return kWarpsPerGroup * nRep * (valueWidth + 2);
+    /// Warp-decode workgroup memory: kWarpsPerGroup * keysPerLoad states per
+    /// query head of the group (the planner checks it before any request
+    /// exists).
+    static int64_t warpDecodeLdsFloats(int64_t nRep, int64_t valueWidth,
+                                       int64_t keysPerLoad = 1) {
+      return kWarpsPerGroup * keysPerLoad * nRep * (valueWidth + 2);
     }
     /// Elements per warp-decode load of a head width of `elementBytes`
-    /// elements: the widest power of two <= kWarpLoadBytes / elementBytes
-    /// with `width` a whole number of warp-wide vectors (1: scalar loads).
-    static int64_t warpVectorWidth(int64_t width, int64_t elementBytes) {
+    /// elements read by `lanes` lanes a row: the widest power of two <=
+    /// kWarpLoadBytes / elementBytes with `width` a whole number of
+    /// `lanes`-wide vectors (1: scalar loads).
+    static int64_t warpVectorWidth(int64_t width, int64_t elementBytes,
+                                   int64_t lanes = kWarpSize) {
       int64_t vector = kWarpLoadBytes / elementBytes;
-      while (vector > 1 && width % (kWarpSize * vector))
+      while (vector > 1 && width % (lanes * vector))
         vector /= 2;
       return vector < 1 ? 1 : vector;
+    }
+    /// The lanes a warp-decode row takes: the whole warp when its widths
+    /// (0: absent) already read as full 16-byte vectors, else the widest
+    /// kWarpSize / keys (keys = 2, 4, ... <= maxKeysPerLoad) that makes every
+    /// width a whole number of 16-byte lane vectors; the whole warp when none
+    /// does (bf16/f16 D = 128: 16 lanes x 8 elements, two keys a load).
+    static int64_t warpRowLanes(int64_t elementBytes,
+                                ::llvm::ArrayRef<int64_t> widths,
+                                int64_t maxKeysPerLoad) {
+      int64_t full = kWarpLoadBytes / elementBytes;
+      for (int64_t keys = 1; keys <= maxKeysPerLoad && keys <= kWarpSize;
+           keys *= 2) {
+        bool whole = true;
+        for (int64_t w : widths)
+          whole &= !w || warpVectorWidth(w, elementBytes, kWarpSize / keys) ==
+                             full;
+        if (whole)
+          return kWarpSize / keys;
+      }
+      return kWarpSize;
     }
   }];
 }

@@ -48,6 +48,7 @@ void addPlanAndGenerate(OpPassManager &pm, DeviceTarget target,
   if constexpr (std::is_same_v<Options, PootNVVMPipelineOptions>)
     plan.mmaSm = o.tensorCores ? mmaSmOf(o.chip) : 0;
   plan.maxUnroll = o.maxUnroll;
+  plan.maxKeysPerLoad = o.maxKeysPerLoad;
   pm.addPass(createPootPlanAttention(plan));
   PootGenerateAttentionKernelsOptions generate;
   generate.target = target;

@@ -60,6 +60,12 @@ struct PootDeviceOptions : public PassPipelineOptions<Derived> {
       llvm::cl::desc("Warp decode: N >= 1 (default 4) 16-byte loads and up to "
                      "N keys a warp step; 0 the scalar one-key form"),
       llvm::cl::init(4)};
+  Opt::Option<int64_t> maxKeysPerLoad{
+      *this, "max-keys-per-load",
+      llvm::cl::desc("Warp decode: 1 (default) a whole warp per key row; N >= "
+                     "2 half-warp (32 / N lane) rows of 16-byte loads where a "
+                     "whole warp's would be narrower (bf16/f16 D = 128)"),
+      llvm::cl::init(1)};
 };
 
 /// Who reads the SPIR-V: a Vulkan driver, or wgpu, whose shader translator

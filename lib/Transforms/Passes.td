@@ -187,7 +187,13 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
            "(verified on the H200; 4 was the fastest at B=1 4k/128k and "
            "B=16 8k); 0 keeps the scalar one-key-a-step form. The planner "
            "takes fewer when the loaded rows would not fit the register "
-           "budget">
+           "budget">,
+    Option<"maxKeysPerLoad", "max-keys-per-load", "int64_t", /*default=*/"1",
+           "NVIDIA warp decode: 1 (default) a whole warp reads each key row; "
+           "N >= 2 lets rows that a whole warp would not read as 16-byte "
+           "vectors (bf16/f16 D = 128) take 32 / N lanes, N keys a load "
+           "(half-warp rows, `row_lanes` on the request; vector loads, "
+           "opt-in until verified on a GPU: docs/warp-decode.md)">
   ];
   let dependentDialects = ["::mlir::poot::PootDialect"];
 }

@@ -192,7 +192,7 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
   LogicalResult planTail(AttentionOp op, AttentionRequestAttr shape,
                          AttentionSchedule schedule, int64_t lanes,
                          int64_t splits, int64_t workgroupsPerSplit,
-                         int64_t unroll) {
+                         int64_t unroll, int64_t rowLanes = 0) {
     int64_t rows = shape.getRows();
     int64_t laneBytes = shape.getStateFloats() * kFloatBytes;
     if (splits > 1) {
@@ -226,7 +226,7 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
     if (schedule == AttentionSchedule::Streaming && splits > 1)
       schedule = AttentionSchedule::SplitKV;
     op.setRequestAttr(withSchedule(shape, schedule, lanes, splits, chunk, *grid,
-                             unroll));
+                             unroll, rowLanes));
     return success();
   }
 
@@ -235,14 +235,14 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
                                            AttentionSchedule schedule,
                                            int64_t lanes, int64_t splits,
                                            int64_t chunk, Grid grid,
-                                           int64_t unroll) {
+                                           int64_t unroll, int64_t rowLanes) {
     return AttentionRequestAttr::get(
         shape.getContext(), shape.getBatch(), shape.getQHeads(),
         shape.getKvHeads(), shape.getQLen(), shape.getKeyLen(),
         shape.getKeyWidth(), shape.getSharedWidth(), shape.getValueWidth(),
         shape.getTransform(), shape.getMask(), shape.getKeyBound(), schedule,
         lanes, splits, chunk, grid.x, grid.y, /*q_block=*/0, /*key_block=*/0,
-        unroll);
+        unroll, rowLanes);
   }
 
   /// The CPU schedule (CpuAttentionKernel.h). A work item serves one KV
@@ -355,17 +355,31 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
       return std::nullopt;
     int64_t splits = std::min<int64_t>(
         warpDecodeSplits(groups, shape.getKeyLen(), computeUnits), maxSplits);
-    // unroll 0: the scalar one-key form (max-unroll=0; the default is 4).
+    // Half-warp (or narrower) rows where a whole warp's row would not read
+    // 16-byte vectors (bf16/f16 D = 128), within max-keys-per-load and
+    // while the doubled lane state still fits; 0 records the whole warp.
+    int64_t dk = shape.getKeyWidth(), ds = shape.getSharedWidth(),
+            dv = shape.getValueWidth();
+    int64_t rowLanes = AttentionRequestAttr::warpRowLanes(
+        elementBytes(op.getKey().getType()), {dk, ds, dv}, maxKeysPerLoad);
+    int64_t keysPerLoad = AttentionRequestAttr::kWarpSize / rowLanes;
+    if (keysPerLoad > 1 &&
+        !warpDecodeFits(nRep, dk, ds, dv, workgroupMemory, keysPerLoad))
+      keysPerLoad = 1;
+    // unroll 0: the scalar one-key form (max-unroll=0 with whole-warp rows;
+    // the default is 4); rows of several keys a load are vector loads.
     int64_t unroll =
-        maxUnroll == 0
+        maxUnroll == 0 && keysPerLoad == 1
             ? 0
-            : warpDecodeUnroll(nRep, shape.getKeyWidth(),
-                               shape.getSharedWidth(), shape.getValueWidth(),
-                               maxUnroll);
+            : warpDecodeUnroll(nRep, dk, ds, dv,
+                               std::max<int64_t>(maxUnroll, 1), keysPerLoad);
     return planTail(op, shape, AttentionSchedule::WarpDecode,
                     AttentionRequestAttr::kWarpSize *
                         AttentionRequestAttr::kWarpsPerGroup,
-                    splits, /*workgroupsPerSplit=*/groups, unroll);
+                    splits, /*workgroupsPerSplit=*/groups, unroll,
+                    keysPerLoad > 1 ? AttentionRequestAttr::kWarpSize /
+                                          keysPerLoad
+                                    : 0);
   }
 
   DeviceLimits deviceLimits() {
@@ -389,6 +403,10 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
       return emitError(UnknownLoc::get(context))
              << "poot-plan-attention: max-unroll must be >= 0, got "
              << maxUnroll.getValue();
+    if (maxKeysPerLoad < 1)
+      return emitError(UnknownLoc::get(context))
+             << "poot-plan-attention: max-keys-per-load must be >= 1, got "
+             << maxKeysPerLoad.getValue();
     return success();
   }
 

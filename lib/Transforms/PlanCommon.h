@@ -56,35 +56,42 @@ inline std::optional<Grid> foldGrid(int64_t count, int64_t maxX, int64_t maxY) {
 
 /// The warp-decode schedule's shape rule (WarpDecodeKernel.h: a workgroup of
 /// 4 warps per KV group): head widths of whole warps, the group's running
-/// state modest in registers, its warps' states in workgroup memory.
+/// state modest in registers, its warps' states in workgroup memory. With
+/// `keysPerLoad` keys a load (half-warp rows: 2) a lane holds keysPerLoad
+/// times the channels and the workgroup folds keysPerLoad times the states.
 /// Overflowing sizes are far past every limit: false keeps the seed's
 /// schedules (which refuse them with a typed reason).
 inline bool warpDecodeFits(int64_t nRep, int64_t keyWidth, int64_t sharedWidth,
-                           int64_t valueWidth, int64_t workgroupMemory) {
+                           int64_t valueWidth, int64_t workgroupMemory,
+                           int64_t keysPerLoad = 1) {
   constexpr int64_t warp = AttentionRequestAttr::kWarpSize,
                     maxRegisters = 128, floatBytes = 4;
   if (keyWidth % warp || sharedWidth % warp || valueWidth % warp)
     return false;
-  std::optional<int64_t> registers =
-      mul(nRep, keyWidth / warp + sharedWidth / warp + valueWidth / warp + 2);
+  std::optional<int64_t> registers = mul(
+      nRep, keysPerLoad * (keyWidth / warp + sharedWidth / warp +
+                           valueWidth / warp) +
+                2);
   if (!registers || *registers > maxRegisters)
     return false;
   // n_rep <= 64 and Dv <= 4096 here: the count cannot overflow.
-  return AttentionRequestAttr::warpDecodeLdsFloats(nRep, valueWidth) *
+  return AttentionRequestAttr::warpDecodeLdsFloats(nRep, valueWidth,
+                                                   keysPerLoad) *
              floatBytes <=
          workgroupMemory;
 }
 
-/// Keys a warp of the warp-decode schedule loads per step (the request's
-/// `unroll`): 4 (or the max-unroll option, if smaller) while the loaded rows (unroll x the lane's elements of K and
-/// V) and the group's state stay within 160 registers, else 2 or 1. More keys
+/// Loads a warp of the warp-decode schedule issues per step (the request's
+/// `unroll`, each of `keysPerLoad` keys): 4 (or the max-unroll option, if
+/// smaller) while the loaded rows (unroll x the lane's elements of K and V)
+/// and the group's state stay within 160 registers, else 2 or 1. More bytes
 /// in flight per warp is what the 2.2 TB/s B=1 decode lacks (bench/NOTES.md,
 /// runs 2-6). Called after warpDecodeFits (so no count overflows).
 inline int64_t warpDecodeUnroll(int64_t nRep, int64_t keyWidth,
                                 int64_t sharedWidth, int64_t valueWidth,
-                                int64_t maxUnroll) {
+                                int64_t maxUnroll, int64_t keysPerLoad = 1) {
   constexpr int64_t warp = AttentionRequestAttr::kWarpSize, budget = 160;
-  int64_t row = (keyWidth + sharedWidth + valueWidth) / warp;
+  int64_t row = keysPerLoad * (keyWidth + sharedWidth + valueWidth) / warp;
   int64_t state = nRep * (row + 2);
   int64_t unroll = std::clamp<int64_t>(maxUnroll, 1, 4);
   while (unroll > 1 && state + unroll * row > budget)

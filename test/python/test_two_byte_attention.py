@@ -241,6 +241,56 @@ def test_sm90_two_byte_ptx_is_accepted_by_ptxas(form, dtype, rng, tmp_path) -> N
     assert (tmp_path / "k.cubin").stat().st_size > 0
 
 
+HALF_ROW_CASES = [
+    # bf16/f16 D = 128: a whole warp's row would be 8-byte vectors; half-warp
+    # rows read 16 lanes x 8 elements, two keys a load (docs/warp-decode.md).
+    # Odd lengths end on a half-filled load; live lengths, paged keys and a
+    # per-head mask take the same walk.
+    Form("half_gqa_odd", q_heads=8, kv_heads=2, key_width=128, value_width=128, key_len=1001),
+    Form("half_paged_live_mask", q_heads=8, kv_heads=2, key_width=128, value_width=128, key_len=333,
+         pool=700, live=True, mask="per_head", softcap=9.0),
+]
+
+
+@pytest.mark.parametrize("unroll", [1, 4])
+@pytest.mark.parametrize("dtype", ["f16", "bf16"])
+@pytest.mark.parametrize("form", HALF_ROW_CASES, ids=[f.name for f in HALF_ROW_CASES])
+def test_sm90_half_warp_rows_read_16_byte_vectors(form, dtype, unroll, rng, tmp_path) -> None:
+    """max_keys_per_load=2: the planner records row_lanes = 16 and the warp
+    kernel reads each K/V row as one 16-byte vector a lane
+    (ld.global.v4.b32), completes each dot product over its half warp (xor
+    shuffles 8, 4, 2, 1: none crosses the halves), and ptxas accepts it."""
+    text, _ = build(form, rng, dtype)
+    device = devices.SM_90.with_limits(max_keys_per_load=2, max_unroll=unroll)
+    path = gpu.compile_gpu(text, device, tmp_path / "a")
+    attention = json.loads((path / "manifest.json").read_text())["attention"][0]
+    request = attention["request"]
+    assert request["schedule"] == "warp_decode"
+    assert request["row_lanes"] == 16 and request["unroll"] == unroll
+    kernel = path / attention["launches"][0]["kernel"]
+    ptx = kernel.read_text()
+    loads = re.findall(r"ld\.global(?:\.nc)?\.(v\d\.)?(b16|b32|b64|f32)", ptx)
+    # K and V: one v4.b32 a lane per load, unroll loads a step plus the tail's.
+    assert loads.count(("v4.", "b32")) == 2 * (unroll + 1), loads
+    assert ("v2.", "b32") not in loads and ("v4.", "b16") not in loads
+    offsets = {int(m) for m in re.findall(r"shfl\.sync\.bfly\.b32\s+%r\d+(?:\|%p\d+)?, %r\d+, (\d+),", ptx)}
+    assert offsets == {8, 4, 2, 1}, offsets
+    require("ptxas")
+    subprocess.run([ptxas_path(), "-arch=sm_90", str(kernel), "-o", str(tmp_path / "k.cubin")], check=True)
+    assert (tmp_path / "k.cubin").stat().st_size > 0
+
+
+def test_half_warp_rows_are_opt_in(rng, tmp_path) -> None:
+    """The default plan (max_keys_per_load=1) keeps whole-warp rows: no
+    row_lanes on the request, no 16-byte loads at D = 128."""
+    text, _ = build(HALF_ROW_CASES[0], rng, "bf16")
+    path = gpu.compile_gpu(text, devices.SM_90.with_limits(max_unroll=4), tmp_path / "a")
+    attention = json.loads((path / "manifest.json").read_text())["attention"][0]
+    assert attention["request"]["schedule"] == "warp_decode" and "row_lanes" not in attention["request"]
+    ptx = (path / attention["launches"][0]["kernel"]).read_text()
+    assert not re.search(r"ld\.global(\.nc)?\.v4\.b32", ptx)
+
+
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])
 def test_rocdl_two_byte_kernels_widen_and_round_once(dtype, rng, tmp_path) -> None:
     """ROCDL (gfx942) shares the LLVM lowering: half loads extended, one

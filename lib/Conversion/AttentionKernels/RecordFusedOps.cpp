@@ -76,6 +76,8 @@ std::optional<llvm::json::Object> requestRecord(Attribute request,
       o["key_block"] = r.getKeyBlock();
     if (r.getUnroll())
       o["unroll"] = r.getUnroll();
+    if (r.getRowLanes())
+      o["row_lanes"] = r.getRowLanes();
     return o;
   }
   if (auto r = dyn_cast<SelectedAttentionRequestAttr>(request)) {

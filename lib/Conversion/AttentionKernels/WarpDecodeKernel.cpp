@@ -3,9 +3,10 @@
 // A thin driver over the pieces every schedule shares (AttentionEmitter:
 // length clamp, chunk bounds, dense/paged addressing, score transform, mask,
 // the state fold; KernelBuilder: the online step). What is its own: the
-// lane -> channel map, the butterfly that completes each dot product, the
-// key walk (`unroll` keys per warp step, all their loads issued before any
-// of them is used) and the publication of the warps' states.
+// lane -> channel map (a key row read by the whole warp, or by each half of
+// it: two keys a load), the butterfly that completes each dot product over
+// a row's lanes, the key walk (`unroll` loads per warp step, all issued
+// before any key is used) and the publication of the warps' states.
 //
 //===----------------------------------------------------------------------===//
 #include "lib/Conversion/AttentionKernels/WarpDecodeKernel.h"
@@ -24,30 +25,30 @@ using namespace mlir::poot;
 
 namespace {
 
-/// How one lane holds a head width: it loads vectors of `vector` consecutive
-/// elements, one per warp-wide pass, so a warp's pass is one contiguous
-/// stretch of 32 * vector elements (16-byte loads when vector * bytes = 16).
-/// Element e of the lane is channel (e / vector) * 32 * vector +
-/// lane * vector + e % vector; q, k, v and o all use their width's map.
+/// How one lane holds a head width: the `lanes` lanes of a row (the whole
+/// warp, or a half of it) load vectors of `vector` consecutive elements,
+/// one per pass, so a pass is one contiguous stretch of lanes * vector
+/// elements (16-byte loads when vector * bytes = 16). Element e of the
+/// lane with row lane j (lane % lanes) is channel
+/// (e / vector) * lanes * vector + j * vector + e % vector; q, k, v and o
+/// all use their width's map.
 struct LaneSlice {
-  int64_t width = 0, vector = 1;
-  int64_t elements() const { return width / kWarpSize; }
-  int64_t passes() const { return width / (kWarpSize * vector); }
-  /// The channel of element e, less lane * vector.
+  int64_t width = 0, vector = 1, lanes = kWarpSize;
+  int64_t elements() const { return width / lanes; }
+  int64_t passes() const { return width / (lanes * vector); }
+  /// The channel of element e, less the row lane * vector.
   int64_t channel(int64_t e) const {
-    return (e / vector) * kWarpSize * vector + e % vector;
+    return (e / vector) * lanes * vector + e % vector;
   }
 };
 
-/// The slice of a head width read from `mem`: 16-byte vectors where the
-/// width allows (AttentionRequestAttr::warpVectorWidth) and the plan asks
-/// for them (unroll >= 1); scalars in the one-key form (unroll 0).
+/// The slice of a head width read from `mem`: the request's lanes a row and
+/// vector width (16-byte vectors where the width allows and the plan asks
+/// for them; scalars in the one-key form, unroll 0).
 LaneSlice sliceOf(AttentionRequestAttr req, int64_t width, Value mem) {
-  if (req.getUnroll() == 0)
-    return {width, 1};
   Type element = cast<MemRefType>(mem.getType()).getElementType();
   int64_t bytes = element.getIntOrFloatBitWidth() / 8;
-  return {width, AttentionRequestAttr::warpVectorWidth(width, bytes)};
+  return {width, req.getVectorWidth(width, bytes), req.getLanesPerRow()};
 }
 
 class WarpDecode : private KernelBuilder {
@@ -73,8 +74,8 @@ private:
   SmallVector<Value> readSlice(Value mem, Value base, const LaneSlice &slice,
                                bool vectorize) {
     SmallVector<Value> out;
+    Value start = add(base, mul(rowLane, index(slice.vector)));
     if (!vectorize || slice.vector == 1) {
-      Value start = add(base, mul(lane, index(slice.vector)));
       for (int64_t e = 0; e < slice.elements(); ++e)
         out.push_back(load(mem, add(start, index(slice.channel(e)))));
       return out;
@@ -82,9 +83,8 @@ private:
     Type element = cast<MemRefType>(mem.getType()).getElementType();
     auto type = VectorType::get({slice.vector}, element);
     int64_t bytes = slice.vector * element.getIntOrFloatBitWidth() / 8;
-    Value start = add(base, mul(lane, index(slice.vector)));
     for (int64_t p = 0; p < slice.passes(); ++p) {
-      Value idx = add(start, index(p * kWarpSize * slice.vector));
+      Value idx = add(start, index(p * slice.lanes * slice.vector));
       Value vec = widen(vector::LoadOp::create(
           b, loc, type, mem, ValueRange{idx}, /*nontemporal=*/false,
           llvm::MaybeAlign(bytes)));
@@ -114,30 +114,67 @@ private:
     return add(mul(g, index(req.getNumRep())), index(r));
   }
 
-  /// The state after key t for every head of the group. State per head:
-  /// m, l, then the lane's o elements.
+  /// One key a row's lanes fold in: its position, its rows, and whether it
+  /// counts (null: it does; false: a half-warp row past the chunk's end,
+  /// whose rows were read at an existing key, gets the score -inf: weight 0).
+  struct Visit {
+    Value t;
+    KeyRows rows;
+    Value valid;
+  };
+
+  /// The state after the keys `visits` (in order) for every head of the
+  /// group. State per head: m, l, then the lane's o elements. Each row's
+  /// lanes (the whole warp, or each half) keep their own state of their own
+  /// keys. The keys given are one online step (KernelBuilder's, with their
+  /// max score): the state is rescaled once for them, not once per key.
   SmallVector<Value> update(const AttentionBuffers &bufs, ValueRange state,
-                            Value t, const KeyRows &rows) {
+                            ArrayRef<Visit> visits) {
     SmallVector<Value> next;
     int64_t perHead = 2 + vSlice.elements();
+    Value ninf = f32(-std::numeric_limits<double>::infinity());
     for (int64_t r = 0; r < req.getNumRep(); ++r) {
-      Value partial = f32(0.0);
-      for (auto [qe, ke] : llvm::zip_equal(q[r], rows.k))
-        partial = add(partial, mul(qe, ke));
-      // Butterfly: every lane ends with the whole dot product.
-      for (int32_t offset = kWarpSize / 2; offset >= 1; offset /= 2)
-        partial = add(partial,
-                      gpu::ShuffleOp::create(b, loc, partial, offset, kWarpSize,
-                                             gpu::ShuffleMode::XOR)
-                          .getShuffleResult());
-      Value s = shared.addMask(bufs, shared.transformScore(partial), batch,
-                               headOf(r), index(0), t);
+      SmallVector<Value> scores;
+      for (const Visit &visit : visits) {
+        Value partial = f32(0.0);
+        for (auto [qe, ke] : llvm::zip_equal(q[r], visit.rows.k))
+          partial = add(partial, mul(qe, ke));
+        // Butterfly over the row's lanes (xor offsets below lanes-a-row
+        // stay in the row; the whole warp shuffles, so no lane diverges):
+        // every lane of the row ends with the whole dot product.
+        for (int32_t offset = req.getLanesPerRow() / 2; offset >= 1;
+             offset /= 2)
+          partial = add(partial, gpu::ShuffleOp::create(
+                                     b, loc, partial, offset, kWarpSize,
+                                     gpu::ShuffleMode::XOR)
+                                     .getShuffleResult());
+        Value s = shared.addMask(bufs, shared.transformScore(partial), batch,
+                                 headOf(r), index(0), visit.t);
+        scores.push_back(visit.valid ? select(visit.valid, s, ninf) : s);
+      }
+      Value top = scores.front();
+      for (Value s : ArrayRef<Value>(scores).drop_front())
+        top = arith::MaximumFOp::create(b, loc, top, s);
       ValueRange head = state.slice(r * perHead, perHead);
-      OnlineStep step = onlineStep(head[0], s);
+      OnlineStep step = onlineStep(head[0], top);
+      // Key i's weight weight(s_i, max) (with one key: the step's own).
+      SmallVector<Value> weights;
+      for (Value s : scores)
+        weights.push_back(scores.size() == 1 ? step.weight
+                                             : weight(s, step.max));
       next.push_back(step.max);
-      next.push_back(rescaleAdd(head[1], step, Value()));
-      for (auto [o, v] : llvm::zip_equal(head.drop_front(2), rows.v))
-        next.push_back(rescaleAdd(o, step, v));
+      auto fold = [&](Value acc, function_ref<Value(size_t)> x) {
+        OnlineStep first{step.max, step.rescale, weights[0]};
+        acc = rescaleAdd(acc, first, x(0));
+        for (size_t i = 1; i < weights.size(); ++i)
+          acc = add(acc, x(i) ? mul(weights[i], x(i)) : weights[i]);
+        return acc;
+      };
+      next.push_back(fold(head[1], [](size_t) { return Value(); }));
+      for (size_t c = 0; c < head.size() - 2; ++c)
+        next.push_back(fold(head[2 + c], [&](size_t i) {
+          return visits[i].rows.v[c];
+        }));
     }
     return next;
   }
@@ -156,8 +193,9 @@ private:
   AttentionRequestAttr req;
   AttentionSignature sig;
   AttentionEmitter shared;
-  // Set by emit(): this workgroup's ids and the lane's query elements.
-  Value lane, warp, batch, g;
+  // Set by emit(): this workgroup's ids (the lane's row lane, and which key
+  // of a load its row reads) and the lane's query elements.
+  Value lane, rowLane, keyOfLoad, warp, batch, g;
   LaneSlice kSlice, sSlice, vSlice;
   SmallVector<SmallVector<Value>> q;
 };
@@ -171,8 +209,11 @@ void WarpDecode::emit(const AttentionBuffers &bufs, Value wg, Value tid,
   const int64_t splits = req.getSplits(), stride = req.getStateFloats();
   constexpr int64_t warps = kWarpsPerGroup;
 
+  const int64_t keysPerLoad = req.getKeysPerLoad();
   lane = remui(tid, kWarpSize);
   warp = divui(tid, kWarpSize);
+  rowLane = keysPerLoad == 1 ? lane : remui(lane, req.getLanesPerRow());
+  keyOfLoad = keysPerLoad == 1 ? index(0) : divui(lane, req.getLanesPerRow());
   Value groupRow = divui(wg, splits), split = remui(wg, splits);
   batch = divui(groupRow, hkv);
   g = remui(groupRow, hkv);
@@ -207,9 +248,11 @@ void WarpDecode::emit(const AttentionBuffers &bufs, Value wg, Value tid,
 
   SmallVector<Value> state(init);
   auto oneKey = [&](Value t, ValueRange st) {
-    return update(bufs, st, t, loadKey(bufs, t));
+    return update(bufs, st, {Visit{t, loadKey(bufs, t), Value()}});
   };
   if (keyMap) {
+    // One position a warp (the selection plans whole-warp rows).
+    assert(keysPerLoad == 1 && "the selected attention reads whole-warp rows");
     // A position that visits nothing keeps the state (and loads nothing).
     auto loop = walk(add(begin, warp), chunkEnd, warps, state,
                      [&](Value u, ValueRange st) -> SmallVector<Value> {
@@ -225,41 +268,63 @@ void WarpDecode::emit(const AttentionBuffers &bufs, Value wg, Value tid,
     });
     state.assign(loop.getResults().begin(), loop.getResults().end());
   } else {
-    // Steps of `unroll` keys per warp over the chunk's whole steps: every
-    // key of a step exists, so all their loads are issued first and the
-    // math follows; then the remaining keys one per warp.
-    int64_t unroll = req.getKeysPerStep();
+    // Steps of `unroll` loads per warp, `keysPerLoad` consecutive keys a
+    // load (key t0 + u * warps * keysPerLoad + the row's key of the load),
+    // over the chunk's whole steps: every key of a step exists, so all
+    // their loads are issued first and the math follows. Then the remaining
+    // keys a load per warp; a half-warp row past the chunk's end reads the
+    // load's first key (which exists) with weight 0, so every lane of the
+    // warp runs the same steps (its shuffles span the warp).
+    int64_t loads = req.getLoadsPerStep();
+    int64_t perLoad = warps * keysPerLoad;
     Value tailBegin = begin;
-    if (unroll > 1) {
-      int64_t span = unroll * warps;
+    if (loads * keysPerLoad > 1) {
+      int64_t span = loads * perLoad;
       Value keys = arith::MaxSIOp::create(
           b, loc, arith::SubIOp::create(b, loc, chunkEnd, begin), index(0));
       tailBegin = add(begin, mul(divui(keys, span), index(span)));
-      auto loop = walk(add(begin, warp), tailBegin, span, state,
+      auto loop = walk(add(begin, mul(warp, index(keysPerLoad))), tailBegin,
+                       span, state,
                        [&](Value t0, ValueRange st) -> SmallVector<Value> {
-        SmallVector<Value> t;
-        SmallVector<KeyRows> rows;
-        for (int64_t u = 0; u < unroll; ++u) {
-          t.push_back(add(t0, index(u * warps)));
-          rows.push_back(loadKey(bufs, t.back()));
+        SmallVector<Visit> visits;
+        for (int64_t u = 0; u < loads; ++u) {
+          Value t = add(t0, add(keyOfLoad, index(u * perLoad)));
+          visits.push_back({t, loadKey(bufs, t), Value()});
         }
+        if (keysPerLoad > 1)
+          return update(bufs, st, visits);
+        // Whole-warp rows: one online step a key, the form verified on the
+        // H200 (a step's keys as one online step is the half-warp form's,
+        // until the H200 has run it).
         SmallVector<Value> next(st);
-        for (int64_t u = 0; u < unroll; ++u)
-          next = update(bufs, next, t[u], rows[u]);
+        for (const Visit &visit : visits)
+          next = update(bufs, next, visit);
         return next;
       });
       state.assign(loop.getResults().begin(), loop.getResults().end());
     }
-    auto tail = walk(add(tailBegin, warp), chunkEnd, warps, state, oneKey);
+    auto tail = walk(add(tailBegin, mul(warp, index(keysPerLoad))), chunkEnd,
+                     perLoad, state,
+                     [&](Value t0, ValueRange st) -> SmallVector<Value> {
+      if (keysPerLoad == 1)
+        return oneKey(t0, st);
+      Value t = add(t0, keyOfLoad);
+      Value valid =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, t, chunkEnd);
+      Value read = select(valid, t, t0);
+      return update(bufs, st, {Visit{read, loadKey(bufs, read), valid}});
+    });
     state.assign(tail.getResults().begin(), tail.getResults().end());
   }
 
-  // Publish each warp's states, then fold them over the warps.
-  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
-                                      index(0));
-  Value vStart = mul(lane, index(vSlice.vector));
+  // Publish the states (one per warp and key of a load: a row's lanes own
+  // theirs), then fold them.
+  Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                      rowLane, index(0));
+  Value vStart = mul(rowLane, index(vSlice.vector));
+  Value own = add(mul(warp, index(keysPerLoad)), keyOfLoad);
   for (int64_t r = 0; r < nrep; ++r) {
-    Value base = mul(add(mul(warp, index(nrep)), index(r)), index(stride));
+    Value base = mul(add(mul(own, index(nrep)), index(r)), index(stride));
     for (int64_t e = 0; e < vSlice.elements(); ++e)
       store(state[r * perHead + 2 + e], lds,
             add(base, add(vStart, index(vSlice.channel(e)))));
@@ -280,7 +345,7 @@ void WarpDecode::emit(const AttentionBuffers &bufs, Value wg, Value tid,
   auto warpBase = [&](Value w) {
     return mul(add(mul(w, index(nrep)), r), index(stride));
   };
-  AttentionEmitter::PartialStates states{lds, warps, warpBase};
+  AttentionEmitter::PartialStates states{lds, req.getWarpStates(), warpBase};
   auto [maxM, den] = shared.foldMaxAndSum(states);
   Value num = shared.foldChannel(states, maxM, d);
   Value outRow = add(add(mul(batch, index(hq)), mul(g, index(nrep))), r);

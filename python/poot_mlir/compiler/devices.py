@@ -55,6 +55,11 @@ class Device:
     #: (docs/warp-decode.md; verified on the H200; the planner may take
     #: fewer); 0 keeps the scalar one-key-a-step form.
     max_unroll: int = 4
+    #: NVIDIA warp decode only: 1 (the default) a whole warp reads each key
+    #: row; N >= 2 lets a row that a whole warp would not read in 16-byte
+    #: vectors (bf16/f16 D = 128) take 32 / N lanes, so a warp-wide load
+    #: reads N keys (half-warp rows; vector loads; docs/warp-decode.md).
+    max_keys_per_load: int = 1
 
     def pipeline_options(self) -> str:
         """The device description as pass-pipeline options."""
@@ -74,16 +79,21 @@ class Device:
         opts = f" chip={self.chip}" if self.chip else ""
         if self.target == "nvvm" and not self.tensor_cores:
             opts += " tensor-cores=0"
-        if self.target == "nvvm":
-            opts += f" max-unroll={self.max_unroll}"
+        opts += self._warp_options()
         if self.target == "spirv" and self.client != "vulkan":
             opts += f" client={self.client}"
         return opts
 
+    def _warp_options(self) -> str:
+        # The warp decode's knobs (NVVM only), always named: the device
+        # description, not the pass's defaults, decides.
+        if self.target != "nvvm":
+            return ""
+        return f" max-unroll={self.max_unroll} max-keys-per-load={self.max_keys_per_load}"
+
     def plan_options(self) -> str:
         """Options of the `poot-plan-attention` pass alone."""
-        unroll = f" max-unroll={self.max_unroll}" if self.target == "nvvm" else ""
-        return f"target={self.target} " + self._limit_options() + unroll
+        return f"target={self.target} " + self._limit_options() + self._warp_options()
 
     def with_limits(self, **changes: Any) -> "Device":
         """A copy with some limits changed (e.g. a small X grid for tests)."""
