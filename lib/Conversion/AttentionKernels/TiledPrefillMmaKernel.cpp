@@ -1,15 +1,12 @@
 //===- TiledPrefillMmaKernel.cpp - tensor-core tiled prefill --------------===//
 #include "lib/Conversion/AttentionKernels/TiledPrefillMmaKernel.h"
-#include "lib/Conversion/AttentionKernels/KernelBuilder.h"
+#include "lib/Conversion/AttentionKernels/MmaFragments.h"
 #include "dialect/AttentionLayout.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <limits>
 
@@ -18,95 +15,24 @@ using namespace mlir::poot;
 
 namespace {
 
-constexpr int64_t kWarp = 32, kThreads = kMmaPrefillWarps * kWarp;
+constexpr int64_t kThreads = kMmaPrefillWarps * MmaBuilder::kWarp;
 
-/// Four f32 accumulators of one 16 x 8 mma tile.
-using Acc = std::array<Value, 4>;
+using Acc = MmaAcc;
 
-class TiledPrefillMma : private KernelBuilder {
+class TiledPrefillMma : private MmaBuilder {
 public:
   TiledPrefillMma(OpBuilder &b, Location loc, AttentionRequestAttr req,
                   const AttentionSignature &sig, double scale,
                   std::optional<double> softcap, Type element)
-      : KernelBuilder(b, loc), req(req), sig(sig),
-        shared(b, loc, req, sig, scale, softcap), element(element),
-        bf16(element.isBF16()) {}
+      : MmaBuilder(b, loc, element), req(req), sig(sig),
+        shared(b, loc, req, sig, scale, softcap) {}
 
   void emit(const AttentionBuffers &bufs, Value wg, Value tid, Value lds);
 
 private:
-  Value i32(int64_t v) {
-    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
-  }
-  Value zeroElement() {
-    return arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
-  }
-  Value ult(Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
-  }
-  Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
-  Value minui(Value x, Value y) { return arith::MinUIOp::create(b, loc, x, y); }
-  Value maxf(Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); }
-  /// The element at `idx` as stored (no widening: it feeds an mma operand).
-  Value raw(Value mem, Value idx) {
-    return memref::LoadOp::create(b, loc, mem, ValueRange{idx});
-  }
-  /// Two elements (lo in the low half) as one 32-bit word.
-  Value packWord(Value lo, Value hi) {
-    auto pair = VectorType::get({2}, element);
-    Value v = vector::FromElementsOp::create(b, loc, pair, ValueRange{lo, hi});
-    return LLVM::BitcastOp::create(b, loc, b.getI32Type(), v);
-  }
-  /// Two f32 values rounded to the element type, as one word (P's A
-  /// fragment: the tensor-core schedule's one rounding besides the output).
-  Value roundWord(Value lo, Value hi) {
-    auto pair = VectorType::get({2}, b.getF32Type());
-    Value v = vector::FromElementsOp::create(b, loc, pair, ValueRange{lo, hi});
-    Value narrow =
-        arith::TruncFOp::create(b, loc, VectorType::get({2}, element), v);
-    return LLVM::BitcastOp::create(b, loc, b.getI32Type(), narrow);
-  }
-  /// A word as the mma operand type: i32 for bf16, vector<2xf16> for f16.
-  Value operand(Value word) {
-    if (bf16)
-      return word;
-    return LLVM::BitcastOp::create(b, loc, VectorType::get({2}, element), word);
-  }
-  /// D = A B + C for one m16n8k16 tile (A row-major, B column-major).
-  Acc mma(ArrayRef<Value> a, ArrayRef<Value> bw, const Acc &c) {
-    SmallVector<Value> aOps, bOps;
-    for (Value w : a)
-      aOps.push_back(operand(w));
-    for (Value w : bw)
-      bOps.push_back(operand(w));
-    Type f32Type = b.getF32Type();
-    auto result = LLVM::LLVMStructType::getLiteral(
-        b.getContext(), {f32Type, f32Type, f32Type, f32Type});
-    NVVM::MMATypes type = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-    auto op = NVVM::MmaOp::create(
-        b, loc, result, aOps, bOps, ValueRange(c), {16, 8, 16},
-        /*b1Op=*/std::nullopt, /*intOverflow=*/std::nullopt,
-        std::array<NVVM::MMATypes, 2>{type, type},
-        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                       NVVM::MMALayout::col});
-    Acc d;
-    for (int64_t i = 0; i < 4; ++i)
-      d[i] = LLVM::ExtractValueOp::create(b, loc, op.getRes(),
-                                          ArrayRef<int64_t>{i});
-    return d;
-  }
-  /// The value of the lane `lane ^ offset` (within the warp).
-  Value shuffleXor(Value v, int32_t offset) {
-    return gpu::ShuffleOp::create(b, loc, v, offset, kWarp,
-                                  gpu::ShuffleMode::XOR)
-        .getShuffleResult();
-  }
-
   AttentionRequestAttr req;
   AttentionSignature sig;
   AttentionEmitter shared;
-  Type element;
-  bool bf16;
 };
 
 void TiledPrefillMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
@@ -217,7 +143,7 @@ void TiledPrefillMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
     SmallVector<Acc> s(sTiles);
     for (int64_t j = 0; j < sTiles; ++j) {
       Value kRow = mul(add(index(8 * j), grp), index(kStride));
-      Acc acc = {f32(0.0), f32(0.0), f32(0.0), f32(0.0)};
+      Acc acc = zeroAcc();
       for (int64_t kk = 0; kk < kSteps; ++kk) {
         Value w0 = load(lds, add(kRow, add(index(8 * kk), quad)));
         Value w1 = load(lds, add(kRow, add(index(8 * kk + 4), quad)));
@@ -246,37 +172,14 @@ void TiledPrefillMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
         s[j][i] = select(visible, v, ninf);
       }
 
-    // Online softmax per row half h (accumulators 2h, 2h + 1): the quad's
-    // four threads hold the row's tile between them.
-    std::array<Value, 2> mNew, alpha, lNew;
-    for (int h = 0; h < 2; ++h) {
-      Value mx = ninf;
-      for (int64_t j = 0; j < sTiles; ++j)
-        mx = maxf(mx, maxf(s[j][2 * h], s[j][2 * h + 1]));
-      mx = maxf(mx, shuffleXor(mx, 1));
-      mx = maxf(mx, shuffleXor(mx, 2));
-      Value mOld = state[oTiles * 4 + h];
-      mNew[h] = maxf(mOld, mx);
-      alpha[h] = weight(mOld, mNew[h]);
-    }
-    std::array<Value, 2> rowSum = {f32(0.0), f32(0.0)};
-    for (int64_t j = 0; j < sTiles; ++j)
-      for (int64_t i = 0; i < 4; ++i) {
-        // weight(): a hidden key (-inf) adds exactly 0, also in a row that
-        // has seen nothing yet (m' = -inf).
-        s[j][i] = weight(s[j][i], mNew[i / 2]);
-        rowSum[i / 2] = add(rowSum[i / 2], s[j][i]);
-      }
+    // The online softmax on the fragments; P's A fragments (k-step ks
+    // covers key tiles 2 ks and 2 ks + 1).
+    FragmentSoftmax step =
+        softmaxStep(s, {state[oTiles * 4], state[oTiles * 4 + 1]});
+    std::array<Value, 2> mNew = step.max, alpha = step.rescale, lNew;
     for (int h = 0; h < 2; ++h)
-      lNew[h] = add(mul(state[oTiles * 4 + 2 + h], alpha[h]), rowSum[h]);
-
-    // P's A fragments: k-step ks covers key tiles 2 ks and 2 ks + 1.
-    SmallVector<std::array<Value, 4>> pFrag(pSteps);
-    for (int64_t ks = 0; ks < pSteps; ++ks)
-      pFrag[ks] = {roundWord(s[2 * ks][0], s[2 * ks][1]),
-                   roundWord(s[2 * ks][2], s[2 * ks][3]),
-                   roundWord(s[2 * ks + 1][0], s[2 * ks + 1][1]),
-                   roundWord(s[2 * ks + 1][2], s[2 * ks + 1][3])};
+      lNew[h] = add(mul(state[oTiles * 4 + 2 + h], alpha[h]), step.sum[h]);
+    SmallVector<MmaFrag> pFrag = pFragments(s);
 
     // O = O * alpha + P V: B register r of channel tile n, k-step ks is
     // the word V^T[8 n + g][8 ks + 4 r + quad].
@@ -303,11 +206,8 @@ void TiledPrefillMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
   // l: the quad's four parts; publish o / l for the rows that exist (a row
   // that saw nothing: 0 / 0).
   std::array<Value, 2> l;
-  for (int h = 0; h < 2; ++h) {
-    Value part = walk.getResult(oTiles * 4 + 2 + h);
-    part = add(part, shuffleXor(part, 1));
-    l[h] = add(part, shuffleXor(part, 2));
-  }
+  for (int h = 0; h < 2; ++h)
+    l[h] = quadSum(walk.getResult(oTiles * 4 + 2 + h));
   for (int h = 0; h < 2; ++h) {
     auto ifRow = scf::IfOp::create(b, loc, ult(rows[h], index(lq)),
                                    /*withElse=*/false);

@@ -15,15 +15,13 @@
 //
 // Q's fragments are loaded from global memory once per warp and stay in
 // registers, as do S, P and O (the FlashAttention-2 arrangement). The
-// fragment layouts are the PTX ISA's for mma.m16n8k16 (row-major A,
-// column-major B): with g = lane / 4 and c = lane % 4, A register r holds
-// row g + 8 (r % 2), columns 2c + 8 (r / 2) + {0, 1}; B register r holds
-// rows (k) 2c + 8 r + {0, 1} of column g; the accumulator holds row
-// g + 8 (i / 2), column 2c + i % 2 in its element i. The S accumulators of
-// two adjacent 8-key tiles are therefore exactly the A fragment of P for 16
-// keys. Workgroup memory is 32-bit words (two elements each): K rows of
-// Dq/2 + 4 words and V^T rows of C/2 + 4 words, so that the 32 lanes reading
-// one B fragment (word 4 g + c of a row block) hit 32 different banks.
+// fragment layouts, the mma helpers and the fragment softmax are
+// MmaFragments.h's (shared with the wide-head decode's tensor-core form):
+// the S accumulators of two adjacent 8-key tiles are exactly the A fragment
+// of P for 16 keys. Workgroup memory is 32-bit words (two elements each):
+// K rows of Dq/2 + 4 words and V^T rows of C/2 + 4 words, so that the 32
+// lanes reading one B fragment (word 4 g + c of a row block) hit 32
+// different banks.
 //
 // Numerics (docs/two-byte-attention.md, "the tensor-core schedule"): scores,
 // softmax, the row sums and the P V accumulation are f32; P is rounded to the
