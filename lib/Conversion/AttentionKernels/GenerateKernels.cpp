@@ -140,6 +140,8 @@ struct GenerateKernels
     Value lds;
     if (phase == KernelPhase::TiledMma || phase == KernelPhase::WideMma)
       lds = workgroupBuffer(b, loc, func, req.getLdsFloats(), b.getI32Type());
+    else if (phase != KernelPhase::Combine)
+      lds = workgroupBuffer(b, loc, func, req.getLdsFloats());
     // The tensor-core wide-head decode stores its staged words as 16-byte
     // vectors: the buffer's alignment (the element's, 4, by default) is
     // raised through the attribution's llvm.align.
@@ -147,8 +149,6 @@ struct GenerateKernels
       func.setWorkgroupAttributionAttr(
           0, b.getStringAttr(LLVM::LLVMDialect::getAlignAttrName()),
           b.getI64IntegerAttr(16));
-    else if (phase != KernelPhase::Combine)
-      lds = workgroupBuffer(b, loc, func, req.getLdsFloats());
 
     // The whole workgroup takes the same branch (wg is uniform), so the
     // barrier inside it is reached by every thread or by none.
