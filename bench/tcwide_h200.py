@@ -4,7 +4,8 @@
     source /work/venv/bin/activate; export PYTHONPATH=build/python_packages
     python bench/tcwide_h200.py build [--out bench/artifacts]
     # GPU machine (torch + cuda-python, no MLIR)
-    PYTHONPATH=python python bench/tcwide_h200.py run [--artifacts DIR] [--only SUBSTR[,...]] [--json FILE]
+    PYTHONPATH=python python bench/tcwide_h200.py run [--artifacts DIR[,DIR...]] [--only SUBSTR[,...]] [--json FILE]
+    (several DIRs: builds of different kernel versions, run on the same inputs, reference and SDPA timing)
 
 Forms: small checks first (MQA with a live length, a small MLA split key
 split over keys with W = 2 warps a tile, paged keys with ALiBi and softcap in
@@ -22,8 +23,8 @@ check of bench/mma_h200.py: |out - ref| <= u |ref| + u (softmax . |V|) +
 1e-5, plus Lk 2^-25 max|v| for f16). Timing (benchmark forms): a CUDA graph
 over rotated input sets (the L2 does not serve K/V), beside torch SDPA in
 the same type in three spellings (enable_gqa; K/V expanded to the heads;
-the group's heads as query rows of one head, exact here: no mask), the
-fastest reported. Bandwidth: unique K/V bytes (K, the shared rotary part,
+the group's heads as query rows of one head, exact here: no mask; the first
+two only where K/V for every head stay under 16 GB), the fastest reported. Bandwidth: unique K/V bytes (K, the shared rotary part,
 V, two bytes each) / time.
 """
 
@@ -199,7 +200,12 @@ def sdpa_spellings(torch, form: cases.Form, t: dict, holder: list) -> dict:
 
     def rows():
         holder[0] = F.scaled_dot_product_attention(qr, k, v, scale=form.scale).reshape(B, Hq, Lq, -1)
-    return {"sdpa_gqa": gqa, "sdpa_expand": expanded, "sdpa_heads_as_rows": rows}
+    spellings = {"sdpa_heads_as_rows": rows}
+    # enable_gqa and expand may materialize K/V for every head (the math
+    # backend): skipped past 16 GB (B 16 x 32k keys x 128 heads: 145 GB).
+    if (k.numel() + v.numel()) * n_rep * 2 <= 16 << 30:
+        spellings.update({"sdpa_gqa": gqa, "sdpa_expand": expanded})
+    return spellings
 
 
 def kv_bytes(form: cases.Form) -> int:
@@ -216,8 +222,7 @@ def run(args) -> int:
     from poot_mlir.runtime import cuda as cuda_mod
     from poot_mlir.runtime.gpu import GpuArtifact, make_device
 
-    root = Path(args.artifacts) / "tcwide"
-    index = json.loads((root / "index.json").read_text())
+    roots = {Path(a).name: Path(a) / "tcwide" for a in args.artifacts.split(",")}
     device = make_device("cuda")
     backend = device.backend
     seed = int.from_bytes(os.urandom(8), "little") >> 2
@@ -229,10 +234,12 @@ def run(args) -> int:
     print(f"{results['date']} {props['name']} torch {torch.__version__} seed {seed}", flush=True)
     dtypes = {"bf16": torch.bfloat16, "f16": torch.float16}
     groups: dict = {}
-    for key, entry in index.items():
-        if args.only and not any(x in key for x in args.only.split(",")):
-            continue
-        groups.setdefault((entry["form"]["name"], entry["dtype"]), []).append((key, entry))
+    for version, root in roots.items():
+        for key, entry in json.loads((root / "index.json").read_text()).items():
+            if args.only and not any(x in key for x in args.only.split(",")):
+                continue
+            groups.setdefault((entry["form"]["name"], entry["dtype"]), []).append(
+                (f"{version}/{key}", entry, root))
     lines = []
     for (fname, dname), members in groups.items():
         form = cases.Form(**members[0][1]["form"])
@@ -271,7 +278,7 @@ def run(args) -> int:
                 print(f"{fname}_{dname} {label:20s} {sdpa[label]}", flush=True)
             sdpa["best"] = best
             torch.cuda.empty_cache()
-        for key, entry in members:
+        for key, entry, root in members:
             res: dict = {"request": entry.get("request"), "ptxas": entry.get("ptxas"), "sdpa": sdpa,
                          "kv_bytes": nbytes, "input_sets": n_sets}
             results["entries"][key] = res
@@ -305,7 +312,7 @@ def run(args) -> int:
                 res["error"] = f"{type(exc).__name__}: {exc}"
                 res["trace"] = traceback.format_exc()
             r = res.get("request") or {}
-            line = (f"{key:34s} {str(r.get('schedule')):14s} splits={r.get('splits')} ok={res.get('ok')} "
+            line = (f"{key:44s} {str(r.get('schedule')):14s} splits={r.get('splits')} ok={res.get('ok')} "
                     f"rel={res.get('rel_err', float('nan')):.2e} "
                     f"worst/bound={res.get('worst_err_over_bound', float('nan')):.3f} "
                     f"nanmis={res.get('nan_mismatch')} ")

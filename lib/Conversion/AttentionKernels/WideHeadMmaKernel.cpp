@@ -29,23 +29,6 @@ public:
   void emit(const AttentionBuffers &bufs, Value wg, Value tid, Value lds);
 
 private:
-  /// for k in rounds: body(e = tid + k * lanes) for e < count (the last
-  /// round guarded when `lanes` does not divide `count`).
-  void rounds(Value tid, int64_t count, function_ref<void(Value)> body) {
-    int64_t lanes = req.getLanes();
-    for (int64_t k = 0; k * lanes < count; ++k) {
-      Value e = add(tid, index(k * lanes));
-      if ((k + 1) * lanes <= count) {
-        body(e);
-        continue;
-      }
-      auto ifLive = scf::IfOp::create(b, loc, ult(e, index(count)),
-                                      /*withElse=*/false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&ifLive.getThenRegion().front());
-      body(e);
-    }
-  }
   Value asWord(Value f) {
     return arith::BitcastOp::create(b, loc, b.getI32Type(), f);
   }
@@ -136,56 +119,148 @@ void WideHeadMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
     walkEnd = minui(walkEnd, add(walkBegin, index(req.getChunk())));
   }
 
+  // The staging is software-pipelined: a tile's K words are loaded from
+  // global memory into registers during the previous tile's P V (the
+  // first tile's before the walk) and its V during its own S, so their
+  // latency overlaps the mma work. Loads clamp the key to the last visible
+  // one (in bounds, also for an empty walk: key 0) and zero the words of
+  // keys past the walk.
+  Value lastKey = arith::SubIOp::create(
+      b, loc, arith::MaxUIOp::create(b, loc, walkEnd, index(1)), index(1));
+  auto vectorType = VectorType::get({kVector}, element);
+  auto wordsType = VectorType::get({kVector / 2}, b.getI32Type());
+  // One 16-byte vector of a key part per thread and round: (j, v) = the
+  // key and vector of item e (clamped in a partial round, whose extra
+  // threads store nothing: `live`).
+  struct KeyPart {
+    Value src;
+    int64_t width, wordOffset;
+    bool sharedKey;
+  };
+  SmallVector<KeyPart> parts = {{bufs.key, dk, 0, false}};
+  if (ds)
+    parts.push_back({bufs.keyShared, ds, dk / 2, true});
+  auto forItems = [&](int64_t count,
+                      function_ref<void(Value e, Value live)> fn) {
+    int64_t lanes = req.getLanes();
+    for (int64_t k = 0; k * lanes < count; ++k) {
+      Value e = add(tid, index(k * lanes));
+      bool partial = (k + 1) * lanes > count;
+      fn(partial ? minui(e, index(count - 1)) : e,
+         partial ? ult(e, index(count)) : Value());
+    }
+  };
+  auto guardedStore = [&](Value live, function_ref<void()> body) {
+    if (!live)
+      return body();
+    auto ifLive = scf::IfOp::create(b, loc, live, /*withElse=*/false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&ifLive.getThenRegion().front());
+    body();
+  };
+  auto loadVector = [&](Value src, Value at) {
+    return vector::LoadOp::create(b, loc, vectorType, src, ValueRange{at},
+                                  /*nontemporal=*/false,
+                                  llvm::MaybeAlign(kVector * 2));
+  };
+  // K [key][word] (the per-group part, then the shared part).
+  auto loadKeys = [&](Value k0) {
+    SmallVector<Value> words;
+    Value zeros = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(wordsType, b.getI32IntegerAttr(0)));
+    for (const KeyPart &part : parts) {
+      int64_t perKey = part.width / kVector;
+      forItems(tile * perKey, [&](Value e, Value) {
+        Value t = add(k0, divui(e, perKey));
+        Value tc = minui(t, lastKey);
+        Value row = part.sharedKey
+                        ? shared.sharedKeyBase(batch, tc)
+                        : shared.keyRowBase(bufs, batch, g, tc, part.width);
+        Value vec = vector::BitCastOp::create(
+            b, loc, wordsType,
+            loadVector(part.src, add(row, mul(remui(e, perKey),
+                                              index(kVector)))));
+        words.push_back(
+            arith::SelectOp::create(b, loc, ult(t, walkEnd), vec, zeros));
+      });
+    }
+    return words;
+  };
+  auto storeKeys = [&](ValueRange words) {
+    size_t next = 0;
+    for (const KeyPart &part : parts) {
+      int64_t perKey = part.width / kVector;
+      forItems(tile * perKey, [&](Value e, Value live) {
+        Value word = words[next++];
+        // Row starts (kStride words), the shared part's offset (Dk / 2)
+        // and the vectors are multiples of 4 words: one 16-byte store.
+        Value slot =
+            add(mul(divui(e, perKey), index(kStride)),
+                add(index(part.wordOffset),
+                    mul(remui(e, perKey), index(kVector / 2))));
+        guardedStore(live, [&] {
+          vector::StoreOp::create(b, loc, word, lds, ValueRange{slot},
+                                  /*nontemporal=*/false,
+                                  llvm::MaybeAlign(16));
+        });
+      });
+    }
+  };
+  // V^T [channel][key pair]: a thread loads 8 channels of two keys
+  // (consecutive threads: consecutive key pairs, so that their words of
+  // one channel row are consecutive).
+  const int64_t pairs = tile / 2, vectorsPerRow = dv / kVector;
+  auto loadValues = [&](Value k0) {
+    SmallVector<Value> vecs;
+    forItems(pairs * vectorsPerRow, [&](Value e, Value) {
+      Value t0 = add(k0, mul(remui(e, pairs), index(2)));
+      for (Value t : {t0, add(t0, index(1))}) {
+        Value row = shared.keyRowBase(bufs, batch, g, minui(t, lastKey), dv);
+        vecs.push_back(loadVector(
+            bufs.value, add(row, mul(divui(e, pairs), index(kVector)))));
+      }
+    });
+    return vecs;
+  };
+  auto storeValues = [&](ArrayRef<Value> vecs, Value k0) {
+    size_t next = 0;
+    forItems(pairs * vectorsPerRow, [&](Value e, Value live) {
+      Value jp = remui(e, pairs), v = divui(e, pairs);
+      Value t0 = add(k0, mul(jp, index(2)));
+      Value a = vecs[next++], c = vecs[next++];
+      Value live0 = ult(t0, walkEnd), live1 = ult(add(t0, index(1)), walkEnd);
+      Value zero = zeroElement();
+      Value slot = add(mul(mul(v, index(kVector)), index(vStride)), jp);
+      guardedStore(live, [&] {
+        for (int64_t x = 0; x < kVector; ++x) {
+          Value lo = select(live0, vector::ExtractOp::create(b, loc, a, x),
+                            zero);
+          Value hi = select(live1, vector::ExtractOp::create(b, loc, c, x),
+                            zero);
+          store(packWord(lo, hi), lds, add(slot, index(x * vStride)));
+        }
+      });
+    });
+  };
+
   // Loop state: this warp's O (oTiles x 4), then m and the thread's part
-  // of l for its two rows (the same in every warp of the m tile).
+  // of l for its two rows (the same in every warp of the m tile), then the
+  // next tile's K words.
   SmallVector<Value> init(oTiles * 4, f32(0.0));
   init.append({ninf, ninf, f32(0.0), f32(0.0)});
+  SmallVector<Value> firstKeys = loadKeys(walkBegin);
+  const int64_t keyState = oTiles * 4 + 4;
+  init.append(firstKeys.begin(), firstKeys.end());
   auto walk = scf::ForOp::create(b, loc, walkBegin, walkEnd, index(tile), init);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(walk.getBody());
     Value k0 = walk.getInductionVar();
     ValueRange state = walk.getRegionIterArgs();
-    Value lastKey = arith::SubIOp::create(b, loc, walkEnd, index(1));
-    auto keyBase = [&](Value t, int64_t width, bool sharedKey) {
-      return sharedKey ? shared.sharedKeyBase(batch, t)
-                       : shared.keyRowBase(bufs, batch, g, t, width);
-    };
 
-    // Stage K [key][word] (the per-group part, then the shared part), a
-    // 16-byte vector a thread; keys past the walk are zero words (their
-    // loads read the last walked key, in bounds, and are discarded).
-    auto stageKey = [&](Value src, int64_t width, int64_t wordOffset,
-                        bool sharedKey) {
-      int64_t perKey = width / kVector;
-      rounds(tid, tile * perKey, [&](Value e) {
-        Value j = divui(e, perKey), v = remui(e, perKey);
-        Value t = add(k0, j);
-        Value live = ult(t, walkEnd);
-        Value at = add(keyBase(minui(t, lastKey), width, sharedKey),
-                       mul(v, index(kVector)));
-        auto type = VectorType::get({kVector}, element);
-        auto words = VectorType::get({kVector / 2}, b.getI32Type());
-        Value vec = vector::BitCastOp::create(
-            b, loc, words,
-            vector::LoadOp::create(b, loc, type, src, ValueRange{at},
-                                   /*nontemporal=*/false,
-                                   llvm::MaybeAlign(kVector * 2)));
-        Value zeros = arith::ConstantOp::create(
-            b, loc, DenseElementsAttr::get(words, b.getI32IntegerAttr(0)));
-        // Row starts (kStride words), the shared part's offset (Dk / 2) and
-        // the vectors are multiples of 4 words: one 16-byte store.
-        Value slot = add(mul(j, index(kStride)),
-                         add(index(wordOffset), mul(v, index(kVector / 2))));
-        vector::StoreOp::create(b, loc, arith::SelectOp::create(b, loc, live, vec, zeros),
-                                lds, ValueRange{slot}, /*nontemporal=*/false,
-                                llvm::MaybeAlign(16));
-      });
-    };
-    stageKey(bufs.key, dk, 0, false);
-    if (ds)
-      stageKey(bufs.keyShared, ds, dk / 2, true);
+    storeKeys(state.drop_front(keyState));
     gpu::BarrierOp::create(b, loc);
+    SmallVector<Value> values = loadValues(k0);
 
     // Partial S = Q K^T over this warp's k-steps: B register r of key tile
     // j, k-step k is the word K[8 j + g][8 k + 4 r + quad].
@@ -216,37 +291,8 @@ void WideHeadMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
     // K is dead once every warp's partial is written.
     gpu::BarrierOp::create(b, loc);
 
-    // Stage V^T [channel][key pair] into the K region: a thread loads 8
-    // channels of two keys (consecutive threads: consecutive key pairs, so
-    // that their words of one channel row are consecutive).
-    {
-      int64_t pairs = tile / 2, perKey = dv / kVector;
-      rounds(tid, pairs * perKey, [&](Value e) {
-        Value jp = remui(e, pairs), v = divui(e, pairs);
-        Value t0 = add(k0, mul(jp, index(2))), t1 = add(t0, index(1));
-        auto channels = [&](Value t) {
-          Value at = add(shared.keyRowBase(bufs, batch, g, minui(t, lastKey), dv),
-                         mul(v, index(kVector)));
-          auto type = VectorType::get({kVector}, element);
-          Value vec = vector::LoadOp::create(b, loc, type, bufs.value,
-                                             ValueRange{at},
-                                             /*nontemporal=*/false,
-                                             llvm::MaybeAlign(kVector * 2));
-          return vec;
-        };
-        Value a = channels(t0), c = channels(t1);
-        Value live0 = ult(t0, walkEnd), live1 = ult(t1, walkEnd);
-        Value zero = zeroElement();
-        Value slot = add(mul(mul(v, index(kVector)), index(vStride)), jp);
-        for (int64_t x = 0; x < kVector; ++x) {
-          Value lo = select(live0, vector::ExtractOp::create(b, loc, a, x),
-                            zero);
-          Value hi = select(live1, vector::ExtractOp::create(b, loc, c, x),
-                            zero);
-          store(packWord(lo, hi), lds, add(slot, index(x * vStride)));
-        }
-      });
-    }
+    // V^T into the K region.
+    storeValues(values, k0);
 
     // The scores: the W partials summed in one order, so every warp of the
     // m tile holds the same; then transform, mask and hide. Accumulator i
@@ -282,6 +328,7 @@ void WideHeadMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
           add(mul(state[oTiles * 4 + 2 + h], step.rescale[h]), step.sum[h]);
     SmallVector<MmaFrag> pFrag = pFragments(s);
     gpu::BarrierOp::create(b, loc);
+    SmallVector<Value> nextKeys = loadKeys(add(k0, index(tile)));
 
     // O = O alpha + P V over this warp's channel tiles w oTiles + n: B
     // register r of k-step ks is the word V^T[8 n' + g][8 ks + 4 r + quad].
@@ -300,6 +347,7 @@ void WideHeadMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
       next.append(acc.begin(), acc.end());
     }
     next.append({step.max[0], step.max[1], lNew[0], lNew[1]});
+    next.append(nextKeys.begin(), nextKeys.end());
     // The next tile overwrites the region and the partials.
     gpu::BarrierOp::create(b, loc);
     scf::YieldOp::create(b, loc, next);

@@ -9,16 +9,19 @@
 // accumulator of 16 rows x Dv would be Dv / 2 f32 registers a lane (256
 // for Dv 512): the W warps split it, and the scores, between them:
 //
-//   stage K as [key][word] in the K/V region                 barrier
+//   store K as [key][word] in the K/V region (its words were loaded from
+//     global memory during the previous tile's P V)         barrier
+//   load this tile's V into registers (its latency overlaps S)
 //   warp (m, w): partial S over k-steps w Dq/(16 W) ..., mma.sync with its
 //     Q fragments held in registers for the whole walk (Dq / (4 W) words);
 //     the partial accumulators to workgroup memory in fragment order
 //                                                            barrier
-//   stage V^T [channel][key pair] into the same region (K is dead);
+//   store V^T [channel][key pair] into the same region (K is dead);
 //   every warp of the m tile sums the W partials in one order (so all W
 //     hold the same scores), applies the transform, mask and bounds, and
 //     runs the online softmax on the fragments (quad shuffles), P rounded
 //     to the input type                                      barrier
+//   load the next tile's K into registers;
 //   warp (m, w): O[:, w Dv/W ...] = O alpha + P V (Dv / (2 W) registers)
 //                                                            barrier
 //
