@@ -52,7 +52,8 @@ class Device:
     tensor_cores: bool = True
     #: NVVM with tensor cores only: plan two-byte wide-head decodes (MQA /
     #: absorbed MLA) on mma.sync (`wide_head_mma`, docs/wide-head-decode.md);
-    #: False keeps the FFMA `wide_head`.
+    #: False (the default: ptxas-checked, not yet run on a GPU) keeps the
+    #: FFMA `wide_head`.
     wide_head_mma: bool = False
     #: NVIDIA warp decode only: 0 (the default) keeps the scalar one-key-a-step
     #: form verified on the H200; N >= 1 reads K/V rows as 16-byte vectors and
