@@ -2,11 +2,12 @@
 // RUN: poot-opt %s -split-input-file --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-grid-x=2147483647 mma-sm=90" | FileCheck %s --check-prefix=OFF
 // RUN: poot-opt %s -split-input-file --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-grid-x=2147483647 mma-sm=75 wide-head-mma=1" | FileCheck %s --check-prefix=OFF
 // RUN: poot-opt %s -split-input-file --poot-plan-attention="target=spirv workgroup-memory=49152 compute-units=32 mma-sm=90 wide-head-mma=1" | FileCheck %s --check-prefix=OFF
+// RUN: poot-opt %s -split-input-file --poot-plan-attention="target=rocdl workgroup-memory=65536 compute-units=304 max-grid-x=2147483647 mma-sm=90 wide-head-mma=1" | FileCheck %s --check-prefix=OFF
 // RUN: poot-opt %s -split-input-file --poot-plan-attention="target=nvvm workgroup-memory=16384 compute-units=132 max-grid-x=2147483647 mma-sm=90 wide-head-mma=1" | FileCheck %s --check-prefix=SMALL
 
 // The wide-head decode's tensor-core form (PlanPrefill.cpp planWideHeadMma):
 // a two-byte wide-group decode on NVVM with mma-sm >= 80 and wide-head-mma
-// (opt-in; the OFF runs, without it, below sm_80 or on SPIR-V: the FFMA
+// (opt-in; the OFF runs, without it, below sm_80, on SPIR-V or ROCDL: the FFMA
 // wide_head).
 // W = 4 warps a 16-row m tile when Dq % 64 == 0 and Dv % 32 == 0; lanes =
 // 2 W q_block. Candidates (R, C): (32,32) (32,16) (16,32) (16,16), R <= the
