@@ -86,6 +86,33 @@ inline int64_t tiledPrefillMmaWords(int64_t tile, int64_t queryWidth,
   return tile * (queryWidth / 2 + 4) + tile * (valueWidth / 2 + 4);
 }
 
+/// The tensor-core wide-head decode (WideHeadMmaKernel.h): `q_block` = R
+/// packed rows in m tiles of 16, each served by `warps` warps that split
+/// S = Q K^T over the key's width (Dq / (16 warps) k-steps each) and
+/// O += P V over the value's channels (Dv / (8 warps) n-tiles each). The
+/// warps of one m tile: the most of 4, 2, 1 that divide both widths.
+inline int64_t wideHeadMmaWarps(int64_t queryWidth, int64_t valueWidth) {
+  for (int64_t warps : {4, 2})
+    if (queryWidth % (16 * warps) == 0 && valueWidth % (8 * warps) == 0)
+      return warps;
+  return 1;
+}
+/// Its workgroup memory in 32-bit words: one region that holds the key tile
+/// [C x (Dq/2 + 4)] (two elements a word) and, once the scores are
+/// computed, the transposed value tile [Dv x (C/2 + 4)]; then, with more
+/// than one warp a tile, the warps' partial scores (R x C f32 words per
+/// warp, in fragment order: word (tile, element) of lane L at
+/// ((warp * R / 16 + m) * C / 8 + tile) * 128 + element * 32 + L).
+inline int64_t wideHeadMmaRegionWords(int64_t tile, int64_t queryWidth,
+                                      int64_t valueWidth) {
+  return std::max(tile * (queryWidth / 2 + 4), valueWidth * (tile / 2 + 4));
+}
+inline int64_t wideHeadMmaWords(int64_t rows, int64_t tile, int64_t queryWidth,
+                                int64_t valueWidth, int64_t warps) {
+  return wideHeadMmaRegionWords(tile, queryWidth, valueWidth) +
+         (warps > 1 ? warps * rows * tile : 0);
+}
+
 } // namespace mlir::poot
 
 #endif // POOT_DIALECT_ATTENTIONLAYOUT_H

@@ -36,6 +36,11 @@ int64_t AttentionRequestAttr::getLdsFloats() const {
     // 32-bit words (two two-byte elements each), not floats.
     return tiledPrefillMmaWords(getKeyBlock(), getKeyWidth() + getSharedWidth(),
                                 getValueWidth());
+  case AttentionSchedule::WideHeadMma:
+    // 32-bit words, not floats.
+    return wideHeadMmaWords(getQBlock(), getKeyBlock(),
+                            getKeyWidth() + getSharedWidth(), getValueWidth(),
+                            getLanes() / (2 * getQBlock()));
   case AttentionSchedule::CpuTiled:
     return 0;
   }

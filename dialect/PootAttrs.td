@@ -84,7 +84,15 @@ def Poot_AttentionSchedule : I32EnumAttr<"AttentionSchedule", "attention kernel 
     // tiled walk with 4 warps of 16 query rows, S = Q K^T and O += P V as
     // warp-level mma.sync m16n8k16 with f32 accumulators, the online softmax
     // on the fragments in registers (TiledPrefillMmaKernel.h).
-    I32EnumAttrCase<"TiledPrefillMma", 6, "tiled_prefill_mma">]> {
+    I32EnumAttrCase<"TiledPrefillMma", 6, "tiled_prefill_mma">,
+    // Two-byte (bf16/f16) wide-head decode on NVIDIA tensor cores (sm_80+):
+    // the wide_head walk over packed KV-group rows with S = Q K^T and
+    // O += P V as mma.sync m16n8k16 (f32 accumulators); the `lanes / (2
+    // q_block)` warps of each 16-row m tile split S over the key's width
+    // (partial scores summed through workgroup memory) and P V over the
+    // value's channels, so a warp keeps 16 rows x Dv / warps of O in
+    // registers (WideHeadMmaKernel.h); combine launch when split.
+    I32EnumAttrCase<"WideHeadMma", 7, "wide_head_mma">]> {
   let cppNamespace = "::mlir::poot";
   let genSpecializedAttr = 0;
 }
@@ -173,7 +181,10 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
     the other GPU schedules); the wide-head decode (`wide_head`) reads
     `q_block` as the packed (head, query row) rows of one KV group per
     workgroup, `key_block` as the keys per tile, `chunk` as the keys per
-    split (a multiple of `key_block`). The warp decode (`warp_decode`) reads
+    split (a multiple of `key_block`); its tensor-core form
+    (`wide_head_mma`) reads them the same way, with `lanes` = 32 x
+    (q_block / 16) x the warps that share one 16-row m tile. The warp decode
+    (`warp_decode`) reads
     `unroll` as the loads (of `kWarpSize / row_lanes` keys each) every warp
     issues before it uses any of them (0, not printed: the scalar one-key
     form, and the other schedules) and `row_lanes` as the lanes that read
@@ -255,7 +266,8 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
     /// Workgroup-memory floats of the schedule's first kernel: the lanes'
     /// states (streaming, split_kv), the warps' states of every head of the
     /// group (warp_decode), the tiled prefill's layout (tiled_prefill,
-    /// wide_head); 32-bit words for tiled_prefill_mma; 0 for the CPU.
+    /// wide_head); 32-bit words for tiled_prefill_mma and wide_head_mma;
+    /// 0 for the CPU.
     int64_t getLdsFloats() const;
     /// Scratch floats of the split partials: rows * splits * (Dv + 2).
     int64_t getScratchFloats() const {

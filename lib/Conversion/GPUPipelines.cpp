@@ -45,8 +45,10 @@ void addPlanAndGenerate(OpPassManager &pm, DeviceTarget target,
   plan.maxBufferBytes = o.maxBufferBytes;
   plan.maxAllocBytes = o.maxAllocBytes;
   plan.maxSplits = o.maxSplits;
-  if constexpr (std::is_same_v<Options, PootNVVMPipelineOptions>)
+  if constexpr (std::is_same_v<Options, PootNVVMPipelineOptions>) {
     plan.mmaSm = o.tensorCores ? mmaSmOf(o.chip) : 0;
+    plan.wideHeadMma = o.wideHeadMma;
+  }
   plan.maxUnroll = o.maxUnroll;
   plan.maxKeysPerLoad = o.maxKeysPerLoad;
   pm.addPass(createPootPlanAttention(plan));

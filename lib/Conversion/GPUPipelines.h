@@ -109,6 +109,12 @@ struct PootNVVMPipelineOptions
                      "for two-byte prefill (tiled_prefill_mma); off: the "
                      "FFMA tiled schedule"),
       llvm::cl::init(true)};
+  Opt::Option<bool> wideHeadMma{
+      *this, "wide-head-mma",
+      llvm::cl::desc("With tensor-cores: plan two-byte wide-head decodes "
+                     "(MQA / absorbed MLA) on mma.sync (wide_head_mma); off "
+                     "(default): the FFMA wide_head"),
+      llvm::cl::init(false)};
 };
 
 struct PootROCDLPipelineOptions

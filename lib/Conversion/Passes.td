@@ -435,6 +435,12 @@ def PootGenerateAttentionKernels
     TiledPrefillMmaKernel.h) emits one `prefill_mma` kernel of 4 warps whose
     products are `nvvm.mma.sync` m16n8k16 (with `vector` and `llvm` ops
     packing the two-byte operands); it is refused for any target but `nvvm`.
+    `wide_head_mma` (two-byte wide-head decode on tensor cores,
+    WideHeadMmaKernel.h) emits `wide_head_mma` (the W warps of each 16-row
+    m tile split S over the key's width and P V over the value's channels;
+    its i32 workgroup buffer 16-byte aligned through the attribution's
+    `llvm.align`) and, when split, `combine`; refused for any target but
+    `nvvm` as well.
 
     Before:
     ```mlir

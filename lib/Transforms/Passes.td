@@ -104,7 +104,14 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     `key_block`, <= 128 splits, <= `max-splits`), kept unsplit when the
     scratch passes `max-buffer-bytes` or the grid; `ScratchBytes` past
     `max-alloc-bytes`, `GridLimit` past the grid. When no tiling fits it
-    keeps the rules above.
+    keeps the rules above. With `wide-head-mma` and `mma-sm` >= 80 on NVVM
+    a two-byte wide-head decode whose head widths are multiples of 8 (Dq of
+    16) plans its tensor-core form `wide_head_mma` instead
+    (WideHeadMmaKernel.h): `q_block` 32 or 16 packed rows in m tiles of 16,
+    W = 4, 2 or 1 warps a tile (`lanes` = 2 W `q_block`), `key_block` 32 or
+    16, the first of (32, 32), (32, 16), (16, 32), (16, 16) whose memory
+    (dialect/AttentionLayout.h `wideHeadMmaWords`) fits, split as
+    `wide_head`; what it does not take plans `wide_head`.
 
     On the CPU with `vector-width` > 0 it plans the CPU schedule instead
     (`cpu_tiled`): `lanes` = the widest power of two <= vector-width that
@@ -181,6 +188,9 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
            "NVVM only: the SM version (80 and up) whose warp-level "
            "mma.sync m16n8k16 a two-byte prefill may use "
            "(tiled_prefill_mma); 0: no tensor cores">,
+    Option<"wideHeadMma", "wide-head-mma", "bool", /*default=*/"false",
+           "NVVM with mma-sm >= 80: plan two-byte wide-head decodes on tensor "
+           "cores (wide_head_mma); off (default): the FFMA wide_head">,
     Option<"maxUnroll", "max-unroll", "int64_t", /*default=*/"4",
            "NVIDIA warp decode: N >= 1 (default 4) reads K/V as 16-byte "
            "vectors and loads up to N keys a warp step before using any "

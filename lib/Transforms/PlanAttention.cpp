@@ -385,7 +385,7 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
   DeviceLimits deviceLimits() {
     return {target,       workgroupMemory, maxGridX,      maxGridY,
             computeUnits, maxBufferBytes,  maxAllocBytes, maxSplits,
-            mmaSm};
+            mmaSm,        wideHeadMma};
   }
 
   /// The device description, checked once before anything is planned: the

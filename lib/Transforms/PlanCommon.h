@@ -30,6 +30,9 @@ struct DeviceLimits {
   /// NVVM: the SM version whose mma.sync the two-byte prefill may use (0:
   /// none; PlanPrefill.cpp).
   int64_t mmaSm = 0;
+  /// NVVM with mmaSm >= 80: the two-byte wide-head decode may take its
+  /// tensor-core form (wide_head_mma; PlanPrefill.cpp).
+  bool wideHeadMma = false;
 };
 
 struct Grid {

@@ -114,29 +114,119 @@ poot::planTiledPrefill(AttentionOp op, AttentionRequestAttr base,
   return std::nullopt;
 }
 
-// The wide-head decode. Candidates (packed rows R, tile C), best first by
-// the work between two barriers (R x C), then more rows (fewer re-reads of
-// a K/V tile by the group's blocks). A candidate fits when
+/// The wide-head decode's split over keys (either form) for a tiling of
+/// `rows` x `tile` and `blocks` row blocks a group, and its launch: enough
+/// workgroups for about 4 per compute unit, chunks of at least 128 keys
+/// and a whole number of tiles, at most 128 splits (as warp decode: the
+/// combine launch stays light). Kept unsplit when the scratch passes
+/// max-buffer-bytes or the split grid does not fit; ScratchBytes past
+/// max-alloc-bytes, GridLimit when even the unsplit grid does not fit.
+static FailureOr<AttentionRequestAttr>
+withWideHeadSplits(AttentionOp op, AttentionRequestAttr base,
+                   const DeviceLimits &device, AttentionSchedule schedule,
+                   int64_t lanes, int64_t rows, int64_t tile) {
+  constexpr int64_t floatBytes = 4, workgroupsPerUnit = 4, minChunk = 128,
+                    maxWideSplits = 128;
+  int64_t keyLen = base.getKeyLen(), dv = base.getValueWidth();
+  // B * Hkv * blocks <= B * Hq * Lq (below 2^63).
+  int64_t units = base.getBatch() * base.getKvHeads();
+  int64_t blocks = llvm::divideCeil(base.getNumRep() * base.getQLen(), rows);
+  int64_t perSplit = units * blocks;
+  int64_t rowCount = base.getBatch() * base.getQHeads() * base.getQLen();
+  int64_t splits = std::min<int64_t>(
+      {(int64_t)llvm::divideCeil(
+           mul(workgroupsPerUnit, device.computeUnits).value_or(INT64_MAX),
+           perSplit),
+       keyLen / minChunk, maxWideSplits, device.maxSplits});
+  splits = std::max<int64_t>(1, splits);
+  int64_t chunk = keyLen;
+  if (splits > 1) {
+    chunk = llvm::alignTo(llvm::divideCeil(keyLen, splits), tile);
+    splits = llvm::divideCeil(keyLen, chunk);
+  }
+  if (splits > 1) {
+    // A scratch whose size overflows fits no buffer.
+    int64_t scratchBytes =
+        mul(mul(mul(rowCount, splits), dv + 2), floatBytes).value_or(INT64_MAX);
+    std::optional<int64_t> workgroups = mul(perSplit, splits);
+    if (scratchBytes > device.maxBufferBytes || !workgroups ||
+        !foldGrid(*workgroups, device.maxGridX, device.maxGridY)) {
+      splits = 1;
+      chunk = keyLen;
+    } else if (scratchBytes > device.maxAllocBytes) {
+      op.emitError() << "ScratchBytes: the wide-head split-KV scratch needs "
+                     << scratchBytes << " bytes (" << rowCount << " rows x "
+                     << splits << " splits x " << (dv + 2) * floatBytes
+                     << " bytes); the device can allocate "
+                     << device.maxAllocBytes << " bytes";
+      return failure();
+    }
+  }
+  return withTiledLaunch(op, base, device, schedule, lanes, splits, chunk,
+                         perSplit * splits, rows, tile, "wide-head ");
+}
+
+// The wide-head decode's tensor-core form (WideHeadMmaKernel.h), for a
+// two-byte decode on NVVM with mma-sm >= 80 when the device enables it
+// (`wide-head-mma`). Its shape rule: head widths of whole 16-byte vectors
+// (Dk, Ds, Dv multiples of 8: the staging's loads) and Dq a multiple of 16
+// (the mma's k); W warps a 16-row m tile (wideHeadMmaWarps) keep
+// Dq / (4 W) words of Q and Dv / (2 W) floats of O in registers, at most
+// 64 each. Candidates (R, C), best first: (32, 32), (32, 16), (16, 32),
+// (16, 16), R at most the group's packed rows rounded up to 16, whose
+// workgroup memory (wideHeadMmaWords) fits.
+static std::optional<FailureOr<AttentionRequestAttr>>
+planWideHeadMma(AttentionOp op, AttentionRequestAttr base,
+                const DeviceLimits &device) {
+  constexpr int64_t wordBytes = 4, maxRegisters = 64;
+  Type element = getElementTypeOrSelf(op.getQuery().getType());
+  int64_t dk = base.getKeyWidth(), ds = base.getSharedWidth(),
+          dq = dk + ds, dv = base.getValueWidth();
+  if (device.target != DeviceTarget::NVVM || device.mmaSm < 80 ||
+      !device.wideHeadMma || !(element.isBF16() || element.isF16()) ||
+      dk % 8 || ds % 8 || dv % 8 || dq % 16)
+    return std::nullopt;
+  int64_t warps = wideHeadMmaWarps(dq, dv);
+  if (dq / (4 * warps) > maxRegisters || dv / (2 * warps) > maxRegisters)
+    return std::nullopt;
+  // n_rep * Lq <= Hq * Lq: below 2^63 (q's element count).
+  int64_t unitRows = base.getNumRep() * base.getQLen();
+  static constexpr std::pair<int64_t, int64_t> candidates[] = {
+      {32, 32}, {32, 16}, {16, 32}, {16, 16}};
+  for (auto [rows, tile] : candidates) {
+    if (rows > llvm::alignTo(unitRows, 16) ||
+        mul(wideHeadMmaWords(rows, tile, dq, dv, warps), wordBytes)
+                .value_or(INT64_MAX) > device.workgroupMemory)
+      continue;
+    return withWideHeadSplits(op, base, device, AttentionSchedule::WideHeadMma,
+                              2 * rows * warps, rows, tile);
+  }
+  return std::nullopt;
+}
+
+// The wide-head decode (FFMA). Candidates (packed rows R, tile C), best
+// first by the work between two barriers (R x C), then more rows (fewer
+// re-reads of a K/V tile by the group's blocks). A candidate fits when
 //   - R is at most the group's packed rows rounded up to a power of two,
 //   - each thread owns at most 64 outputs of R x Dv and 32 scores of R x C
 //     (threads past R x C idle in the score step),
 //   - its workgroup memory with one K/V region and the S step's partial
 //     dots (dialect/AttentionLayout.h tiledPrefillFloats, wideHeadSlices) fits.
-// Splits: enough workgroups for about 4 per compute unit, chunks of at
-// least 128 keys and a whole number of tiles, at most 128 splits (as
-// warp decode: the combine launch stays light).
+// Splits: withWideHeadSplits.
 std::optional<FailureOr<AttentionRequestAttr>>
 poot::planWideHead(AttentionOp op, AttentionRequestAttr base,
                    const DeviceLimits &device) {
-  constexpr int64_t floatBytes = 4, maxScores = 32, maxOutputs = 64,
-                    workgroupsPerUnit = 4, minChunk = 128, maxWideSplits = 128;
+  constexpr int64_t floatBytes = 4, maxScores = 32, maxOutputs = 64;
   int64_t qLen = base.getQLen(), nRep = base.getNumRep();
   if (device.target == DeviceTarget::CPU || qLen >= kTiledPrefillMinRows ||
       nRep < kWideHeadMinHeads)
     return std::nullopt;
+  if (std::optional<FailureOr<AttentionRequestAttr>> mma =
+          planWideHeadMma(op, base, device))
+    return mma;
   int64_t lanes = device.target == DeviceTarget::SPIRV ? 64 : 128;
   int64_t dq = base.getKeyWidth() + base.getSharedWidth(),
-          dv = base.getValueWidth(), keyLen = base.getKeyLen();
+          dv = base.getValueWidth();
   // n_rep * Lq <= Hq * Lq: below 2^63 (q's element count).
   int64_t unitRows = nRep * qLen;
   int64_t rowCap = int64_t(llvm::bit_ceil(uint64_t(unitRows)));
@@ -155,44 +245,8 @@ poot::planWideHead(AttentionOp op, AttentionRequestAttr base,
     if (!floats || mul(*floats, floatBytes).value_or(INT64_MAX) >
                        device.workgroupMemory)
       continue;
-    // B * Hkv * blocks <= B * Hq * Lq (below 2^63).
-    int64_t units = base.getBatch() * base.getKvHeads();
-    int64_t blocks = llvm::divideCeil(unitRows, rows);
-    int64_t perSplit = units * blocks;
-    int64_t rowCount = base.getBatch() * base.getQHeads() * qLen;
-    int64_t splits = std::min<int64_t>(
-        {(int64_t)llvm::divideCeil(
-             mul(workgroupsPerUnit, device.computeUnits).value_or(INT64_MAX),
-             perSplit),
-         keyLen / minChunk, maxWideSplits, device.maxSplits});
-    splits = std::max<int64_t>(1, splits);
-    int64_t chunk = keyLen;
-    if (splits > 1) {
-      chunk = llvm::alignTo(llvm::divideCeil(keyLen, splits), tile);
-      splits = llvm::divideCeil(keyLen, chunk);
-    }
-    if (splits > 1) {
-      // A scratch whose size overflows fits no buffer.
-      int64_t scratchBytes =
-          mul(mul(mul(rowCount, splits), dv + 2), floatBytes)
-              .value_or(INT64_MAX);
-      std::optional<int64_t> workgroups = mul(perSplit, splits);
-      if (scratchBytes > device.maxBufferBytes || !workgroups ||
-          !foldGrid(*workgroups, device.maxGridX, device.maxGridY)) {
-        splits = 1;
-        chunk = keyLen;
-      } else if (scratchBytes > device.maxAllocBytes) {
-        op.emitError() << "ScratchBytes: the wide-head split-KV scratch needs "
-                       << scratchBytes << " bytes (" << rowCount << " rows x "
-                       << splits << " splits x " << (dv + 2) * floatBytes
-                       << " bytes); the device can allocate "
-                       << device.maxAllocBytes << " bytes";
-        return FailureOr<AttentionRequestAttr>(failure());
-      }
-    }
-    return withTiledLaunch(op, base, device, AttentionSchedule::WideHead,
-                           lanes, splits, chunk, perSplit * splits, rows, tile,
-                           "wide-head ");
+    return withWideHeadSplits(op, base, device, AttentionSchedule::WideHead,
+                              lanes, rows, tile);
   }
   return std::nullopt;
 }

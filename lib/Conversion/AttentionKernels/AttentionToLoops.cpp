@@ -59,7 +59,8 @@ struct AttentionToLoops
     if (req.getSchedule() == AttentionSchedule::WarpDecode ||
         req.getSchedule() == AttentionSchedule::TiledPrefill ||
         req.getSchedule() == AttentionSchedule::WideHead ||
-        req.getSchedule() == AttentionSchedule::TiledPrefillMma)
+        req.getSchedule() == AttentionSchedule::TiledPrefillMma ||
+        req.getSchedule() == AttentionSchedule::WideHeadMma)
       return op.emitError()
              << "poot-attention-to-loops cannot express the "
              << stringifyAttentionSchedule(req.getSchedule())

@@ -12,6 +12,7 @@
 #include "lib/Conversion/AttentionKernels/TiledPrefillKernel.h"
 #include "lib/Conversion/AttentionKernels/TiledPrefillMmaKernel.h"
 #include "lib/Conversion/AttentionKernels/WarpDecodeKernel.h"
+#include "lib/Conversion/AttentionKernels/WideHeadMmaKernel.h"
 #include "lib/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -34,13 +35,22 @@ using namespace mlir::poot;
 
 namespace {
 
-enum class KernelPhase { Stream, Partials, Combine, Warp, Tiled, TiledMma };
+enum class KernelPhase {
+  Stream,
+  Partials,
+  Combine,
+  Warp,
+  Tiled,
+  TiledMma,
+  WideMma
+};
 
 struct GenerateKernels
     : poot::impl::PootGenerateAttentionKernelsBase<GenerateKernels> {
   using PootGenerateAttentionKernelsBase::PootGenerateAttentionKernelsBase;
 
-  /// The TableGen list, plus what tiled_prefill_mma emits: vector and llvm
+  /// The TableGen list, plus what the tensor-core schedules emit
+  /// (tiled_prefill_mma, wide_head_mma): vector and llvm
   /// ops that pack its two-byte operands and nvvm.mma.sync.
   void getDependentDialects(DialectRegistry &registry) const override {
     PootGenerateAttentionKernelsBase::getDependentDialects(registry);
@@ -88,7 +98,8 @@ struct GenerateKernels
     KernelSignature::Launch launch =
         phase == KernelPhase::Combine ? KernelSignature::Launch::Combine
         : phase == KernelPhase::Partials ||
-                ((phase == KernelPhase::Warp || phase == KernelPhase::Tiled) &&
+                ((phase == KernelPhase::Warp || phase == KernelPhase::Tiled ||
+                  phase == KernelPhase::WideMma) &&
                  req.getSplits() > 1)
             ? KernelSignature::Launch::Partials
             : KernelSignature::Launch::Stream;
@@ -118,7 +129,8 @@ struct GenerateKernels
                     : phase == KernelPhase::Warp
                         ? req.getBatch() * req.getKvHeads() * splits
                     : phase == KernelPhase::Tiled ||
-                            phase == KernelPhase::TiledMma
+                            phase == KernelPhase::TiledMma ||
+                            phase == KernelPhase::WideMma
                         ? tiledPrefillWorkgroups(req)
                         : emitter.rows() * splits;
     Value inRange = arith::CmpIOp::create(
@@ -126,10 +138,17 @@ struct GenerateKernels
         arith::ConstantIndexOp::create(b, loc, count));
 
     Value lds;
-    if (phase == KernelPhase::TiledMma)
+    if (phase == KernelPhase::TiledMma || phase == KernelPhase::WideMma)
       lds = workgroupBuffer(b, loc, func, req.getLdsFloats(), b.getI32Type());
     else if (phase != KernelPhase::Combine)
       lds = workgroupBuffer(b, loc, func, req.getLdsFloats());
+    // The tensor-core wide-head decode stores its staged words as 16-byte
+    // vectors: the buffer's alignment (the element's, 4, by default) is
+    // raised through the attribution's llvm.align.
+    if (phase == KernelPhase::WideMma)
+      func.setWorkgroupAttributionAttr(
+          0, b.getStringAttr(LLVM::LLVMDialect::getAlignAttrName()),
+          b.getI64IntegerAttr(16));
 
     // The whole workgroup takes the same branch (wg is uniform), so the
     // barrier inside it is reached by every thread or by none.
@@ -153,6 +172,13 @@ struct GenerateKernels
                                       op.getSoftcap()->convertToDouble())
                                 : std::nullopt,
                             bufs, wg, lane, lds);
+      } else if (phase == KernelPhase::WideMma) {
+        emitWideHeadMma(b, loc, req, sig.layout,
+                        op.getScale().convertToDouble(),
+                        op.getSoftcap() ? std::optional<double>(
+                                              op.getSoftcap()->convertToDouble())
+                                        : std::nullopt,
+                        bufs, wg, lane, lds);
       } else if (phase == KernelPhase::Tiled) {
         emitTiledPrefill(b, loc, req, sig.layout,
                          op.getScale().convertToDouble(),
@@ -384,10 +410,13 @@ struct GenerateKernels
         failed = true;
         continue;
       }
-      if (req.getSchedule() == AttentionSchedule::TiledPrefillMma &&
+      if ((req.getSchedule() == AttentionSchedule::TiledPrefillMma ||
+           req.getSchedule() == AttentionSchedule::WideHeadMma) &&
           target != DeviceTarget::NVVM) {
-        op.emitError("the tiled_prefill_mma schedule is NVIDIA tensor-core "
-                     "code (mma.sync): plan for the NVVM target");
+        op.emitError() << "the "
+                       << stringifyAttentionSchedule(req.getSchedule())
+                       << " schedule is NVIDIA tensor-core code (mma.sync): "
+                          "plan for the NVVM target";
         failed = true;
         continue;
       }
@@ -401,6 +430,14 @@ struct GenerateKernels
         // The tiled body over packed KV-group rows (TiledPrefillKernel.h).
         emitKernel(kb, op, req, sig, KernelPhase::Tiled, "wide_head");
         ref("wide_head");
+        if (req.getSplits() > 1) {
+          emitKernel(kb, op, req, sig, KernelPhase::Combine, "combine");
+          ref("combine");
+        }
+      } else if (req.getSchedule() == AttentionSchedule::WideHeadMma) {
+        // The tensor-core form over packed KV-group rows (WideHeadMmaKernel.h).
+        emitKernel(kb, op, req, sig, KernelPhase::WideMma, "wide_head_mma");
+        ref("wide_head_mma");
         if (req.getSplits() > 1) {
           emitKernel(kb, op, req, sig, KernelPhase::Combine, "combine");
           ref("combine");

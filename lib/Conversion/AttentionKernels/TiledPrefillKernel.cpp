@@ -22,9 +22,12 @@ static bool isWideHead(AttentionRequestAttr req) {
 }
 
 /// Query heads whose rows one workgroup's block packs: the KV group's
-/// n_rep for the wide-head decode, one head for the prefill.
+/// n_rep for the wide-head decode (either form), one head for the prefill.
 static int64_t packedHeads(AttentionRequestAttr req) {
-  return isWideHead(req) ? req.getNumRep() : 1;
+  return isWideHead(req) ||
+                 req.getSchedule() == AttentionSchedule::WideHeadMma
+             ? req.getNumRep()
+             : 1;
 }
 
 /// The wide-head S step's width slices (dialect/AttentionLayout.h wideHeadSlices), 1

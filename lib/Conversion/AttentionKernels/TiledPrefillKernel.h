@@ -46,7 +46,8 @@ namespace mlir::poot {
 int64_t tiledPrefillLdsFloats(AttentionRequestAttr req);
 
 /// Workgroups of the launch: B * Hq * ceil(Lq / q_block) for the prefill,
-/// B * Hkv * splits * ceil(n_rep * Lq / q_block) for the wide-head decode.
+/// B * Hkv * splits * ceil(n_rep * Lq / q_block) for the wide-head decode
+/// (wide_head and wide_head_mma).
 int64_t tiledPrefillWorkgroups(AttentionRequestAttr req);
 
 /// Emits the kernel body for workgroup `wg` and thread `tid`; `lds` holds

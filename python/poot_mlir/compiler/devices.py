@@ -50,6 +50,11 @@ class Device:
     #: sm_80 and up) for two-byte prefill (`tiled_prefill_mma`); False
     #: keeps the FFMA tiled schedule (a comparison and fallback knob).
     tensor_cores: bool = True
+    #: NVVM with tensor cores only: plan two-byte wide-head decodes (MQA /
+    #: absorbed MLA) on mma.sync (`wide_head_mma`, docs/wide-head-decode.md);
+    #: False (the default: ptxas-checked, not yet run on a GPU) keeps the
+    #: FFMA `wide_head`.
+    wide_head_mma: bool = False
     #: NVIDIA warp decode only: N >= 1 (default 4) reads K/V rows as 16-byte
     #: vectors and loads up to N keys a warp step before using any
     #: (docs/warp-decode.md; verified on the H200; the planner may take
@@ -79,6 +84,8 @@ class Device:
         opts = f" chip={self.chip}" if self.chip else ""
         if self.target == "nvvm" and not self.tensor_cores:
             opts += " tensor-cores=0"
+        if self.target == "nvvm" and self.wide_head_mma:
+            opts += " wide-head-mma=1"
         opts += self._warp_options()
         if self.target == "spirv" and self.client != "vulkan":
             opts += f" client={self.client}"
