@@ -1,5 +1,5 @@
 // RUN: poot-opt %s --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-keys-per-load=2 max-unroll=4" | FileCheck %s
-// RUN: poot-opt %s --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-keys-per-load=2" | FileCheck %s --check-prefix=ONE
+// RUN: poot-opt %s --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-keys-per-load=2 max-unroll=0" | FileCheck %s --check-prefix=ONE
 // RUN: poot-opt %s --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-unroll=4" | FileCheck %s --check-prefix=WHOLE
 // RUN: not poot-opt %s --poot-plan-attention="target=nvvm max-keys-per-load=0" 2>&1 | FileCheck %s --check-prefix=BAD
 
@@ -16,7 +16,7 @@
 // registers (72 + 64): unroll 4, 8 keys a warp step.
 // CHECK-LABEL: func.func @bf16_d128
 // CHECK: schedule = warp_decode, lanes = 128, splits = 32, chunk = 128, grid_x = 256, grid_y = 1, unroll = 4, row_lanes = 16>
-// Without max-unroll the half-warp rows still read vectors: one load a step.
+// With max-unroll=0 the half-warp rows still read vectors: one load a step.
 // ONE-LABEL: func.func @bf16_d128
 // ONE: schedule = warp_decode, {{.*}}, unroll = 1, row_lanes = 16>
 // WHOLE-LABEL: func.func @bf16_d128
