@@ -62,10 +62,11 @@ struct PootDeviceOptions : public PassPipelineOptions<Derived> {
       llvm::cl::init(4)};
   Opt::Option<int64_t> maxKeysPerLoad{
       *this, "max-keys-per-load",
-      llvm::cl::desc("Warp decode: 1 (default) a whole warp per key row; N >= "
-                     "2 half-warp (32 / N lane) rows of 16-byte loads where a "
-                     "whole warp's would be narrower (bf16/f16 D = 128)"),
-      llvm::cl::init(1)};
+      llvm::cl::desc("Warp decode of two-byte keys: N >= 2 (default 2) "
+                     "half-warp (32 / N lane) rows of 16-byte loads where a "
+                     "whole warp's would be narrower (bf16/f16 D = 128); 1 a "
+                     "whole warp per key row"),
+      llvm::cl::init(2)};
 };
 
 /// Who reads the SPIR-V: a Vulkan driver, or wgpu, whose shader translator
@@ -112,9 +113,9 @@ struct PootNVVMPipelineOptions
   Opt::Option<bool> wideHeadMma{
       *this, "wide-head-mma",
       llvm::cl::desc("With tensor-cores: plan two-byte wide-head decodes "
-                     "(MQA / absorbed MLA) on mma.sync (wide_head_mma); off "
-                     "(default): the FFMA wide_head"),
-      llvm::cl::init(false)};
+                     "(MQA / absorbed MLA) on mma.sync (wide_head_mma, the "
+                     "default; verified on the H200); off: the FFMA wide_head"),
+      llvm::cl::init(true)};
 };
 
 struct PootROCDLPipelineOptions

@@ -198,12 +198,12 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
            "B=16 8k); 0 keeps the scalar one-key-a-step form. The planner "
            "takes fewer when the loaded rows would not fit the register "
            "budget">,
-    Option<"maxKeysPerLoad", "max-keys-per-load", "int64_t", /*default=*/"1",
-           "NVIDIA warp decode: 1 (default) a whole warp reads each key row; "
-           "N >= 2 lets rows that a whole warp would not read as 16-byte "
-           "vectors (bf16/f16 D = 128) take 32 / N lanes, N keys a load "
-           "(half-warp rows, `row_lanes` on the request; vector loads, "
-           "opt-in until verified on a GPU: docs/warp-decode.md)">
+    Option<"maxKeysPerLoad", "max-keys-per-load", "int64_t", /*default=*/"2",
+           "NVIDIA warp decode of two-byte keys: N >= 2 (default 2) lets rows "
+           "that a whole warp would not read as 16-byte vectors (bf16/f16 "
+           "D = 128) take 32 / N lanes, N keys a load (half-warp rows, "
+           "`row_lanes` on the request; verified on the H200, "
+           "docs/warp-decode.md); 1: a whole warp reads each key row">
   ];
   let dependentDialects = ["::mlir::poot::PootDialect"];
 }

@@ -358,10 +358,13 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
     // Half-warp (or narrower) rows where a whole warp's row would not read
     // 16-byte vectors (bf16/f16 D = 128), within max-keys-per-load and
     // while the doubled lane state still fits; 0 records the whole warp.
+    // Two-byte keys only: that is what ran on the H200 (bench/NOTES.md
+    // "half-warp rows"); f32 rows narrower than 128 keep the whole warp.
     int64_t dk = shape.getKeyWidth(), ds = shape.getSharedWidth(),
             dv = shape.getValueWidth();
+    int64_t keyBytes = elementBytes(op.getKey().getType());
     int64_t rowLanes = AttentionRequestAttr::warpRowLanes(
-        elementBytes(op.getKey().getType()), {dk, ds, dv}, maxKeysPerLoad);
+        keyBytes, {dk, ds, dv}, keyBytes == 2 ? maxKeysPerLoad : 1);
     int64_t keysPerLoad = AttentionRequestAttr::kWarpSize / rowLanes;
     if (keysPerLoad > 1 &&
         !warpDecodeFits(nRep, dk, ds, dv, workgroupMemory, keysPerLoad))

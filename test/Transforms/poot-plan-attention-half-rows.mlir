@@ -1,12 +1,13 @@
 // RUN: poot-opt %s --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-keys-per-load=2 max-unroll=4" | FileCheck %s
 // RUN: poot-opt %s --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-keys-per-load=2 max-unroll=0" | FileCheck %s --check-prefix=ONE
-// RUN: poot-opt %s --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-unroll=4" | FileCheck %s --check-prefix=WHOLE
+// RUN: poot-opt %s --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-unroll=4 max-keys-per-load=1" | FileCheck %s --check-prefix=WHOLE
 // RUN: not poot-opt %s --poot-plan-attention="target=nvvm max-keys-per-load=0" 2>&1 | FileCheck %s --check-prefix=BAD
 
-// max-keys-per-load (default 1: a whole warp reads each key row) lets a row
+// max-keys-per-load (default 2; 1: a whole warp reads each key row) lets a row
 // that a whole warp would read in 8-byte vectors (bf16/f16 D = 128: 32 x 4)
 // take 16 lanes of 16-byte vectors (16 x 8): `row_lanes = 16`, two keys a
-// warp-wide load (dialect/PootAttrs.td warpRowLanes); it must be >= 1.
+// warp-wide load (dialect/PootAttrs.td warpRowLanes), for two-byte keys
+// only (f32 keeps whole-warp rows); it must be >= 1.
 // BAD: poot-plan-attention: max-keys-per-load must be >= 1, got 0
 // WHOLE-NOT: row_lanes
 

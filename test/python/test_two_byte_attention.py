@@ -280,15 +280,22 @@ def test_sm90_half_warp_rows_read_16_byte_vectors(form, dtype, unroll, rng, tmp_
     assert (tmp_path / "k.cubin").stat().st_size > 0
 
 
-def test_half_warp_rows_are_opt_in(rng, tmp_path) -> None:
-    """The default plan (max_keys_per_load=1) keeps whole-warp rows: no
-    row_lanes on the request, no 16-byte loads at D = 128."""
+def test_half_warp_rows_are_the_two_byte_default(rng, tmp_path) -> None:
+    """The default plan takes half-warp rows for bf16 at D = 128 (row_lanes
+    16, 16-byte loads); max_keys_per_load=1 keeps whole-warp rows (no
+    row_lanes, no 16-byte loads), and f32 keeps them by default."""
     text, _ = build(HALF_ROW_CASES[0], rng, "bf16")
-    path = gpu.compile_gpu(text, devices.SM_90.with_limits(max_unroll=4), tmp_path / "a")
-    attention = json.loads((path / "manifest.json").read_text())["attention"][0]
-    assert attention["request"]["schedule"] == "warp_decode" and "row_lanes" not in attention["request"]
-    ptx = (path / attention["launches"][0]["kernel"]).read_text()
-    assert not re.search(r"ld\.global(\.nc)?\.v4\.b32", ptx)
+    for name, device, half in (("default", devices.SM_90, True),
+                               ("whole", devices.SM_90.with_limits(max_keys_per_load=1), False)):
+        path = gpu.compile_gpu(text, device, tmp_path / name)
+        attention = json.loads((path / "manifest.json").read_text())["attention"][0]
+        assert attention["request"]["schedule"] == "warp_decode", name
+        assert (attention["request"].get("row_lanes") == 16) == half, name
+        ptx = (path / attention["launches"][0]["kernel"]).read_text()
+        assert bool(re.search(r"ld\.global(\.nc)?\.v4\.b32", ptx)) == half, name
+    f32, _ = build(HALF_ROW_CASES[0], rng, "f32")
+    path = gpu.compile_gpu(f32, devices.SM_90, tmp_path / "f32")
+    assert "row_lanes" not in json.loads((path / "manifest.json").read_text())["attention"][0]["request"]
 
 
 @pytest.mark.parametrize("dtype", ["f16", "bf16"])

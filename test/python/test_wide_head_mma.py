@@ -1,8 +1,8 @@
 """The wide-head decode on tensor cores (`wide_head_mma`, WideHeadMmaKernel.h) in CI: no GPU here.
 
 What CI can check: the planner takes it for two-byte wide-group decodes on
-sm_90 when the device enables it (`wide_head_mma=True`; opt-in, see
-docs/wide-head-decode.md) and not otherwise (f32, the default device,
+sm_90 (`wide_head_mma=True`, the default since it verified on the H200, see
+docs/wide-head-decode.md) and not otherwise (f32, `wide_head_mma=False`,
 tensor_cores=False, sm_75, SPIR-V keep the FFMA `wide_head`); its PTX --
 `mma.sync.aligned.m16n8k16` with f32 accumulators on bf16/f16 operands,
 S split over the key's width and P V over the value's channels between the
@@ -89,11 +89,14 @@ def test_sm90_wide_head_mma_ptx_is_accepted_by_ptxas(form, dtype, rng, tmp_path)
 def test_wide_head_mma_is_only_planned_where_it_applies(rng, tmp_path):
     form = FORMS[1]
     cases = {
-        "default": (devices.SM_90, "bf16"),  # opt-in: the FFMA wide_head by default
+        "off": (devices.SM_90.with_limits(wide_head_mma=False), "bf16"),
         "f32": (MMA, "f32"),
         "no_tensor_cores": (MMA.with_limits(tensor_cores=False), "bf16"),
         "sm75": (MMA.with_limits(name="sm_75", chip="sm_75"), "bf16"),
     }
+    # The default device plans it.
+    attention, _ = compile_sm90(form, "bf16", rng, tmp_path / "default", devices.SM_90)
+    assert attention["request"]["schedule"] == "wide_head_mma"
     for name, (device, dtype) in cases.items():
         attention, path = compile_sm90(form, dtype, rng, tmp_path / name, device)
         assert attention["request"]["schedule"] == "wide_head", name

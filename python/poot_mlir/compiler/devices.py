@@ -51,20 +51,19 @@ class Device:
     #: keeps the FFMA tiled schedule (a comparison and fallback knob).
     tensor_cores: bool = True
     #: NVVM with tensor cores only: plan two-byte wide-head decodes (MQA /
-    #: absorbed MLA) on mma.sync (`wide_head_mma`, docs/wide-head-decode.md);
-    #: False (the default: ptxas-checked, not yet run on a GPU) keeps the
-    #: FFMA `wide_head`.
-    wide_head_mma: bool = False
+    #: absorbed MLA) on mma.sync (`wide_head_mma`, docs/wide-head-decode.md;
+    #: the default, verified on the H200); False keeps the FFMA `wide_head`.
+    wide_head_mma: bool = True
     #: NVIDIA warp decode only: N >= 1 (default 4) reads K/V rows as 16-byte
     #: vectors and loads up to N keys a warp step before using any
     #: (docs/warp-decode.md; verified on the H200; the planner may take
     #: fewer); 0 keeps the scalar one-key-a-step form.
     max_unroll: int = 4
-    #: NVIDIA warp decode only: 1 (the default) a whole warp reads each key
-    #: row; N >= 2 lets a row that a whole warp would not read in 16-byte
-    #: vectors (bf16/f16 D = 128) take 32 / N lanes, so a warp-wide load
-    #: reads N keys (half-warp rows; vector loads; docs/warp-decode.md).
-    max_keys_per_load: int = 1
+    #: NVIDIA warp decode of two-byte keys only: N >= 2 (default 2) lets a
+    #: row that a whole warp would not read in 16-byte vectors (bf16/f16
+    #: D = 128) take 32 / N lanes, so a warp-wide load reads N keys (half-warp
+    #: rows; docs/warp-decode.md; verified on the H200); 1: whole-warp rows.
+    max_keys_per_load: int = 2
 
     def pipeline_options(self) -> str:
         """The device description as pass-pipeline options."""
@@ -84,8 +83,8 @@ class Device:
         opts = f" chip={self.chip}" if self.chip else ""
         if self.target == "nvvm" and not self.tensor_cores:
             opts += " tensor-cores=0"
-        if self.target == "nvvm" and self.wide_head_mma:
-            opts += " wide-head-mma=1"
+        if self.target == "nvvm":
+            opts += f" wide-head-mma={int(self.wide_head_mma)}"
         opts += self._warp_options()
         if self.target == "spirv" and self.client != "vulkan":
             opts += f" client={self.client}"
