@@ -54,6 +54,8 @@ import cases  # noqa: E402
 
 BF16_U = 2.0**-8  # bf16's unit roundoff: the contract's one output rounding
 F32_MATH = 1e-5
+#: The schedules that round P to the input type for P V (docs/two-byte-attention.md).
+TENSOR_CORE_SCHEDULES = ("tiled_prefill_mma", "wide_head_mma")
 
 
 def bf16_text(form: cases.Form) -> str:
@@ -155,7 +157,7 @@ def bench_form(torch, cuda_mod, device, root: Path, index: dict, name: str, form
     # The tensor-core schedule rounds P to bf16 for P V (docs/two-byte-attention.md): its bound
     # adds u times the attention of |V| (the float64 reference with |V|).
     ref_abs = None
-    if any((index[k].get("request") or {}).get("schedule") == "tiled_prefill_mma"
+    if any((index[k].get("request") or {}).get("schedule") in TENSOR_CORE_SCHEDULES
            for k in index if k.startswith(f"{name}@")):
         ref_abs = reference64(torch, form, {**sets[0], "v": sets[0]["v"].abs()})
 
@@ -189,7 +191,7 @@ def bench_form(torch, cuda_mod, device, root: Path, index: dict, name: str, form
             v["first_run_s"] = first_s
             v["rel_err"] = rel_err(torch, outs[0], ref)
             v["in_contract"] = contract_share(
-                outs[0], mma=(entry.get("request") or {}).get("schedule") == "tiled_prefill_mma")
+                outs[0], mma=(entry.get("request") or {}).get("schedule") in TENSOR_CORE_SCHEDULES)
             if prefill and first_s > args.prefill_limit_s:
                 v["note"] = f"one run took {first_s:.1f} s; timed once"
                 v.update(summarize(first_s * 1e3))
