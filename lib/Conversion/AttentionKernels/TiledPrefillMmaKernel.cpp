@@ -1,6 +1,6 @@
 //===- TiledPrefillMmaKernel.cpp - tensor-core tiled prefill --------------===//
 #include "lib/Conversion/AttentionKernels/TiledPrefillMmaKernel.h"
-#include "lib/Conversion/AttentionKernels/KernelBuilder.h"
+#include "lib/Conversion/AttentionKernels/MmaFragments.h"
 #include "dialect/AttentionLayout.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -19,83 +19,24 @@ using namespace mlir::poot;
 
 namespace {
 
-constexpr int64_t kWarp = 32, kThreads = kMmaPrefillWarps * kWarp;
+constexpr int64_t kThreads = kMmaPrefillWarps * MmaBuilder::kWarp;
 
-/// Four f32 accumulators of one 16 x 8 mma tile.
-using Acc = std::array<Value, 4>;
+using Acc = MmaAcc;
 
-class TiledPrefillMma : private KernelBuilder {
+/// The operand words, mma, shuffles and constants are MmaBuilder's
+/// (MmaFragments.h, shared with the wide-head decode); the staging by
+/// cp.async and the ldmatrix fragment loads are this schedule's.
+class TiledPrefillMma : private MmaBuilder {
 public:
   TiledPrefillMma(OpBuilder &b, Location loc, AttentionRequestAttr req,
                   const AttentionSignature &sig, double scale,
                   std::optional<double> softcap, Type element)
-      : KernelBuilder(b, loc), req(req), sig(sig),
-        shared(b, loc, req, sig, scale, softcap), element(element),
-        bf16(element.isBF16()) {}
+      : MmaBuilder(b, loc, element), req(req), sig(sig),
+        shared(b, loc, req, sig, scale, softcap) {}
 
   void emit(const AttentionBuffers &bufs, Value wg, Value tid, Value lds);
 
 private:
-  Value i32(int64_t v) {
-    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
-  }
-  Value zeroElement() {
-    return arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
-  }
-  Value ult(Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
-  }
-  Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
-  Value minui(Value x, Value y) { return arith::MinUIOp::create(b, loc, x, y); }
-  Value maxf(Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); }
-  /// The element at `idx` as stored (no widening: it feeds an mma operand).
-  Value raw(Value mem, Value idx) {
-    return memref::LoadOp::create(b, loc, mem, ValueRange{idx});
-  }
-  /// Two elements (lo in the low half) as one 32-bit word.
-  Value packWord(Value lo, Value hi) {
-    auto pair = VectorType::get({2}, element);
-    Value v = vector::FromElementsOp::create(b, loc, pair, ValueRange{lo, hi});
-    return LLVM::BitcastOp::create(b, loc, b.getI32Type(), v);
-  }
-  /// Two f32 values rounded to the element type, as one word (P's A
-  /// fragment: the tensor-core schedule's one rounding besides the output).
-  Value roundWord(Value lo, Value hi) {
-    auto pair = VectorType::get({2}, b.getF32Type());
-    Value v = vector::FromElementsOp::create(b, loc, pair, ValueRange{lo, hi});
-    Value narrow =
-        arith::TruncFOp::create(b, loc, VectorType::get({2}, element), v);
-    return LLVM::BitcastOp::create(b, loc, b.getI32Type(), narrow);
-  }
-  /// A word as the mma operand type: i32 for bf16, vector<2xf16> for f16.
-  Value operand(Value word) {
-    if (bf16)
-      return word;
-    return LLVM::BitcastOp::create(b, loc, VectorType::get({2}, element), word);
-  }
-  /// D = A B + C for one m16n8k16 tile (A row-major, B column-major).
-  Acc mma(ArrayRef<Value> a, ArrayRef<Value> bw, const Acc &c) {
-    SmallVector<Value> aOps, bOps;
-    for (Value w : a)
-      aOps.push_back(operand(w));
-    for (Value w : bw)
-      bOps.push_back(operand(w));
-    Type f32Type = b.getF32Type();
-    auto result = LLVM::LLVMStructType::getLiteral(
-        b.getContext(), {f32Type, f32Type, f32Type, f32Type});
-    NVVM::MMATypes type = bf16 ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
-    auto op = NVVM::MmaOp::create(
-        b, loc, result, aOps, bOps, ValueRange(c), {16, 8, 16},
-        /*b1Op=*/std::nullopt, /*intOverflow=*/std::nullopt,
-        std::array<NVVM::MMATypes, 2>{type, type},
-        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                       NVVM::MMALayout::col});
-    Acc d;
-    for (int64_t i = 0; i < 4; ++i)
-      d[i] = LLVM::ExtractValueOp::create(b, loc, op.getRes(),
-                                          ArrayRef<int64_t>{i});
-    return d;
-  }
   /// 16 bytes (8 elements) at element `at` of a global buffer; `at` is a
   /// multiple of 8 and the buffers are 16-byte aligned (device allocations).
   Value loadChunk(Value mem, Value at) {
@@ -147,18 +88,9 @@ private:
                                                    ArrayRef<int64_t>{i}));
     return words;
   }
-  /// The value of the lane `lane ^ offset` (within the warp).
-  Value shuffleXor(Value v, int32_t offset) {
-    return gpu::ShuffleOp::create(b, loc, v, offset, kWarp,
-                                  gpu::ShuffleMode::XOR)
-        .getShuffleResult();
-  }
-
   AttentionRequestAttr req;
   AttentionSignature sig;
   AttentionEmitter shared;
-  Type element;
-  bool bf16;
 };
 
 void TiledPrefillMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
