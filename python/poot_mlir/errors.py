@@ -74,6 +74,16 @@ class WriteMapError(BindError):
     """A write map names a slot outside the pool, or one slot twice."""
 
 
+class MissingStateError(MissingInputError):
+    """A session was created without the initial value of some state; every
+    runtime refuses it at creation, before anything is allocated or run.
+    `missing` is the names of the states not given, in argument order."""
+
+    def __init__(self, message: str, missing: "tuple[str, ...]" = ()) -> None:
+        super().__init__(message)
+        self.missing = tuple(missing)
+
+
 # --- the step's contract as a whole (checked when it is compiled or loaded) --
 
 
@@ -89,6 +99,11 @@ class WriteMapPoolError(ContractError):
 
 
 # --- running a step ----------------------------------------------------------
+
+
+class ClosedError(PootError, RuntimeError):
+    """A session or artifact was used after `close()` (or after the artifact
+    or device it runs on was closed); nothing ran."""
 
 
 class ValidationFailure(PootError, RuntimeError):
@@ -112,6 +127,25 @@ class PoolExhausted(KVCacheError):
 
 class SequenceFull(KVCacheError):
     """A sequence would grow past the longest one the step can attend over."""
+
+
+# --- naming a device ---------------------------------------------------------
+
+
+class UnknownDeviceError(PootError, KeyError):
+    """A device preset or runtime backend was asked for by a name nobody
+    knows; `known` lists the names that are. Also a KeyError (the preset table
+    is a mapping), so `except KeyError` keeps working."""
+
+    def __init__(self, message: str, name: str = "", known: "tuple[str, ...]" = ()) -> None:
+        super().__init__(message)
+        self.message = message
+        self.name = name
+        self.known = tuple(known)
+
+    def __str__(self) -> str:
+        # KeyError quotes its argument (a missing key's repr); this is a sentence.
+        return self.message
 
 
 # --- planning / lowering -----------------------------------------------------

@@ -15,6 +15,7 @@ A CUDA device is the exception: CI has no GPU, so those tests skip there too.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import shutil
 from dataclasses import dataclass
@@ -37,6 +38,22 @@ class Dependency:
     install: str  # the command that provides it
     probe: Callable[[], str | None]  # None when present, else why not
     required_in_ci: bool = True
+    #: The Python package (pip name = module name) it also needs, named in
+    #: the install command when it is not importable.
+    pip: str | None = None
+
+    def install_command(self) -> str:
+        """`install`, preceded by `pip install <pip>` when that package is missing."""
+        if self.pip and _not_importable(self.pip):
+            return f"pip install {self.pip} and {self.install}"
+        return self.install
+
+
+def _not_importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):  # a broken install, or a module without a spec
+        return False
 
 
 def _vulkan() -> str | None:
@@ -98,7 +115,7 @@ def _cuda() -> str | None:
 DEPENDENCIES = {
     d.name: d
     for d in (
-        Dependency("vulkan", "a Vulkan driver (Mesa lavapipe)", APT_VULKAN, _vulkan),
+        Dependency("vulkan", "a Vulkan driver (Mesa lavapipe)", APT_VULKAN, _vulkan, pip="vulkan"),
         Dependency(
             "wgpu", "wgpu-py on lavapipe", f'pip install "wgpu==0.32.0" and {APT_VULKAN}', _wgpu
         ),
@@ -139,11 +156,11 @@ def require(name: str) -> None:
     if IN_CI and dep.required_in_ci:
         pytest.fail(
             f"{dep.what} is required under CI=true and is missing: {why}\n"
-            f"install it with: {dep.install}",
+            f"install it with: {dep.install_command()}",
             pytrace=False,
         )
     MISSING.setdefault(name, [why, 0])
-    pytest.skip(f"{_SKIP_PREFIX}{name!r}: {dep.what} ({dep.install})")
+    pytest.skip(f"{_SKIP_PREFIX}{name!r}: {dep.what} ({dep.install_command()})")
 
 
 def count_skip(reason: str) -> None:
@@ -163,7 +180,7 @@ def summary_lines() -> list[str]:
     groups: dict[str, list] = {}  # install -> [reasons, count, required in CI]
     for name, (why, count) in MISSING.items():
         dep = DEPENDENCIES[name]
-        group = groups.setdefault(dep.install, [[], 0, False])
+        group = groups.setdefault(dep.install_command(), [[], 0, False])
         group[0].append(f"{dep.what} ({why.rstrip('.')})")
         group[1] += count
         group[2] = group[2] or dep.required_in_ci

@@ -105,7 +105,7 @@ def test_unknown_or_doubled_input_is_refused(rng) -> None:
         ("row", np.ones((1, 2, 2), np.float32)),
         ("row", np.ones((1, 1, 2), np.float64)),
         ("pos", np.array([3], np.int32)),
-        ("pos", np.int64(3)),
+        ("pos", np.int16(3)),  # (int64 binds to i32 when it fits: test_boundary_errors.py)
         ("pos", 2.5),
         ("len", [1, 2**40]),
         ("c0", np.ones((1, 8, 2), np.float16)),
@@ -205,9 +205,9 @@ def test_session_publishes_only_complete_steps(rng) -> None:
 def test_session_needs_its_state(rng) -> None:
     with pytest.raises(BindError, match="unknown state"):
         oracle.Session(STEP, dict(fresh_state(rng), bogus=np.ones(2, np.float32)))
-    sess = oracle.Session(STEP, {"c0": fresh_state(rng)["c0"]})
+    # A missing state is refused when the session is created, not at a step.
     with pytest.raises(MissingInputError, match="pool"):
-        sess.step(good_inputs(rng))
+        oracle.Session(STEP, {"c0": fresh_state(rng)["c0"]})
 
 
 def test_one_binder_serves_the_oracle_and_the_runtimes(tmp_path) -> None:

@@ -13,6 +13,8 @@ import dataclasses
 import os
 from typing import Any, Mapping
 
+from ..errors import UnknownDeviceError
+
 
 @dataclasses.dataclass(frozen=True)
 class Device:
@@ -261,11 +263,20 @@ PRESETS: dict[str, Device] = {
 
 
 def get(name: str) -> Device:
-    """A preset by name (cpu, cpu-seed, vulkan-lavapipe, wgpu-lavapipe, sm_90, gfx942)."""
+    """A preset by name (cpu, cpu-seed, vulkan-lavapipe, wgpu-lavapipe, sm_90,
+    gfx942); an unknown name is an `errors.UnknownDeviceError` (a KeyError)
+    listing the known ones."""
     try:
         return PRESETS[name]
-    except KeyError:
-        raise KeyError(f"unknown device {name!r}; presets: {sorted(PRESETS)}") from None
+    except (KeyError, TypeError):
+        known = tuple(sorted(PRESETS))
+        raise UnknownDeviceError(
+            f"unknown device {name!r}; the known device names are {', '.join(known)} "
+            "(devices.get(name)); describe any other device with Device.custom(...), "
+            "devices.from_vulkan_properties(...) or devices.from_wgpu_limits(...)",
+            name=str(name),
+            known=known,
+        ) from None
 
 
 def from_vulkan_properties(props: Mapping[str, Any], name: str | None = None) -> Device:

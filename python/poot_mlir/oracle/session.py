@@ -15,6 +15,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from ..errors import BindError
+from ..runtime import binding
 from .program import load
 from .runner import Result, run_program
 
@@ -27,7 +28,9 @@ def _frozen_copy(value: Any) -> np.ndarray:
 
 
 class Session:
-    """Step a function of `module` with state carried between steps."""
+    """Step a function of `module` with state carried between steps,
+    starting from the initial value of every state (a missing one is a
+    MissingStateError naming it)."""
 
     def __init__(
         self,
@@ -39,13 +42,13 @@ class Session:
     ) -> None:
         self.program = load(module, func)
         self.reference = reference
+        state = dict(state or {})
+        # Every state, and nothing else (the runtimes' rule: MissingStateError).
+        signature = self.program.signature
+        specs = {p.state: p.spec() for p in signature.args if p.state is not None}
+        binding.check_session_state(signature.state_names, state, specs)
         # Private copies: the caller mutating its arrays must not change ours.
-        self._state = {name: _frozen_copy(value) for name, value in (state or {}).items()}
-        unknown = sorted(set(self._state) - set(self.program.state_names))
-        if unknown:
-            raise BindError(
-                f"unknown state {unknown} (the function's state: {list(self.program.state_names)})"
-            )
+        self._state = {name: _frozen_copy(value) for name, value in state.items()}
 
     @property
     def state(self) -> dict[str, np.ndarray]:

@@ -7,23 +7,29 @@ never MLIR, and enforces the driver contract the oracle's binder enforces:
 - every argument gets exactly one value (by its `poot.name`, else `arg{i}`; a
   state argument also answers to its state name), else `MissingInputError`;
 - numpy arrays and scalars, and DLPack tensors in host memory (torch CPU
-  tensors, JAX arrays, ...; read in place), carry exactly the argument's
-  shape and dtype (an f64 array for an f32 argument is refused, not
-  rounded), else `ShapeBindError`; untyped Python scalars and lists convert (ints exactly,
-  floats rounding to nearest even; bools bind only to i1 arguments);
+  tensors, JAX arrays, ...; read in place; a torch tensor that requires
+  grad, such as a parameter, is read through `.detach()`), carry exactly
+  the argument's shape and dtype (an f64 array for an f32 argument is
+  refused, not rounded), else `ShapeBindError`. The one exception: int64
+  values (torch's default integer, token ids) bind to an i32 argument when
+  every value fits (converted, a copy), else `RangeBindError`. Untyped
+  Python scalars and lists convert (ints exactly, floats rounding to nearest
+  even; bools bind only to i1 arguments);
 - every element of an argument with a declared `#poot.range` lies in it, else
   `RangeBindError`;
 - a write map is a checked forward slot map: each word is -1 or a slot in
   `[0, S)` (S: the manifest's `pool`, always present), and no slot is named
   twice, else `WriteMapError`.
 
-A refusal raises before any compiled code runs, so nothing is touched.
+A refusal raises before any compiled code runs, so nothing is touched. A
+session is refused at creation unless it is given the initial value of every
+state (`check_session_state`: `MissingStateError` naming the missing ones).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -32,6 +38,7 @@ from . import dlpack
 from ..errors import (
     BindError,
     MissingInputError,
+    MissingStateError,
     RangeBindError,
     ShapeBindError,
     ValidationFailure,
@@ -163,6 +170,31 @@ def step_inputs(inputs: Any) -> dict[str, Any]:
     return dict(inputs)
 
 
+def check_session_state(
+    state_names: Sequence[str], given: Iterable[str], specs: Mapping[str, str] | None = None
+) -> None:
+    """Refuse a session's initial state unless it names every state of the
+    function and nothing else: an unknown name is a BindError, a missing one
+    a MissingStateError naming every missing state (with its type from
+    `specs`, state name -> `tensor<...>`, when given). Every runtime's
+    Session calls this at creation, before anything is allocated or run."""
+    given = set(given)
+    unknown = sorted(given - set(state_names))
+    if unknown:
+        raise BindError(f"unknown state {unknown} (the function's state: {list(state_names)})")
+    missing = tuple(name for name in state_names if name not in given)
+    if missing:
+        specs = specs or {}
+        listed = ", ".join(f"{n!r}" + (f" ({specs[n]})" if n in specs else "") for n in missing)
+        example = ", ".join(f"{n!r}: ..." for n in state_names)
+        raise MissingStateError(
+            f"no initial value for state {listed}: a session starts from every state the "
+            f"function carries; pass each one when creating it, e.g. "
+            f"artifact.session({{{example}}})",
+            missing,
+        )
+
+
 # --- normalizing one value ------------------------------------------------------
 
 
@@ -194,6 +226,29 @@ def _python_value(port: Port, value: Any) -> np.ndarray:
     return converted
 
 
+_I32 = np.iinfo(np.int32)
+
+
+def _narrow_int64(port: Port, array: np.ndarray) -> np.ndarray:
+    """int64 values (torch's default integer: token ids, positions) for an
+    i32 argument, converted when every value fits. A value outside the
+    argument's declared range, or outside i32, is a RangeBindError naming the
+    argument (the same refusal an i32 value outside its range gets)."""
+    if port.slot == "write_map":
+        check_write_map(port, array)
+    if port.range is not None:
+        check_range(port, array)
+    bad = np.flatnonzero((array < _I32.min) | (array > _I32.max))
+    if bad.size:
+        index = tuple(int(i) for i in np.unravel_index(int(bad[0]), array.shape))
+        raise RangeBindError(
+            f"{port.describe()}: int64 value {int(array[index])} at index {index} does not fit "
+            f"{port.spec()} (int64 values bind to an i32 argument only when each fits "
+            f"[{_I32.min}, {_I32.max}])"
+        )
+    return array.astype(np.int32)
+
+
 def host_value(value: Any) -> Any:
     """A DLPack tensor in host memory (torch CPU, JAX, ...) as a numpy array
     over the same memory; any other value as it is. Raises BindError for a
@@ -216,6 +271,8 @@ def normalize(port: Port, value: Any) -> np.ndarray:
         raise BindError(f"{port.describe()}: {error}") from None
     if isinstance(value, (np.ndarray, np.generic)):
         array = np.asarray(value)
+        if array.dtype == np.int64 and port.dtype == np.int32:
+            array = _narrow_int64(port, array)
         if array.dtype != port.dtype:
             raise ShapeBindError(
                 f"{port.describe()}: dtype {array.dtype} does not match {port.spec()} "

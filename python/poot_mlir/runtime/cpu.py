@@ -21,8 +21,9 @@ writes anything.
 
     art = load("out/step")
     res = art.run({"q": q, "pos": 3, ...})        # Result(outputs, named, state)
-    sess = Session(art, state={"k0": k0, ...})
+    sess = Session(art, state={"k0": k0, ...})    # every state, or MissingStateError
     sess.step({"q": q, "pos": 3})                 # state replaced on success only
+    sess.close(); art.close()                     # then a step is a ClosedError
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import BindError, PootError
+from ..errors import BindError, ClosedError, PootError
 from . import binding
 from .binding import Inputs, Result, Signature
 
@@ -128,10 +129,12 @@ class CpuArtifact:
 
     `threads` is how many threads an OpenMP artifact's parallel loops use
     (default: `$POOT_CPU_THREADS`, else the cores it was compiled for);
-    a serial artifact ignores it."""
+    a serial artifact ignores it. After `close()` (or a `with` block) it
+    runs nothing: a run is a ClosedError."""
 
     def __init__(self, path: "str | Path", threads: int | None = None) -> None:
         self.path = Path(path)
+        self._closed = False
         manifest_path = self.path / "manifest.json"
         if not manifest_path.is_file():
             raise ArtifactError(f"{self.path}: no manifest.json (not an artifact directory)")
@@ -172,6 +175,28 @@ class CpuArtifact:
     def name(self) -> str:
         return self.signature.name
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Release the step (idempotent); running it afterwards is a ClosedError."""
+        self._closed = True
+        self._entry = self._validate = None
+
+    def __enter__(self) -> "CpuArtifact":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError(
+                f"the CPU artifact {self.path} is closed: load it again "
+                f"(runtime.cpu.load({str(self.path)!r})) to run it"
+            )
+
     def bind(self, inputs: Inputs) -> list[np.ndarray]:
         """Check `inputs` without running (the BindError a run would raise)."""
         return binding.bind(self.signature, inputs)
@@ -186,6 +211,7 @@ class CpuArtifact:
     def validate(self, arrays: list[np.ndarray]) -> None:
         """Run the validation prologue (if the step has one) on bound
         arguments; raise ValidationFailure before the step writes anything."""
+        self._check_open()
         if self._validate is None:
             return
         _, indices = self.signature.validate  # type: ignore[misc]
@@ -201,6 +227,7 @@ class CpuArtifact:
         """Run the step on already bound argument arrays. A donated state
         argument is written in place and is its result; the other results
         are fresh arrays. No validation: `run` adds it."""
+        self._check_open()
         outputs: list[np.ndarray] = []
         own: list[np.ndarray] = []
         for port in self.signature.results:
@@ -218,6 +245,7 @@ class CpuArtifact:
         A state the step writes in place is written into a private copy of
         the caller's array, unless `donate` hands the caller's arrays over
         (a Session does: the arrays are its own)."""
+        self._check_open()
         arrays = self.bind(inputs)
         if not donate:
             arrays = [a.copy() if i in self.signature.donated else a for i, a in enumerate(arrays)]
@@ -227,6 +255,7 @@ class CpuArtifact:
         return binding.package(self.signature, outputs)
 
     def session(self, state: Mapping[str, np.ndarray] | None = None) -> "Session":
+        """A Session from `state`: the initial value of every state."""
         return Session(self, state)
 
 
@@ -244,6 +273,10 @@ class Session:
     rows the step writes are touched; the validation prologue runs first);
     any other state is replaced by the step's fresh result. Either way a
     refused bind or a failed validation leaves the state exactly as it was.
+
+    It is created from the initial value of every state (a missing one is a
+    MissingStateError naming it, before anything runs); after `close()` (or
+    its artifact's) a step is a ClosedError.
     """
 
     def __init__(
@@ -251,29 +284,64 @@ class Session:
     ) -> None:
         # Any loaded artifact with a signature and run() steps.
         self.artifact = artifact if hasattr(artifact, "run") else load(artifact)
+        self._closed = False
+        self._check_open()
         signature = self.artifact.signature
+        state = dict(state or {})
+        specs = {p.state: p.spec() for p in signature.args if p.state is not None}
+        binding.check_session_state(signature.state_names, state, specs)
         self._state = {
-            name: np.array(binding.host_value(value), copy=True) for name, value in (state or {}).items()
+            name: np.array(binding.host_value(value), copy=True) for name, value in state.items()
         }
-        unknown = sorted(set(self._state) - set(signature.state_names))
-        if unknown:
-            raise BindError(f"unknown state {unknown} (the function's state: {list(signature.state_names)})")
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Release the carried state (idempotent); a step afterwards is a ClosedError."""
+        self._closed = True
+        self._state = {}
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError(
+                "this session is closed (its state was released): start a new one with "
+                "artifact.session(state)"
+            )
+        if getattr(self.artifact, "closed", False):
+            path = getattr(self.artifact, "path", "")
+            raise ClosedError(
+                f"the artifact {path} this session steps is closed: load it again and start "
+                "a new session (runtime.cpu.load(path).session(state))"
+            )
 
     @property
     def state(self) -> dict[str, np.ndarray]:
         """The current state, by state name: read-only views of the arrays
         the session carries (a later in-place step updates what they show;
         copy one to keep a snapshot)."""
+        if self._closed:
+            self._check_open()
         return {name: _read_only(array) for name, array in self._state.items()}
 
     def writable_state(self) -> dict[str, np.ndarray]:
         """The arrays the session carries, writable: for a driver that edits
         the state between steps in place (the KV-cache driver's
         copy-on-write of a shared block). Everyone else reads `state`."""
+        if self._closed:
+            self._check_open()
         return self._state
 
     def step(self, inputs: Mapping[str, Any]) -> Result:
         """Run one step; `inputs` maps the non-state arguments' names to values."""
+        self._check_open()
         bound = binding.step_inputs(inputs)
         for port in self.artifact.signature.args:
             if port.state is None:

@@ -5,7 +5,8 @@ as numpy arrays over the same memory, through DLPack.
 numpy array: `np.from_dlpack` for every dtype numpy knows, and for bfloat16
 (which numpy's DLPack import refuses) a view built here from the DLPack
 capsule with `ml_dtypes.bfloat16`. Neither copies; the array keeps the
-producer's tensor alive.
+producer's tensor alive. A torch tensor that requires grad (a parameter) is
+read through `.detach()`, the same memory.
 
 Outputs go the other way without help: they are numpy arrays, which export
 DLPack themselves (`torch.from_dlpack(result.outputs[0])` shares the memory).
@@ -126,9 +127,21 @@ def is_dlpack(value: Any) -> bool:
     return hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__")
 
 
+def readable(value: Any) -> Any:
+    """`value`, or for a torch tensor that requires grad (a parameter, or
+    anything computed from one) its `.detach()`: the same memory, which
+    torch refuses to export (a raw BufferError) while autograd tracks it.
+    The runtimes only read it, so the gradient graph is untouched."""
+    if getattr(value, "requires_grad", False) is True and callable(getattr(value, "detach", None)):
+        return value.detach()
+    return value
+
+
 def host_array(value: Any) -> np.ndarray:
     """A numpy array over `value`'s memory (no copy); `value` must export
-    DLPack and live in host-readable memory, else NotHostMemory."""
+    DLPack and live in host-readable memory, else NotHostMemory. A torch
+    tensor that requires grad is read through `.detach()` (`readable`)."""
+    value = readable(value)
     device_type, device_id = (int(x) for x in value.__dlpack_device__())
     if device_type not in _HOST_DEVICES:
         name = _DEVICE_NAMES.get(device_type, f"DLPack device type {device_type}")

@@ -12,6 +12,10 @@ place never leaves the device; `Session.state` reads it back when asked.
     sess = art.session({"k0": k0, "v0": v0})
     res = sess.step({"x": x, "pos": 3})                    # binding.Result
     k0_now = sess.state["k0"]                              # read back
+    art.close()                    # then a step of any of its sessions: ClosedError
+
+A session needs the initial value of every state (else MissingStateError,
+before anything is allocated).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import BindError, PootError
+from ..errors import BindError, ClosedError, MissingStateError, PootError, UnknownDeviceError
 from . import binding
 
 
@@ -62,6 +66,10 @@ class _Vulkan:
 
     def execute(self, commands: list[tuple]) -> None:
         _execute(self, commands)
+
+    @property
+    def closed(self) -> bool:
+        return bool(getattr(self.device, "closed", False))
 
     def close(self) -> None:
         self.device.close()
@@ -176,6 +184,10 @@ class _Cuda:
         return DeviceTensor(int(buf.ptr), shape, dtype, self.ordinal, buf,
                             lambda d, s: self.read(buf, d, s))
 
+    @property
+    def closed(self) -> bool:
+        return bool(getattr(self.backend, "closed", False))
+
     def close(self) -> None:
         self.backend.close()
 
@@ -225,7 +237,12 @@ def _device(backend: str) -> Any:
         return _Wgpu("lavapipe" if backend == "wgpu-lavapipe" else "any")
     if backend == "cuda":
         return _Cuda()
-    raise PootError(f"unknown GPU backend {backend!r} ({', '.join(BACKENDS)})")
+    raise UnknownDeviceError(
+        f"unknown GPU backend {backend!r}; the known backend names are {', '.join(BACKENDS)} "
+        "(ProgramArtifact(path, backend) / make_device(backend))",
+        name=str(backend),
+        known=BACKENDS,
+    )
 
 
 def check_client(manifest: dict[str, Any], on_wgpu: bool, path: Path) -> None:
@@ -265,12 +282,32 @@ class ProgramArtifact:
         self.device = _device(backend) if named else backend
         self._owns_device = named
         self._kernels: dict[tuple[str, str], Any] = {}
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        """Closed by `close()`, or its device closed by whoever owns it."""
+        return self._closed or bool(getattr(self.device, "closed", False))
+
+    def check_open(self) -> None:
+        """ClosedError when the artifact (or the device it runs on) is closed."""
+        if self._closed:
+            raise ClosedError(
+                f"the GPU artifact {self.path} is closed (and every session of it): load it "
+                "again (ProgramArtifact(path, backend)) and start a new session"
+            )
+        if getattr(self.device, "closed", False):
+            raise ClosedError(
+                f"the device the GPU artifact {self.path} runs on is closed: make a new one "
+                "(make_device(backend), or ProgramArtifact(path, backend) opens its own)"
+            )
 
     @property
     def arena_bytes(self) -> int:
         return max(int(p["arena_bytes"]) for p in self.programs.values())
 
     def kernel(self, launch: dict[str, Any]) -> Any:
+        self.check_open()
         key = (launch["kernel"], launch["entry"])
         if key not in self._kernels:
             payload = (self.path / launch["kernel"]).read_bytes()
@@ -289,20 +326,37 @@ class ProgramArtifact:
         """A device-resident session from `state`; `constants` (inputs that do
         not change between steps, such as weights) are bound and uploaded once
         (CUDA tensors: borrowed, not copied) and are not given to `step`.
-        `graph` (CUDA; default on): replay each step as one CUDA graph."""
+        `graph` (CUDA; default on): replay each step as one CUDA graph.
+        `state` gives the initial value of every state (a missing one is a
+        MissingStateError naming it)."""
         return Session(self, state, constants, graph=graph)
 
     def run(self, inputs: Mapping[str, Any]) -> binding.Result:
         """One step from the given state (inputs by name, state included);
         the result carries the new state, read back."""
+        self.check_open()
         states = {p.state for p in self.signature.args if p.state is not None}
         given = {k: v for k, v in inputs.items() if k in states}
-        with_state = self.session(given)
+        try:
+            with_state = self.session(given)
+        except MissingStateError as error:
+            names = ", ".join(repr(n) for n in error.missing)
+            raise MissingStateError(
+                f"no value for state {names}: run() takes every state among its inputs, "
+                "by state name (or carry it in artifact.session(state))",
+                error.missing,
+            ) from None
         result = with_state.step({k: v for k, v in inputs.items() if k not in states})
         result.state = with_state.state
         return result
 
     def close(self) -> None:
+        """Close the artifact (idempotent) and the device it opened (a shared
+        one stays open); a step of any of its sessions is then a ClosedError."""
+        if self._closed:
+            return
+        self._closed = True
+        self._kernels.clear()
         if self._owns_device:
             self.device.close()
 
@@ -339,6 +393,11 @@ class Session:
     - `step(..., device_outputs=True)` returns the outputs as `DeviceTensor`s
       over the session's result buffers (DLPack / `__cuda_array_interface__`,
       no copy), valid until the next step.
+
+    It is created from the initial value of every state (a missing one is a
+    MissingStateError naming each, before anything is allocated). After
+    `close()` (its own, its artifact's or its device's), a step, a state read
+    or write is a ClosedError.
     """
 
     def __init__(
@@ -350,9 +409,13 @@ class Session:
         graph: bool | None = None,
     ) -> None:
         self.artifact = artifact
+        self._closed = False
+        artifact.check_open()
         signature = artifact.signature
         dev = artifact.device
         state = dict(state or {})
+        specs = {p.state: p.spec() for p in signature.args if p.state is not None}
+        binding.check_session_state(signature.state_names, state, specs)
         self._constant: set[str] = set()
         self._graph = hasattr(dev, "capture") if graph is None else bool(graph)
         if self._graph and not hasattr(dev, "capture"):
@@ -360,12 +423,6 @@ class Session:
         self._built: dict[tuple, Any] = {}
         #: Arguments bound to memory the caller owns (CUDA tensors): index -> buffer.
         self._borrowed: dict[int, Any] = {}
-        unknown = sorted(set(state) - set(signature.state_names))
-        if unknown:
-            raise BindError(f"unknown state {unknown} (the function's state: {list(signature.state_names)})")
-        for port in signature.args:
-            if port.state is not None and port.state not in state:
-                raise BindError(f"no initial value for state {port.describe()}")
         host, device = self._bind(constants or {}, only=set(constants or {}))
         self._args = [
             None if i in device else dev.alloc(int(np.prod(p.shape)) * p.dtype.itemsize)
@@ -380,6 +437,37 @@ class Session:
             dev.write(self._args[i], array)
         self._fixed = dict(device)  # constants given as device tensors stay borrowed
         self._constant = set(constants or {})
+
+    @property
+    def closed(self) -> bool:
+        return self._closed or self.artifact.closed
+
+    def close(self) -> None:
+        """Release the session's device buffers (idempotent); a step, a state
+        read or write afterwards is a ClosedError."""
+        if self._closed:
+            return
+        self._closed = True
+        self._built.clear()
+        self._args = []
+        self._arena = None
+        self._constants_buffers = {}
+        self._fixed = {}
+        self._borrowed = {}
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ClosedError(
+                "this session is closed (its device buffers were released): start a new one "
+                "with artifact.session(state)"
+            )
+        self.artifact.check_open()
 
     def _constant_buffers(self, program: dict[str, Any]) -> dict[int, Any]:
         """The program's constant buffers (uploaded once), by buffer slot."""
@@ -498,6 +586,7 @@ class Session:
     def step(self, inputs: Mapping[str, Any], *, device_outputs: bool = False) -> binding.Result:
         """One step. `device_outputs=True` (CUDA): the outputs as
         DeviceTensors over the session's buffers, not read back."""
+        self._check_open()
         signature = self.artifact.signature
         dev = self.artifact.device
         if device_outputs and not hasattr(dev, "device_output"):
@@ -543,6 +632,7 @@ class Session:
         """Replace one state on the device (bound like the initial state):
         for a driver that edits state between steps (the serving engine's
         copy-on-write block copies)."""
+        self._check_open()
         for port, buf in zip(self.artifact.signature.args, self._args):
             if port.state == name:
                 self.artifact.device.write(buf, binding.normalize(port, value))
@@ -552,6 +642,7 @@ class Session:
     @property
     def state(self) -> dict[str, np.ndarray]:
         """The device state, read back (a copy)."""
+        self._check_open()
         dev = self.artifact.device
         return {
             port.state: dev.read(buf, port.dtype, port.shape)
@@ -568,9 +659,16 @@ def _check_device_tensor(port: binding.Port, tensor: Any, dev: Any) -> None:
     if tuple(tensor.shape) != port.shape:
         raise ShapeBindError(f"{port.describe()}: shape {tuple(tensor.shape)} does not match {port.spec()}")
     if np.dtype(tensor.dtype) != port.dtype:
+        # A device tensor is read in place: no silent conversion (a host
+        # int64 array is converted to i32; device memory is not copied).
+        hint = (
+            "; a CUDA tensor is read in place, not converted: pass .to(torch.int32)"
+            if np.dtype(tensor.dtype) == np.int64 and port.dtype == np.int32
+            else ""
+        )
         raise ShapeBindError(
             f"{port.describe()}: dtype {np.dtype(tensor.dtype)} does not match {port.spec()} "
-            f"(expected {port.dtype})"
+            f"(expected {port.dtype}){hint}"
         )
     if port.range is None and port.slot != "write_map":
         return
