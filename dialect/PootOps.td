@@ -271,7 +271,9 @@ def Poot_MatMulOp : Poot_Op<"matmul", [Pure,
   let description = [{
     numpy `matmul`: `result[..., i, j] = sum_k lhs[..., i, k] * rhs[..., k, j]`.
     Both operands have rank >= 2; the batch dimensions broadcast with numpy
-    rules. Accumulation is in the element type (f32 for f32).
+    rules. f32 and f64 accumulate in the element type; f16 and bf16 follow
+    the 16-bit contract (docs/sixteen-bit-contract.md): the products and sum
+    in f32, rounded once to the element type, as torch and cuBLAS do.
 
     ```mlir
     %s = poot.matmul %q, %kt
@@ -292,6 +294,8 @@ def Poot_ReduceOp : Poot_Op<"reduce", [Pure, SameOperandsAndResultElementType,
   let description = [{
     `result = numpy.{sum,max,min}(operand, axis=axis, keepdims=keepdim)`.
     Softmax takes `reduce max` then `reduce sum`, both with `keepdim`.
+    A 16-bit float `sum` accumulates in f32 and rounds once to the element
+    type (docs/sixteen-bit-contract.md); max and min are exact in any type.
 
     ```mlir
     %m = poot.reduce max %s axis = 3 keepdim

@@ -188,6 +188,10 @@ static void addROCDLLowering(OpPassManager &pm,
   attach.chip = o.chip;
   attach.optLevel = 3;
   pm.addPass(createGpuROCDLAttachTarget(attach));
+  // f16/bf16 math functions (a bf16 softmax's exp, a bf16 SiLU) in f32,
+  // rounded once: the ROCm device library has no bf16 forms, and an
+  // unconverted math.exp cannot be translated to LLVM IR.
+  pm.addPass(math::createMathExtendToSupportedTypes());
   ConvertGpuOpsToROCDLOpsOptions convert;
   convert.runtime = gpu::amd::Runtime::HIP;
   convert.useBarePtrCallConv = true;

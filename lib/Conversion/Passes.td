@@ -757,7 +757,11 @@ def PootGPUVectorizeColumns
     flight to stream the weights. For a top-level loop that holds a
     reduction (an `scf.for` with iteration arguments) and whose last
     dimension runs 0..N (N a multiple of `width`), each iteration takes
-    `width` consecutive values of that dimension instead: every load and
+    `width` consecutive values of that dimension instead (`2 x width` when
+    every load inside its reduction loops reads 16-bit elements: bf16/f16
+    weights under the 16-bit contract, whose accumulators are f32, so the
+    weight loads stay 16 bytes; only with `vector-memory`: SPIR-V vectors
+    past 4 lanes need Vector16; a group is `width x element bytes` aligned): every load and
     store indexed by it in the last position (directly, or through an
     `affine.linearize_index` whose last term it is, over a basis of whole
     groups) becomes a `vector.load`/`vector.store` of `width` elements with

@@ -161,6 +161,14 @@ void poot::buildPootToLLVMCPUPipeline(
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
+  // What is left of bf16 only moves bits (loads, masked vector loads,
+  // constants, selects): carry it as i16, as on SPIR-V. LLVM would otherwise
+  // legalize a bf16 vector element on an x86 without AVX512-BF16 by
+  // promoting it to f32 and back through __truncsfbf2, which GCC 12's
+  // libgcc lacks (the shared object then fails to load).
+  PootSPIRVBf16AsI16Options bits;
+  bits.sixteenBitInts = true;
+  pm.addPass(createPootSPIRVBf16AsI16(bits));
   pm.addPass(createCanonicalizerPass());
   // Vector math (the CPU attention kernel's exp) as polynomials, and every
   // scf.parallel (the kernel's work items) as an OpenMP worksharing loop;

@@ -235,9 +235,18 @@ struct SplitReductions
       else
         parallel *= range;
     }
+    // 16-bit inputs (bf16/f16 weights, f32 accumulators): twice the
+    // columns a thread, so its weight loads stay 16 bytes.
+    int64_t columns = kColumns;
+    if (llvm::all_of(op.getDpsInputs(), [](Value v) {
+          auto t = dyn_cast<ShapedType>(v.getType());
+          return t && t.getElementType().isIntOrFloat() &&
+                 t.getElementTypeBitWidth() == 16;
+        }))
+      columns = 2 * kColumns;
     int64_t threads = parallel;
-    if (init.getRank() > 0 && init.getShape().back() % kColumns == 0)
-      threads = parallel / kColumns;
+    if (init.getRank() > 0 && init.getShape().back() % columns == 0)
+      threads = parallel / columns;
     if (threads >= minThreads || reduction < 2 * kMinChunk)
       return 0;
     int64_t ratio = int64_t(1)

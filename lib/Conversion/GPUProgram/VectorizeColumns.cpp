@@ -6,7 +6,9 @@
 // of such a kernel `width` consecutive columns: the weight row segment is
 // one `width`-wide vector load (16 bytes for f32), the accumulator a
 // vector, and the reduction loop is unrolled (upstream loopUnrollByFactor)
-// so several independent loads are in flight per thread.
+// so several independent loads are in flight per thread. A kernel that
+// reads 16-bit columns (bf16/f16 weights, f32 accumulators: the 16-bit
+// contract) takes twice the columns, so its weight loads are 16 bytes too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,7 +43,8 @@ namespace {
 bool groupsAligned(MemRefType type, int64_t width) {
   if (!type.hasStaticShape() || type.getRank() == 0 ||
       !type.getElementType().isIntOrFloat() ||
-      type.getElementTypeBitWidth() != 32)
+      (type.getElementTypeBitWidth() != 32 &&
+       type.getElementTypeBitWidth() != 16))
     return false;
   SmallVector<int64_t> strides;
   int64_t offset;
@@ -51,6 +54,11 @@ bool groupsAligned(MemRefType type, int64_t width) {
   return llvm::all_of(ArrayRef(strides).drop_back(), [&](int64_t s) {
     return !ShapedType::isDynamic(s) && s % width == 0;
   });
+}
+
+/// The alignment of a `width`-element group of `type`'s elements.
+llvm::MaybeAlign groupAlign(MemRefType type, int64_t width) {
+  return llvm::MaybeAlign(width * type.getElementTypeBitWidth() / 8);
 }
 
 /// Clones one top-level loop body with its last induction variable
@@ -188,7 +196,7 @@ private:
       if (vectorMemory) {
         vector[load.getResult()] = vector::LoadOp::create(
             b, loc, vectorOf(type.getElementType()), base, *indices,
-            /*nontemporal=*/false, llvm::MaybeAlign(width * 4));
+            /*nontemporal=*/false, groupAlign(type, width));
         return success();
       }
       SmallVector<Value> lanes;
@@ -209,7 +217,7 @@ private:
       if (vectorMemory) {
         vector::StoreOp::create(b, loc, value, base, *indices,
                                 /*nontemporal=*/false,
-                                llvm::MaybeAlign(width * 4));
+                                groupAlign(store.getMemRefType(), width));
         return success();
       }
       for (int64_t j = 0; j < width; ++j)
@@ -312,9 +320,32 @@ struct VectorizeColumns
     : poot::impl::PootGPUVectorizeColumnsBase<VectorizeColumns> {
   using Base::Base;
 
-  /// The loop with its last dimension in groups of `width`, or failure
-  /// (nothing changed).
-  LogicalResult vectorize(scf::ParallelOp &loop) {
+  /// The columns a thread of `loop` takes: `width` (16 bytes of 32-bit
+  /// columns), twice that when every load inside its reduction loops reads
+  /// 16-bit elements (16 bytes of bf16/f16 weights; the f32 accumulators
+  /// are then two 16-byte stores).
+  int64_t widthFor(scf::ParallelOp loop) {
+    // Without vector memory (SPIR-V) the groups stay `width`: SPIR-V
+    // vectors longer than 4 need the Vector16 capability.
+    if (!vectorMemory)
+      return width;
+    bool narrow = false, wide = false;
+    loop.getBody()->walk([&](memref::LoadOp load) {
+      unsigned bits = load.getMemRefType().getElementTypeBitWidth();
+      if (load.getMemRefType().getRank() == 0 ||
+          !load->getParentOfType<scf::ForOp>())
+        return;
+      narrow |= bits == 16;
+      wide |= bits == 32;
+    });
+    // Mixed loads (an f32 bias beside bf16 weights): stay at 16-byte f32
+    // groups; a group of 8 f32 loads would not be one vector load anyway.
+    return narrow && !wide ? 2 * width : width;
+  }
+
+  /// The loop with its last dimension in groups of `width` columns, or
+  /// failure (nothing changed).
+  LogicalResult vectorize(scf::ParallelOp &loop, int64_t width) {
     unsigned last = loop.getNumLoops() - 1;
     std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound()[last]);
     std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound()[last]);
@@ -381,7 +412,9 @@ struct VectorizeColumns
     for (scf::ParallelOp loop : loops) {
       if (!hasReduction(loop))
         continue;
-      (void)vectorize(loop);
+      int64_t columns = widthFor(loop);
+      if (failed(vectorize(loop, columns)) && columns != width)
+        (void)vectorize(loop, width);
       if (unroll > 1)
         unrollReductions(loop);
     }

@@ -1,7 +1,8 @@
 //===- ContractionPatterns.cpp - poot matmul/reduce/top_k/index_guard -----===//
 //
 // The ops that reduce: batched matmul (numpy batch broadcasting, accumulation
-// in the element type), reduce sum/max/min, top_k (a selection loop: k passes
+// in the element type, f16/bf16 in f32 rounded once: the 16-bit contract,
+// docs/sixteen-bit-contract.md), reduce sum/max/min (a 16-bit sum likewise), top_k (a selection loop: k passes
 // over each row, ties to the lower index, NaN ordered last as in a stable
 // sort of -x) and index_guard (an elementwise clamp plus an all-reduction
 // witness).
@@ -24,6 +25,36 @@ using namespace mlir::poot;
 using namespace mlir::poot::linalg_lowering;
 
 namespace {
+
+/// Where a sum of `element` values accumulates: f32 for the 16-bit floats
+/// (the 16-bit contract), the element type itself otherwise.
+Type accumulatorType(Type element) {
+  if (element.isF16() || element.isBF16())
+    return Float32Type::get(element.getContext());
+  return element;
+}
+
+/// `acc` (a tensor of accumulators) rounded once, to nearest even, to
+/// `resultType`'s element type; unchanged when it already has that type.
+Value roundAccumulators(OpBuilder &b, Location loc, Value acc,
+                        RankedTensorType resultType) {
+  if (cast<RankedTensorType>(acc.getType()).getElementType() ==
+      resultType.getElementType())
+    return acc;
+  return buildElementwise(
+      b, loc, resultType, ValueRange{acc},
+      [&](OpBuilder &nb, Location nloc, ValueRange args) -> Value {
+        return arith::TruncFOp::create(nb, nloc, resultType.getElementType(),
+                                       args[0]);
+      });
+}
+
+/// `x` widened exactly to the accumulator type `acc` (no-op when equal).
+Value widen(OpBuilder &b, Location loc, Value x, Type acc) {
+  if (x.getType() == acc)
+    return x;
+  return arith::ExtFOp::create(b, loc, acc, x);
+}
 
 struct MatMulLowering : OpConversionPattern<MatMulOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -60,8 +91,11 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
     SmallVector<utils::IteratorType> iterators = parallelIterators(nb + 2);
     iterators.push_back(utils::IteratorType::reduction);
 
-    Type elementType = resultType.getElementType();
-    Value zero = scalarConstant(rewriter, loc, elementType, 0.0);
+    // 16-bit operands accumulate in f32 (linalg.matmul widens its inputs
+    // to the init's type); the result is rounded once at the end.
+    Type accType = accumulatorType(resultType.getElementType());
+    auto accTensorType = resultType.clone(accType);
+    Value zero = scalarConstant(rewriter, loc, accType, 0.0);
     if (rhsShape.size() == 2) {
       // One matrix for every batch row (a linear layer): the result's batch
       // dims are the lhs's own, so they are more rows of one linalg.matmul,
@@ -77,7 +111,7 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
         collapse.push_back({lhsRank - 1});
         lhs = tensor::CollapseShapeOp::create(rewriter, loc, lhs, collapse);
       }
-      auto flatType = RankedTensorType::get({rows, rhsShape[1]}, elementType);
+      auto flatType = RankedTensorType::get({rows, rhsShape[1]}, accType);
       Value init = filledTensor(rewriter, loc, flatType, zero);
       Value product =
           linalg::MatmulOp::create(rewriter, loc, TypeRange{flatType},
@@ -88,23 +122,26 @@ struct MatMulLowering : OpConversionPattern<MatMulOp> {
       for (int64_t d = 0; d + 1 < resultType.getRank(); ++d)
         expand[0].push_back(d);
       expand.push_back({resultType.getRank() - 1});
-      if (resultType.getRank() == 2)
-        rewriter.replaceOp(op, product);
-      else
-        rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(op, resultType,
-                                                           product, expand);
+      if (resultType.getRank() != 2)
+        product = tensor::ExpandShapeOp::create(rewriter, loc, accTensorType,
+                                                product, expand);
+      rewriter.replaceOp(op,
+                         roundAccumulators(rewriter, loc, product, resultType));
       return success();
     }
-    Value init = filledTensor(rewriter, loc, resultType, zero);
+    Value init = filledTensor(rewriter, loc, accTensorType, zero);
     auto generic = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{resultType},
+        rewriter, loc, TypeRange{accTensorType},
         ValueRange{adaptor.getLhs(), adaptor.getRhs()}, ValueRange{init}, maps,
-        iterators, [](OpBuilder &b, Location nloc, ValueRange args) {
-          Value product = arith::MulFOp::create(b, nloc, args[0], args[1]);
+        iterators, [&](OpBuilder &b, Location nloc, ValueRange args) {
+          Value product =
+              arith::MulFOp::create(b, nloc, widen(b, nloc, args[0], accType),
+                                    widen(b, nloc, args[1], accType));
           Value sum = arith::AddFOp::create(b, nloc, args[2], product);
           linalg::YieldOp::create(b, nloc, sum);
         });
-    rewriter.replaceOp(op, generic.getResult(0));
+    rewriter.replaceOp(op, roundAccumulators(rewriter, loc,
+                                             generic.getResult(0), resultType));
     return success();
   }
 };
@@ -186,20 +223,28 @@ struct ReduceLowering : OpConversionPattern<ReduceOp> {
                                 AffineMap::get(rank, 0, outExprs, ctx)};
     SmallVector<utils::IteratorType> iterators = parallelIterators(rank);
     iterators[axis] = utils::IteratorType::reduction;
-    Value identity =
-        reductionIdentity(rewriter, loc, kind, op.getType().getElementType());
-    Value init = filledTensor(rewriter, loc, resultType,
-                              toStorage(rewriter, loc, identity, storage));
+    // A 16-bit sum accumulates in f32 and is rounded once; max and min
+    // are exact in any type and stay in it.
+    Type accType = kind == ReduceKind::Sum ? accumulatorType(storage) : storage;
+    auto accTensorType = resultType.clone(accType);
+    Value identity = reductionIdentity(
+        rewriter, loc, kind,
+        accType == storage ? op.getType().getElementType() : accType);
+    Value init = filledTensor(rewriter, loc, accTensorType,
+                              toStorage(rewriter, loc, identity, accType));
     auto generic = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{resultType}, ValueRange{adaptor.getOperand()},
-        ValueRange{init}, maps, iterators,
+        rewriter, loc, TypeRange{accTensorType},
+        ValueRange{adaptor.getOperand()}, ValueRange{init}, maps, iterators,
         [&](OpBuilder &b, Location nloc, ValueRange args) {
+          Value x = toLogical(b, nloc, args[0]);
+          if (accType != storage)
+            x = widen(b, nloc, x, accType);
           Value combined =
-              reductionCombine(b, nloc, kind, toLogical(b, nloc, args[1]),
-                               toLogical(b, nloc, args[0]));
-          linalg::YieldOp::create(b, nloc, toStorage(b, nloc, combined, storage));
+              reductionCombine(b, nloc, kind, toLogical(b, nloc, args[1]), x);
+          linalg::YieldOp::create(b, nloc, toStorage(b, nloc, combined, accType));
         });
-    rewriter.replaceOp(op, generic.getResult(0));
+    rewriter.replaceOp(op, roundAccumulators(rewriter, loc,
+                                             generic.getResult(0), resultType));
     return success();
   }
 };

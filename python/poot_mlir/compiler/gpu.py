@@ -69,9 +69,34 @@ def _kernel_objects(module: Module, target: str) -> dict[str, Any]:
 
             sym = StringAttr(op.attributes["sym_name"]).value
             found[sym] = str(op).encode()
-            with module.context:
-                found[sym + ".ll"] = _pootCPU.translate_to_llvm_ir(op.operation).encode()
+            found[sym + ".ll"] = _translate_kernel_module(module, op, sym)
     return found
+
+
+def _translate_kernel_module(module: Module, op: Any, sym: str) -> bytes:
+    """A ROCDL kernel module as LLVM IR text; a failed translation (an op
+    with no LLVM translation left in a kernel) is a CompileError that
+    carries MLIR's diagnostics."""
+    from .._mlir_libs import _pootCPU
+
+    diagnostics: list[str] = []
+
+    def on_diagnostic(diag: Any) -> bool:
+        diagnostics.append("\n".join(errors.diagnostic_lines(diag)))
+        return True
+
+    context = module.context
+    with context:
+        handler = context.attach_diagnostic_handler(on_diagnostic)
+        try:
+            return _pootCPU.translate_to_llvm_ir(op.operation).encode()
+        except RuntimeError:  # the extension's untyped failure
+            detail = "\n".join(diagnostics) or "no diagnostic"
+            raise errors.CompileError(
+                f"kernel module {sym} cannot be translated to LLVM IR for ROCDL:\n{detail}"
+            ) from None
+        finally:
+            handler.detach()
 
 
 _SUFFIX = {"spirv": ".spv", "nvvm": ".ptx", "rocdl": ".rocdl.mlir"}

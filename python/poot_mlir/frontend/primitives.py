@@ -629,7 +629,8 @@ def reduce_max(x: Tensor, axis: int = -1, keepdim: bool = False) -> Tensor:
 
 
 def reduce_sum(x: Tensor, axis: int = -1, keepdim: bool = False) -> Tensor:
-    """numpy `sum(x, axis, keepdims=keepdim)` (accumulated in the dtype)."""
+    """numpy `sum(x, axis, keepdims=keepdim)` (accumulated in the dtype; f16/bf16
+    in float32, rounded once: docs/sixteen-bit-contract.md)."""
     return _reduce("reduce_sum", "sum", x, axis, keepdim)
 
 

@@ -9,10 +9,13 @@ interpreter calls them for every op.
 Choices the op descriptions leave to the oracle (each one is deliberate and
 documented here so every consumer sees the same answer):
 
-- 16-bit floats (f16, bf16) accumulate in their own element type, term by
-  term in index order ("accumulation is in the element type"): `matmul` and
-  `reduce sum` fold sequentially, rounding after every product and every add.
-  numpy itself would silently accumulate float16 in float32.
+- 16-bit floats (f16, bf16) follow the 16-bit contract
+  (docs/sixteen-bit-contract.md), torch's and cuBLAS's: `matmul` and
+  `reduce sum` widen their operands exactly to float32, accumulate in
+  float32 and round once, to nearest even, to the element type; every
+  elementwise op computes in float32 and rounds per op (what ml_dtypes'
+  ufuncs do). The float32 order of the sum is not part of the contract:
+  kernels and this oracle agree within float32 rounding, not bit for bit.
 - i1 is the 1-bit integer ring for arithmetic (`add`/`sub` are xor, `mul`
   and `div` are and, `reduce sum` is parity) and ordered false < true for
   `max`/`min`/`compare`.
@@ -136,31 +139,19 @@ def scatter_update(operand: np.ndarray, indices: np.ndarray, updates: np.ndarray
 # --- contractions and reductions ------------------------------------------------
 
 
-def _fold_sum(x: np.ndarray, axis: int) -> np.ndarray:
-    """Sum along `axis` term by term in index order, rounding each add to the
-    element type (how a 16-bit accumulator behaves)."""
-    if x.shape[axis] == 0:
-        return np.zeros(np.delete(np.array(x.shape), axis), dtype=x.dtype)
-    acc = np.take(x, 0, axis=axis)
-    for j in range(1, x.shape[axis]):
-        acc = acc + np.take(x, j, axis=axis)
-    return np.asarray(acc, dtype=x.dtype)
+def _accumulator(x: np.ndarray) -> np.ndarray:
+    """A 16-bit operand widened exactly to the float32 accumulator."""
+    return np.asarray(x, dtype=dtypes.F32)
 
 
 @_quiet
 def matmul(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """`poot.matmul`: `numpy.matmul` with batch broadcasting, accumulating in
-    the element type (numpy's float32/float64 matmul does; 16-bit types fold
-    term by term, see the module docstring)."""
+    the element type for float32/float64/i32; 16-bit floats accumulate in
+    float32 and round once (see the module docstring)."""
     if not _is_half(lhs):
         return np.matmul(lhs, rhs)
-    batch = np.broadcast_shapes(lhs.shape[:-2], rhs.shape[:-2])
-    shape = batch + (lhs.shape[-2], rhs.shape[-1])
-    acc = np.zeros(shape, dtype=lhs.dtype)
-    for j in range(lhs.shape[-1]):
-        term = lhs[..., :, j : j + 1] * rhs[..., j : j + 1, :]
-        acc = term if j == 0 else acc + term
-    return np.array(np.broadcast_to(acc, shape), dtype=lhs.dtype)
+    return np.matmul(_accumulator(lhs), _accumulator(rhs)).astype(lhs.dtype)
 
 
 def _lowest(dtype: np.dtype) -> object:
@@ -178,13 +169,14 @@ def _highest(dtype: np.dtype) -> object:
 @_quiet
 def reduce(operand: np.ndarray, kind: str, *, axis: int, keepdim: bool = False) -> np.ndarray:
     """`poot.reduce`: `numpy.{sum,max,min}(operand, axis, keepdims=keepdim)`;
-    max/min propagate NaN, sum accumulates in the element type."""
+    max/min propagate NaN, sum accumulates in the element type (16-bit
+    floats: in float32, rounded once)."""
     x = np.asarray(operand)
     if kind == "sum":
         if x.dtype == dtypes.I1:
             out = np.logical_xor.reduce(x, axis=axis)
         elif _is_half(x):
-            out = _fold_sum(x, axis)
+            out = np.add.reduce(_accumulator(x), axis=axis, dtype=dtypes.F32)
         else:
             out = np.add.reduce(x, axis=axis, dtype=x.dtype)
     elif kind in ("max", "min"):
