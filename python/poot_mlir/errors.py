@@ -111,6 +111,32 @@ class ValidationFailure(PootError, RuntimeError):
     published no state."""
 
 
+class AllocationError(PootError, MemoryError):
+    """A buffer the runtime allocates for a step (a result, the private copy
+    of a state) could not be allocated: nothing ran and the session's state is
+    as it was. `nbytes` is the size asked for, `buffer` names it. Also a
+    MemoryError, so `except MemoryError` keeps working."""
+
+    def __init__(self, message: str, *, buffer: str = "", nbytes: int = 0) -> None:
+        super().__init__(message)
+        self.buffer = buffer
+        self.nbytes = int(nbytes)
+
+
+# --- artifacts on disk ----------------------------------------------------------
+
+
+class ArtifactError(PootError):
+    """An artifact directory cannot be loaded: no manifest, a manifest that is
+    truncated, not JSON or missing a field, a file it lists that is missing
+    or unreadable, or an artifact for another target. Raised before anything
+    is loaded or run; `path` is the file (or directory) at fault."""
+
+    def __init__(self, message: str, path: "str | None" = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 # --- the paged KV-cache driver (poot_mlir.driver) -----------------------------
 
 
@@ -179,7 +205,18 @@ class ScratchBytes(PlanRefusal):
 
 class BufferBytes(PlanRefusal):
     """An operand or result of an attention is larger than one device buffer
-    (or, on SPIR-V, has more elements than an array can count)."""
+    (or, on SPIR-V, has more elements than an array can count); on the CPU,
+    a value the step computes (a temporary or a result) is larger than the
+    device's `max_alloc_bytes`. `nbytes` is the buffer's size and `limit`
+    the device's, when known."""
+
+    def __init__(
+        self, message: str, location: str | None = None, *, nbytes: int | None = None,
+        limit: int | None = None,
+    ) -> None:
+        super().__init__(message, location)
+        self.nbytes = nbytes
+        self.limit = limit
 
     reason = "BufferBytes"
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from poot_mlir import errors, oracle
+from poot_mlir.compiler import devices
 from poot_mlir.compiler.cpu import compile_cpu
 from poot_mlir.frontend import Tracer, ops
 from poot_mlir.runtime import cpu as runtime
@@ -177,8 +178,10 @@ def _address(array: np.ndarray) -> int:
 
 def test_state_is_written_in_place(program, rng: np.random.Generator) -> None:
     """The pool and the cache are donated: the manifest says so, the ABI has
-    no out-parameter for them, each step writes the session's own buffers,
-    and the result still matches the oracle step for step."""
+    no out-parameter for them, each step writes the session's own buffers
+    (while no caller keeps a view of them: see
+    test_results_stay_as_returned), and the result still matches the oracle
+    step for step."""
     text, art = program
     assert {p.state: p.in_place_of for p in art.signature.results if p.state} == {
         p.state: i for i, p in enumerate(art.signature.args) if p.state
@@ -194,6 +197,8 @@ def test_state_is_written_in_place(program, rng: np.random.Generator) -> None:
         for name in buffers:
             assert _address(sess.state[name]) == buffers[name], name
             np.testing.assert_array_equal(sess.state[name], ref.state[name], err_msg=name)
+        del got  # a result kept into the next step would be copied first
+    got = sess.step(_inputs(rng))
     # What the caller gets is a view it cannot write through.
     with pytest.raises(ValueError):
         got.state["pool"][0] = 1.0
@@ -262,3 +267,128 @@ def test_recompiling_into_the_same_directory_reloads(tmp_path) -> None:
     second = runtime.load(compile_cpu(_TWICE.replace("OP", "mul"), tmp_path / "a"))
     np.testing.assert_array_equal(first.run({"x": x}).named["y"], x + x)
     np.testing.assert_array_equal(second.run({"x": x}).named["y"], x * x)
+
+
+# --- issue 28: results that stay as returned; memory limits -----------------------
+
+
+def test_results_stay_as_returned(program, rng: np.random.Generator) -> None:
+    """A step's `result.state` (and the state outputs, and `sess.state`) keep
+    the values they had when returned, whatever runs next: later in-place
+    steps and a driver's edits through `writable_state` write a private copy
+    once a view is kept. Before issue 28 they were live views of the buffers
+    the next step overwrote."""
+    text, art = program
+    sess = art.session(_state(rng))
+    first = sess.step(_inputs(rng))
+    state_then = sess.state
+    kept = {name: view.copy() for name, view in first.state.items()}
+    outputs = [np.array(o) for o in first.outputs]
+    buffers = {name: _address(view) for name, view in first.state.items()}
+    for _ in range(3):
+        sess.step(_inputs(rng))
+    for array in sess.writable_state().values():  # a driver's edit between steps
+        array[...] = 7.0
+    sess.step(_inputs(rng))
+    for name, value in kept.items():
+        np.testing.assert_array_equal(first.state[name], value, err_msg=name)
+        np.testing.assert_array_equal(state_then[name], value, err_msg=name)
+        assert _address(first.state[name]) == buffers[name]  # the views were left alone
+        assert not np.array_equal(sess.state[name], value), name  # the session moved on
+    for port, before, now in zip(art.signature.results, outputs, first.outputs):
+        np.testing.assert_array_equal(now, before, err_msg=port.key)
+        if port.state is not None:  # a state output is the carried state: read-only
+            assert not now.flags.writeable, port.key
+    # Nothing kept: the next step writes the session's own buffers again.
+    del first, state_then
+    buffers = {name: _address(view) for name, view in sess.state.items()}
+    sess.step(_inputs(rng))
+    assert {name: _address(view) for name, view in sess.state.items()} == buffers
+
+
+def _wide_module(rows: int):
+    """x [1, 4] broadcast to [rows, 4], through tanh, reduced to [4]."""
+    tr = Tracer("step")
+    x = tr.input("x", (1, 4), "f32")
+    tr.output("sum", ops.reduce_sum(ops.tanh(ops.broadcast_to(x, (rows, 4))), 0))
+    return tr.finish()
+
+
+def test_compile_refuses_a_value_past_max_alloc_bytes(tmp_path) -> None:
+    """A 128 GiB temporary against the CPU's 64 GiB max_alloc_bytes: refused
+    when compiled (BufferBytes, at the line that traced it, both sizes named),
+    not a crash when the step mallocs it. Before issue 28 it compiled."""
+    with pytest.raises(errors.BufferBytes) as caught:
+        compile_cpu(_wide_module(1 << 33), tmp_path / "huge")
+    refusal = caught.value
+    assert refusal.nbytes == 128 << 30 and refusal.limit == devices.CPU.max_alloc_bytes == 64 << 30
+    assert "a temporary (poot.broadcast result #0, tensor<8589934592x4xf32>)" in str(refusal)
+    assert "137438953472 bytes (128.0 GiB)" in str(refusal) and "68719476736 bytes" in str(refusal)
+    assert refusal.location and refusal.location.startswith(__file__)
+    # The limit is the device's: a 4 KiB result against 1000 bytes, by name
+    # (the 4 KiB argument is the caller's buffer, not the step's to allocate).
+    tr = Tracer("step")
+    tr.output("y", ops.tanh(tr.input("x", (256, 4), "f32")))
+    small = devices.CPU.with_limits(max_alloc_bytes=1000)
+    with pytest.raises(errors.BufferBytes, match=r"result 'y' of @step .* 4096 bytes \(4.0 KiB\)"):
+        compile_cpu(tr.finish(), tmp_path / "small", device=small)
+    fits = devices.CPU.with_limits(max_alloc_bytes=4096)
+    art = runtime.load(compile_cpu(tr.finish(), tmp_path / "fits", device=fits))
+    x = np.linspace(-2, 2, 1024, dtype=np.float32).reshape(256, 4)
+    np.testing.assert_allclose(art.run({"x": x}).named["y"], np.tanh(x), rtol=1e-6, atol=1e-7)
+
+
+_ROWS = 1 << 24  # a [2^24, 4] f32 result: 256 MiB
+
+
+def _stateful_wide_module():
+    tr = Tracer("step")
+    acc = tr.state("acc", (4,), "f32")
+    x = tr.input("x", (1, 4), "f32")
+    tr.output("wide", ops.broadcast_to(x, (_ROWS, 4)))
+    tr.state_out("acc", ops.add(acc, ops.reshape(x, (4,))))
+    return tr.finish()
+
+
+def test_a_result_that_cannot_be_allocated_is_typed(tmp_path) -> None:
+    """Out of memory for a result the runtime allocates: an AllocationError
+    (also a MemoryError) naming the result and its size, before anything
+    runs, and the session's state as it was; the session steps once memory
+    is back. Run in a child process under an address-space limit."""
+    path = compile_cpu(_stateful_wide_module(), tmp_path / "wide", parallel="serial")
+    script = textwrap.dedent(
+        f"""
+        import resource
+        import numpy as np
+        from poot_mlir import errors
+        from poot_mlir.runtime import cpu
+
+        def vm_bytes():
+            for line in open("/proc/self/status"):
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+
+        art = cpu.load({str(path)!r})
+        sess = art.session({{"acc": np.zeros(4, np.float32)}})
+        x = np.ones((1, 4), np.float32)
+        sess.step({{"x": x}})  # loads everything the step needs, at full memory
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (vm_bytes() + (64 << 20), hard))
+        for attempt in (lambda: sess.step({{"x": x}}), lambda: art.run({{"x": x, "acc": np.zeros(4, np.float32)}})):
+            try:
+                attempt()
+            except errors.AllocationError as error:
+                assert isinstance(error, MemoryError)
+                assert error.buffer == "wide" and error.nbytes == {_ROWS * 16}, (error.buffer, error.nbytes)
+                assert "'wide' (result0)" in str(error) and "268435456 bytes" in str(error), str(error)
+            else:
+                raise AssertionError("the step ran")
+        np.testing.assert_array_equal(sess.state["acc"], np.ones(4, np.float32))
+        resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+        sess.step({{"x": x}})
+        np.testing.assert_array_equal(sess.state["acc"], np.full(4, 2, np.float32))
+        print("ok")
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr

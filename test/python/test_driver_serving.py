@@ -21,7 +21,13 @@ from poot_mlir.driver import (
     StepShape,
     weights_fingerprint,
 )
-from poot_mlir.errors import RangeBindError, WriteMapError
+from poot_mlir.errors import (
+    KVCacheError,
+    RangeBindError,
+    SequenceFull,
+    ShapeBindError,
+    WriteMapError,
+)
 from poot_mlir.examples import serve
 from poot_mlir.examples.decoder import DecoderConfig, init_weights
 from poot_mlir.examples.paged_decoder import (
@@ -46,7 +52,7 @@ def artifact(tmp_path_factory: pytest.TempPathFactory) -> CpuArtifact:
     return CpuArtifact(compile_cpu(module, tmp_path_factory.mktemp("serve") / "step"))
 
 
-def make_engine(artifact: CpuArtifact, rng: np.random.Generator) -> Engine:
+def make_engine(artifact: CpuArtifact, rng: np.random.Generator, **options) -> Engine:
     weights = init_weights(CONFIG, int(rng.integers(1 << 30)))
     adapters = AdapterTable(
         weights_fingerprint(weights), SHAPE.adapter_slots, lora_shapes(CONFIG, 2)
@@ -62,6 +68,7 @@ def make_engine(artifact: CpuArtifact, rng: np.random.Generator) -> Engine:
         pools=init_pools(CONFIG, SHAPE).keys(),
         adapters=adapters,
         bind=lambda inputs: binding.bind(artifact.signature, inputs),
+        **options,
     )
     for i, (n, new, adapter, arrival) in enumerate(
         [(19, 3, None, 0), (5, 4, "A", 0), (7, 2, None, 3)]
@@ -150,6 +157,106 @@ def test_copy_on_write_copies_reach_every_pool(artifact, rng) -> None:
     engine.dispatch(plan)
     for name, pool in engine.runner.state.items():
         np.testing.assert_array_equal(pool[free * 16 : free * 16 + 16], before[name], err_msg=name)
+
+
+# --- requests checked at submit, and cancelled (issue 28) -----------------------
+
+V = CONFIG.vocab
+BAD_REQUESTS = [
+    # (request, error, message): each would be refused by every step it
+    # were planned into, so it must be refused before it is queued.
+    (Request("bad", [1, V, 2], 2), RangeBindError, r"'bad': prompt token 1 is 61, outside .*\[0, 60\]"),
+    (Request("bad", [-1, 2], 2), RangeBindError, "prompt token 0 is -1"),
+    (Request("bad", [1, 1 << 40], 2), RangeBindError, "prompt token 1"),
+    (Request("bad", [1, 2.0], 2), ShapeBindError, "prompt token 1 is 2.0 .*not an integer"),
+    (Request("bad", [True, 2], 2), ShapeBindError, "prompt token 0 is True"),
+    (Request("bad", 7, 2), ShapeBindError, "must be a sequence of token ids"),
+    (Request("bad", [1, 2], 2.5), KVCacheError, "max_new_tokens"),
+    (Request("bad", [1, 2], 0), KVCacheError, "max_new_tokens"),
+    (Request("bad", [], 2), KVCacheError, "needs a prompt"),
+    (Request("bad", [1] * 20, 5), SequenceFull, "24 tokens"),
+    (Request("bad", [1, 2], 2, "Z"), KVCacheError, "no adapter named 'Z'"),
+]
+
+
+@pytest.mark.parametrize(
+    "request_, error, message", BAD_REQUESTS, ids=[f"{i}-{b[1].__name__}" for i, b in enumerate(BAD_REQUESTS)]
+)
+def test_submit_refuses_what_the_model_cannot_take(artifact, rng, request_, error, message) -> None:
+    """Before issue 28 a token id outside the vocabulary was queued, and every
+    later step was refused for it: the other requests never finished."""
+    engine = make_engine(artifact, rng)
+    with pytest.raises(error, match=message):
+        engine.submit(request_)
+    assert "bad" not in [r.rid for r in engine._waiting]
+    assert sorted(engine.run()) == ["q0", "q1", "q2"] and engine.cache.check() == []
+
+
+def test_the_vocabulary_comes_from_the_step_or_is_narrowed(artifact, rng) -> None:
+    engine = make_engine(artifact, rng)
+    assert engine.token_range == (0, V - 1)  # the step's declared #poot.range of tokens
+    with pytest.raises(KVCacheError, match="could be refused"):
+        make_engine(artifact, rng, vocab=10)  # the logits have 61 columns: a stall waiting
+    engine.submit(Request("top", [V - 1], 1))
+    assert "top" in engine.run()
+    # The prompt is the engine's own copy: editing the caller's list later
+    # cannot slip a bad token past the check.
+    prompt = [1, 2, 3]
+    engine.submit(Request("edited", prompt, 2))
+    prompt[0] = V
+    assert engine.run()["edited"].prompt == [1, 2, 3]
+
+
+def test_cancel_frees_the_blocks_of_a_running_and_a_queued_request(artifact, rng) -> None:
+    engine = make_engine(artifact, rng)
+    allocator = engine.cache.allocator
+    for _ in range(3):
+        engine.step()
+    running = {live.request.rid for live in engine._running}
+    assert running == {"q0", "q1"} and [r.rid for r in engine._waiting] == ["q2"]
+    held = len(engine.cache.table("q0").blocks)
+    available = allocator.available
+    engine.cancel("q0")  # running: its blocks go back
+    assert "q0" not in engine.cache and allocator.available == available + held
+    engine.cancel("q2")  # queued: holds nothing yet
+    assert engine._waiting == type(engine._waiting)()
+    completions = engine.run()
+    assert sorted(completions) == ["q1"]
+    # No leaked block, no held adapter slot: every block free or cached.
+    assert allocator.blocks_in_use == 0
+    assert allocator.free_blocks + allocator.cached_blocks == allocator.num_blocks
+    assert engine.cache.check() == [] and engine.adapters._users == [0] * SHAPE.adapter_slots
+    # A cancelled id may come back.
+    engine.submit(Request("q0", [3, 4, 5], 2))
+    assert sorted(engine.run()) == ["q0", "q1"]
+
+
+def test_cancel_unsticks_a_request_every_step_refuses(artifact, rng) -> None:
+    """A request whose steps are refused for a reason `submit` did not check
+    (here its queued prompt is edited behind the engine's back) stalls every
+    other request; cancelling it lets them finish."""
+    engine = make_engine(artifact, rng)
+    engine.submit(Request("poisoned", [1, 2, 3], 2))
+    next(r for r in engine._waiting if r.rid == "poisoned").prompt[1] = V
+    for _ in range(2):
+        with pytest.raises(RangeBindError, match="'tokens'"):
+            engine.step()
+    engine.cancel("poisoned")
+    assert sorted(engine.run()) == ["q0", "q1", "q2"]
+    assert engine.cache.blocks_in_use == 0 and engine.cache.check() == []
+
+
+def test_cancel_misuse_is_typed(artifact, rng) -> None:
+    engine = make_engine(artifact, rng)
+    with pytest.raises(KVCacheError, match="no request 'nobody'"):
+        engine.cancel("nobody")
+    plan = engine.plan()
+    with pytest.raises(KVCacheError, match="dispatch or abort it first"):
+        engine.cancel("q0")
+    engine.abort(plan)
+    engine.run()
+    with pytest.raises(KVCacheError, match="already completed"):
+        engine.cancel("q0")
 
 
 def test_served_requests_match_the_oracle_alone(artifact, rng) -> None:

@@ -49,7 +49,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import errors
-from ..ir import ArrayAttr, DenseI64ArrayAttr, DictAttr, Module, StringAttr
+from ..errors import where
+from ..ir import ArrayAttr, ComplexType, DenseI64ArrayAttr, DictAttr, Module, ShapedType, StringAttr
 from . import devices
 from .fuse import Fusion, fuse_for_compile, log, nothing_to_plan, warn_declined
 from .pipeline import parse_module, run_pipeline
@@ -59,7 +60,7 @@ from .trace import PassTrace
 ARTIFACT_FORMAT = "poot-artifact/1"
 LIBRARY = "step.so"
 #: Bump when the artifact layout or the driver's compile steps change.
-_CACHE_VERSION = "cpu-2"
+_CACHE_VERSION = "cpu-3"  # cpu-3: max_alloc_bytes checked (check_allocations)
 
 
 def find_cc() -> str:
@@ -185,6 +186,7 @@ def _lower(
     fusion = fuse_for_compile(mod, fuse, "compile_cpu", trace)
     func_op = _select_function(mod, func)
     signature = function_signature(func_op)
+    check_allocations(mod, func_op, signature, device or devices.CPU)
     options = (
         f"entry={signature['name']} attention={attention} parallel={parallel}"
         + _plan_options(device)
@@ -197,6 +199,78 @@ def _lower(
         notes.append(nothing_to_plan(signature["name"], fusion))
         log.info("compile_cpu: %s", notes[-1])
     return mod, Lowered(signature, fusion, planned, notes)
+
+
+def _element_bytes(element: Any) -> int:
+    """Bytes of one element as the CPU stores it: bools (i1) are bytes,
+    `index` is 64-bit, a complex number two of its parts."""
+    if isinstance(element, ComplexType):
+        return 2 * _element_bytes(element.element_type)
+    width = getattr(element, "width", None)
+    return max(1, (int(width) + 7) // 8) if isinstance(width, int) and width > 0 else 8
+
+
+def _size(nbytes: int) -> str:
+    """`nbytes` in the largest binary unit it fills (128.0 GiB, 4.0 KiB)."""
+    for shift, unit in ((40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if nbytes >= 1 << shift:
+            return f"{nbytes / (1 << shift):.1f} {unit}"
+    return f"{nbytes} B"
+
+
+def check_allocations(
+    mod: Module, func_op: Any, signature: dict[str, Any], device: "devices.Device"
+) -> None:
+    """Refuse a step that computes a value larger than `device.max_alloc_bytes`
+    (`errors.BufferBytes`, naming the op, its source location and both sizes).
+
+    Every value a CPU step computes becomes a buffer: a temporary the
+    compiled code allocates with malloc -- which, failing, ends the process:
+    the generated code does not check -- or a result the runtime allocates.
+    So the limit is checked here, on the module as fused, before anything is
+    lowered: a value's static type is its buffer's size. (Elementwise chains
+    may share buffers after bufferization, so this bounds each buffer, not
+    their sum; buffers made while lowering, such as the attention's split-KV
+    scratch, are the planner's to check.) The arguments are the caller's
+    buffers, already allocated."""
+    limit = int(device.max_alloc_bytes)
+    outputs: dict[Any, str] = {}
+    body = func_op.regions[0].blocks[0]
+    terminator = body.operations[len(body.operations) - 1]
+    if terminator.operation.name == "func.return":
+        for j, value in enumerate(terminator.operands):
+            outputs.setdefault(value, signature["outputs"][j]["name"])
+
+    def visit(op: Any) -> None:
+        for i, value in enumerate(op.results):
+            type_ = value.type
+            if not (isinstance(type_, ShapedType) and type_.has_rank and type_.has_static_shape):
+                continue
+            nbytes = _element_bytes(type_.element_type)
+            for d in type_.shape:
+                nbytes *= int(d)
+            if nbytes <= limit:
+                continue
+            what = (
+                f"result {outputs[value]!r} of @{signature['name']}"
+                if value in outputs
+                else "a temporary"
+            )
+            location = where(op.location)
+            raise errors.BufferBytes(
+                f"BufferBytes: {what} ({op.name} result #{i}, {type_}) needs {nbytes} bytes "
+                f"({_size(nbytes)}); the device {device.name!r} allocates at most {limit} bytes "
+                f"({_size(limit)}) at once (max_alloc_bytes)",
+                location,
+                nbytes=nbytes,
+                limit=limit,
+            )
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    visit(inner.operation)
+
+    visit(mod.operation)
 
 
 def fused_op_records(mod: Module) -> list[dict[str, Any]]:
@@ -394,11 +468,11 @@ def compile_cpu(
             ).encode()
         ).hexdigest()
         hit = cache / key
-        if (hit / "manifest.json").is_file() and (hit / LIBRARY).is_file():
+        cached = _cached_manifest(hit)
+        if cached is not None:
             out.mkdir(parents=True, exist_ok=True)
             shutil.copy(hit / LIBRARY, out / LIBRARY)
             shutil.copy(hit / "manifest.json", out / "manifest.json")
-            cached = json.loads((out / "manifest.json").read_text())
             warn_declined(cached.get("fusion", {}).get("declined", []), "compile_cpu")
             for note in cached.get("notes", []):
                 log.info("compile_cpu: %s", note)
@@ -469,6 +543,20 @@ def compile_cpu(
     return out
 
 
+def _cached_manifest(hit: Path) -> dict[str, Any] | None:
+    """The manifest of the cached artifact `hit`, or None when there is none
+    or it is damaged (a truncated or hand-edited file, a missing library):
+    the compile then runs again and replaces it, instead of copying a broken
+    artifact out or failing on a JSONDecodeError."""
+    try:
+        if not (hit / LIBRARY).is_file():
+            return None
+        manifest = json.loads((hit / "manifest.json").read_text())
+    except (OSError, ValueError):  # missing, unreadable, not UTF-8, not JSON
+        return None
+    return manifest if isinstance(manifest, dict) and manifest.get("format") == ARTIFACT_FORMAT else None
+
+
 def _store_in_cache(cache: Path, key: str, out: Path) -> None:
     """Publish a finished artifact under its key (atomically: a rename)."""
     try:
@@ -476,6 +564,8 @@ def _store_in_cache(cache: Path, key: str, out: Path) -> None:
         staging = Path(tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=cache))
         shutil.copy(out / LIBRARY, staging / LIBRARY)
         shutil.copy(out / "manifest.json", staging / "manifest.json")
+        if (cache / key).exists() and _cached_manifest(cache / key) is None:
+            shutil.rmtree(cache / key, ignore_errors=True)  # a damaged entry: replaced
         try:
             staging.rename(cache / key)
         except OSError:  # another process published it first

@@ -24,10 +24,17 @@ binder checks every word of these maps and positions against their declared
 ranges and the write map as a forward slot map before anything runs; a
 refused step restores the cache's tables (`PagedKVCache.snapshot`) and
 leaves the pools as they were.
+
+A request is checked against the model when it is submitted (`submit`): its
+token ids against the step's vocabulary, its length against what a sequence
+may hold and the pool's blocks, its adapter against those loaded. A request
+that passed could still never run (a step refused for a reason nobody
+checked); `cancel` takes it out, queued or running, and frees its blocks.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -35,7 +42,7 @@ from typing import Any, Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import KVCacheError, PoolExhausted, SequenceFull
+from ..errors import KVCacheError, PoolExhausted, RangeBindError, SequenceFull, ShapeBindError
 from .adapters import AdapterTable
 from .blocks import BLOCK_SIZE
 from .cache import Copy, PagedKVCache
@@ -130,8 +137,27 @@ class StepPlan:
     snapshot: Any
 
 
+#: The widest token id a step's `tokens [rows, T] i32` can carry.
+_I32_MAX = (1 << 31) - 1
+
+
+def _port(signature: Any, role: str, key: str) -> Any:
+    """The signature's argument or result port named `key`, or None."""
+    ports = getattr(signature, "args" if role == "arg" else "results", ())
+    return next((port for port in ports if getattr(port, "key", None) == key), None)
+
+
+def _is_int(value: Any) -> bool:
+    # A bool is an int to Python, but True is not a token id.
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
 class Engine:
-    """Continuous batching of `Request`s through `runner` over `cache`."""
+    """Continuous batching of `Request`s through `runner` over `cache`.
+
+    `vocab` bounds the token ids a request may carry (`[0, vocab)`); by
+    default it is the declared range of the step's `tokens` argument, read
+    from the runner's artifact signature, and a given `vocab` narrows it."""
 
     def __init__(
         self,
@@ -145,6 +171,7 @@ class Engine:
         adapters: AdapterTable | None = None,
         logits: str = "logits",
         bind: Callable[[Mapping[str, Any]], Any] | None = None,
+        vocab: int | None = None,
     ) -> None:
         if adapters is None and base is None:
             raise KVCacheError("Engine: give the base weights identity (base=) or an AdapterTable")
@@ -164,20 +191,100 @@ class Engine:
         self.bind = (
             bind if bind is not None else getattr(getattr(runner, "artifact", None), "bind", None)
         )
+        self.token_range, self._token_source = self._token_bounds(vocab)
         self.step_index = 0
+        # The plan handed out by `plan` and not yet dispatched or aborted:
+        # its cache tables are not committed, so `cancel` waits for it.
+        self._planned: StepPlan | None = None
         self._waiting: deque[Request] = deque()
         self._running: list[_Live] = []
         self.completions: dict[Hashable, Completion] = {}
         self._rids: set[Hashable] = set()
 
+    def _signature(self) -> Any:
+        runner = self.runner
+        return getattr(getattr(runner, "artifact", None), "signature", None) or getattr(
+            runner, "signature", None
+        )
+
+    def _token_bounds(self, vocab: int | None) -> tuple[tuple[int, int], str]:
+        """The token ids a request may carry (inclusive), and where that
+        bound comes from (for the refusal's message). A step refuses a token
+        outside its `tokens` argument's declared range every time it is
+        planned, so such a request must never be queued: it would stall
+        every request behind it."""
+        lo, hi, source = 0, _I32_MAX, "the step's i32 tokens"
+        signature = self._signature()
+        port = _port(signature, "arg", "tokens")
+        if port is not None and port.range is not None:
+            lo, hi = max(lo, port.range[0]), min(hi, port.range[1])
+            source = f"the step's 'tokens' argument (#poot.range<{port.range[0]}, {port.range[1]}>)"
+        if vocab is not None:
+            if not _is_int(vocab) or vocab < 1:
+                raise KVCacheError(f"Engine: vocab must be a positive int, got {vocab!r}")
+            if vocab - 1 < hi:
+                hi, source = int(vocab) - 1, f"the engine's vocab={vocab}"
+        logits = _port(signature, "result", self.logits)
+        if logits is not None and logits.shape and logits.shape[-1] - 1 > hi:
+            # Greedy sampling picks any column of the logits: a generated
+            # token the step cannot take back would stall the engine too.
+            raise KVCacheError(
+                f"Engine: the step's {self.logits!r} has {logits.shape[-1]} columns, but "
+                f"{source} takes token ids up to {hi} only: a generated token could be refused"
+            )
+        return (lo, hi), source
+
     # --- requests ----------------------------------------------------------------
 
+    def _checked(self, request: Request) -> Request:
+        """`request` with its prompt as a list of ints, once every token id is
+        an integer the step accepts (a typed refusal otherwise)."""
+        rid = request.rid
+        try:
+            prompt = list(request.prompt)
+        except TypeError:
+            raise ShapeBindError(
+                f"request {rid!r}: the prompt must be a sequence of token ids, got "
+                f"{type(request.prompt).__name__}"
+            ) from None
+        lo, hi = self.token_range
+        for i, token in enumerate(prompt):
+            if not _is_int(token):
+                raise ShapeBindError(
+                    f"request {rid!r}: prompt token {i} is {token!r} "
+                    f"({type(token).__name__}), not an integer token id"
+                )
+            if not lo <= token <= hi:
+                raise RangeBindError(
+                    f"request {rid!r}: prompt token {i} is {int(token)}, outside the token ids "
+                    f"[{lo}, {hi}] of {self._token_source}"
+                )
+        if not _is_int(request.max_new_tokens) or request.max_new_tokens < 1 or not prompt:
+            raise KVCacheError(
+                f"request {rid!r}: needs a prompt and an int max_new_tokens >= 1, got "
+                f"{len(prompt)} prompt tokens and max_new_tokens={request.max_new_tokens!r}"
+            )
+        # A private copy: the caller editing its list later cannot bypass the check.
+        return dataclasses.replace(
+            request, prompt=[int(t) for t in prompt], max_new_tokens=int(request.max_new_tokens)
+        )
+
     def submit(self, request: Request) -> None:
-        """Queue a request (admitted at or after `request.arrival`)."""
+        """Queue a request (admitted at or after `request.arrival`), once it
+        is checked against the model; a refusal queues nothing:
+
+        - a prompt token that is not an integer: `ShapeBindError`; one outside
+          the step's vocabulary (`token_range`): `RangeBindError`;
+        - an empty prompt, `max_new_tokens` < 1, a request id already
+          submitted: `KVCacheError`;
+        - prompt + generated tokens past what a sequence may hold:
+          `SequenceFull`; more blocks than the pool has: `PoolExhausted`;
+        - an adapter that is not loaded (or any adapter without an
+          `AdapterTable`): `KVCacheError`.
+        """
         if request.rid in self._rids:
             raise KVCacheError(f"request {request.rid!r} was already submitted")
-        if request.max_new_tokens < 1 or not len(request.prompt):
-            raise KVCacheError(f"request {request.rid!r}: needs a prompt and max_new_tokens >= 1")
+        request = self._checked(request)
         total = len(request.prompt) + request.max_new_tokens - 1
         if total > self.shape.max_tokens:
             raise SequenceFull(
@@ -199,6 +306,36 @@ class Engine:
         waiting = list(self._waiting) + [request]
         waiting.sort(key=lambda r: r.arrival)  # stable: FIFO within an arrival step
         self._waiting = deque(waiting)
+
+    def cancel(self, rid: Hashable) -> None:
+        """Take request `rid` out, queued or running: its blocks go back to
+        the pool (full ones whose K/V a completed step wrote stay cached for
+        later prefixes), its adapter slot is released, and it never
+        completes. Its id may be submitted again. An unknown or completed
+        request is a `KVCacheError`, as is a cancel between `plan` and
+        `dispatch` (that step's rows are laid out: dispatch or abort it)."""
+        if self._planned is not None:
+            raise KVCacheError(
+                f"cannot cancel {rid!r} while step {self._planned.step} is planned but not "
+                "dispatched: dispatch or abort it first"
+            )
+        if rid in self.completions:
+            raise KVCacheError(f"request {rid!r} has already completed")
+        for request in self._waiting:
+            if request.rid == rid:
+                # Not admitted yet: it holds no block and no adapter slot.
+                self._waiting = deque(r for r in self._waiting if r is not request)
+                self._rids.discard(rid)
+                return
+        for live in self._running:
+            if live.request.rid == rid:
+                self.cache.free(rid)
+                if self.adapters is not None:
+                    self.adapters.release(live.slot)
+                self._running.remove(live)
+                self._rids.discard(rid)
+                return
+        raise KVCacheError(f"no request {rid!r} is queued or running")
 
     @property
     def idle(self) -> bool:
@@ -252,9 +389,10 @@ class Engine:
         except BaseException:
             self._undo(snapshot, waiting, rows[len(self._running) :])
             raise
-        return StepPlan(
+        self._planned = StepPlan(
             self.step_index, inputs, layout, admitted, self.cache.take_copies(), (snapshot, waiting)
         )
+        return self._planned
 
     def _layout(
         self, rows: list[_Live]
@@ -289,6 +427,7 @@ class Engine:
         """Undo a planned step that did not run."""
         snapshot, waiting = plan.snapshot
         self._undo(snapshot, waiting, plan.admitted)
+        self._planned = None
 
     def _undo(self, snapshot: Any, waiting: deque[Request], admitted: Sequence[_Live]) -> None:
         self.cache.restore(snapshot)
@@ -331,6 +470,7 @@ class Engine:
         self, plan: StepPlan, logits: np.ndarray, seconds: float, cpu_seconds: float
     ) -> StepReport:
         self.cache.commit()
+        self._planned = None
         self._running.extend(plan.admitted)
         finished = []
         for r, (live, row) in enumerate(plan.rows):

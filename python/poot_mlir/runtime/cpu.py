@@ -29,23 +29,23 @@ writes anything.
 from __future__ import annotations
 
 import ctypes
-import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import BindError, ClosedError, PootError
+from ..errors import AllocationError, ArtifactError, BindError, ClosedError
 from . import binding
-from .binding import Inputs, Result, Signature
+from .manifest import MANIFEST, listed_file, manifest_field, manifest_signature, read_manifest
+from .binding import Inputs, Port, Result
 
 ARTIFACT_FORMAT = "poot-artifact/1"
 
-
-class ArtifactError(PootError):
-    """The artifact directory is missing a file or is not a CPU artifact."""
+# (ArtifactError lives in poot_mlir.errors, shared with the GPU runtimes; it
+# stays importable from here, where it was first defined.)
 
 
 _DESCRIPTORS: dict[int, type[ctypes.Structure]] = {}
@@ -120,8 +120,46 @@ def _default_threads(manifest: Mapping[str, Any]) -> int | None:
     value = os.environ.get("POOT_CPU_THREADS")
     if value:
         return max(1, int(value))
-    cores = manifest.get("device", {}).get("compute_units")
-    return int(cores) if cores else None
+    device = manifest.get("device")
+    cores = device.get("compute_units") if isinstance(device, dict) else None
+    return int(cores) if isinstance(cores, int) and cores > 0 else None
+
+
+def _nbytes(shape: "tuple[int, ...]", dtype: np.dtype) -> int:
+    count = 1
+    for d in shape:
+        count *= int(d)
+    return count * np.dtype(dtype).itemsize
+
+
+def _out_of_memory(what: str, spec: str, nbytes: int, key: str) -> AllocationError:
+    return AllocationError(
+        f"cannot allocate {nbytes} bytes ({nbytes / (1 << 30):.2f} GiB) for {what} ({spec}): "
+        "out of memory; nothing ran and the state is as it was",
+        buffer=key,
+        nbytes=nbytes,
+    )
+
+
+def _allocate(port: Port, what: str) -> np.ndarray:
+    """An uninitialized buffer for `port` (a result the step writes), or an
+    AllocationError naming it: the step's own buffers are allocated here, in
+    Python, before anything runs, so running out of memory is an error the
+    caller can catch rather than a crash inside the step."""
+    try:
+        return np.empty(port.shape, dtype=port.dtype)
+    except MemoryError:
+        raise _out_of_memory(
+            f"{what} {port.describe()}", port.spec(), _nbytes(port.shape, port.dtype), port.key
+        ) from None
+
+
+def _private_copy(array: np.ndarray, what: str, key: str) -> np.ndarray:
+    """A copy of `array`, or an AllocationError naming it (`what`)."""
+    try:
+        return array.copy()
+    except MemoryError:
+        raise _out_of_memory(what, f"{array.dtype}{list(array.shape)}", array.nbytes, key) from None
 
 
 class CpuArtifact:
@@ -135,26 +173,33 @@ class CpuArtifact:
     def __init__(self, path: "str | Path", threads: int | None = None) -> None:
         self.path = Path(path)
         self._closed = False
-        manifest_path = self.path / "manifest.json"
-        if not manifest_path.is_file():
-            raise ArtifactError(f"{self.path}: no manifest.json (not an artifact directory)")
-        self.manifest = json.loads(manifest_path.read_text())
+        manifest_path = self.path / MANIFEST
+        self.manifest = read_manifest(self.path, "a CPU artifact (compile_cpu)")
         if self.manifest.get("format") != ARTIFACT_FORMAT:
             raise ArtifactError(
-                f"{manifest_path}: format {self.manifest.get('format')!r}, expected {ARTIFACT_FORMAT!r}"
+                f"{manifest_path}: format {self.manifest.get('format')!r}, expected {ARTIFACT_FORMAT!r}",
+                str(manifest_path),
             )
         if self.manifest.get("target") != "cpu":
-            raise ArtifactError(f"{manifest_path}: target {self.manifest.get('target')!r} is not 'cpu'")
-        self.signature = Signature.from_json(self.manifest["function"])
-        library = self.path / self.manifest["library"]
-        if not library.is_file():
-            raise ArtifactError(f"{self.path}: {self.manifest['library']} is missing")
+            raise ArtifactError(
+                f"{manifest_path}: target {self.manifest.get('target')!r} is not 'cpu'",
+                str(manifest_path),
+            )
+        self.signature = manifest_signature(self.manifest, manifest_path)
+        library = listed_file(
+            self.path, manifest_field(self.manifest, "library", str, manifest_path),
+            "the step's shared object", manifest_path,
+        )
+        entry = manifest_field(self.manifest, "entry", str, manifest_path)
         self._openmp = _openmp(self.manifest)
         self.threads = threads if threads is not None else _default_threads(self.manifest)
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads={self.threads}: expected at least 1")
-        self._library = _load_private_copy(library)
-        self._entry = self._function(self.manifest["entry"], len(self._own_results))
+        try:
+            self._library = _load_private_copy(library)
+        except OSError as exc:  # a truncated or foreign file: the loader's words
+            raise ArtifactError(f"{library}: cannot load the step's library: {exc}", str(library)) from None
+        self._entry = self._function(entry, len(self._own_results))
         self._validate = None
         if self.signature.validate is not None:
             name, outputs = self.signature.validate
@@ -166,7 +211,13 @@ class CpuArtifact:
         return [i for i, p in enumerate(self.signature.results) if p.in_place_of is None]
 
     def _function(self, symbol: str, results: int) -> Any:
-        function = getattr(self._library, symbol)
+        try:
+            function = getattr(self._library, symbol)
+        except AttributeError:
+            library = self.path / self.manifest["library"]
+            raise ArtifactError(
+                f"{library} does not export {symbol}, which its manifest names", str(library)
+            ) from None
         function.argtypes = [ctypes.c_void_p] * (len(self.signature.args) + results)
         function.restype = None
         return function
@@ -216,7 +267,7 @@ class CpuArtifact:
             return
         _, indices = self.signature.validate  # type: ignore[misc]
         ports = [self.signature.results[i] for i in indices]
-        flags = [np.empty(p.shape, dtype=p.dtype) for p in ports]
+        flags = [_allocate(p, "validation output") for p in ports]
         self._invoke(self._validate, arrays, flags)
         full: list[Any] = [None] * len(self.signature.results)
         for i, flag in zip(indices, flags):
@@ -226,7 +277,14 @@ class CpuArtifact:
     def call(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
         """Run the step on already bound argument arrays. A donated state
         argument is written in place and is its result; the other results
-        are fresh arrays. No validation: `run` adds it."""
+        are fresh arrays, all allocated before the step runs (one that cannot
+        be is an AllocationError, and nothing ran). No validation: `run` adds
+        it.
+
+        The step's temporaries are allocated inside the compiled code
+        (malloc): `compile_cpu` refuses one larger than the device's
+        `max_alloc_bytes`, but one the host cannot allocate at run time still
+        ends the process (docs/cpu-target.md, "Memory")."""
         self._check_open()
         outputs: list[np.ndarray] = []
         own: list[np.ndarray] = []
@@ -234,7 +292,7 @@ class CpuArtifact:
             if port.in_place_of is not None:
                 outputs.append(arrays[port.in_place_of])
             else:
-                own.append(np.empty(port.shape, dtype=port.dtype))
+                own.append(_allocate(port, "result"))
                 outputs.append(own[-1])
         self._invoke(self._entry, arrays, own)
         return outputs
@@ -248,7 +306,13 @@ class CpuArtifact:
         self._check_open()
         arrays = self.bind(inputs)
         if not donate:
-            arrays = [a.copy() if i in self.signature.donated else a for i, a in enumerate(arrays)]
+            args = self.signature.args
+            arrays = [
+                _private_copy(a, f"the private copy of {args[i].describe()}", args[i].key)
+                if i in self.signature.donated
+                else a
+                for i, a in enumerate(arrays)
+            ]
         self.validate(arrays)
         outputs = self.call(arrays)
         binding.check_validation(self.signature, outputs)
@@ -272,7 +336,18 @@ class Session:
     step writes in place is updated in the session's own array (only the
     rows the step writes are touched; the validation prologue runs first);
     any other state is replaced by the step's fresh result. Either way a
-    refused bind or a failed validation leaves the state exactly as it was.
+    refused bind, a failed validation or a result that cannot be allocated
+    leaves the state exactly as it was.
+
+    What it hands out stays as it was handed out: `state` and a step's
+    results are read-only views, and the session never writes under a view
+    someone still holds. Before a step writes a state in place (or a driver
+    asks for `writable_state`), a carried array that is still referenced
+    outside the session -- a view keeps its base alive, so its reference
+    count says so -- is replaced by a private copy, which the step then
+    writes; the views keep the old values. When nobody kept one (a serving
+    loop that reads the logits and drops the result), nothing is copied and
+    the state is written in place as before.
 
     It is created from the initial value of every state (a missing one is a
     MissingStateError naming it, before anything runs); after `close()` (or
@@ -291,8 +366,13 @@ class Session:
         specs = {p.state: p.spec() for p in signature.args if p.state is not None}
         binding.check_session_state(signature.state_names, state, specs)
         self._state = {
-            name: np.array(binding.host_value(value), copy=True) for name, value in state.items()
+            name: _private_copy(np.asarray(binding.host_value(value)), f"state {name!r}", name)
+            for name, value in state.items()
         }
+        # The states the step writes into the session's own arrays.
+        self._in_place = tuple(
+            signature.args[i].state for i in sorted(signature.donated) if signature.args[i].state
+        )
 
     @property
     def closed(self) -> bool:
@@ -325,8 +405,9 @@ class Session:
     @property
     def state(self) -> dict[str, np.ndarray]:
         """The current state, by state name: read-only views of the arrays
-        the session carries (a later in-place step updates what they show;
-        copy one to keep a snapshot)."""
+        the session carries. They keep showing this state after later steps
+        (see the class docstring: a step copies a state someone still views
+        before writing it)."""
         if self._closed:
             self._check_open()
         return {name: _read_only(array) for name, array in self._state.items()}
@@ -334,10 +415,26 @@ class Session:
     def writable_state(self) -> dict[str, np.ndarray]:
         """The arrays the session carries, writable: for a driver that edits
         the state between steps in place (the KV-cache driver's
-        copy-on-write of a shared block). Everyone else reads `state`."""
+        copy-on-write of a shared block). Everyone else reads `state`.
+        Fetch them again after each step: a step may replace an array
+        (a fresh result, or a copy made because a view of it was kept)."""
         if self._closed:
             self._check_open()
+        self._unshare(self._state)
         return self._state
+
+    def _unshare(self, names: Any) -> None:
+        """Give each named state an array nobody outside the session
+        references, copying the ones that are referenced (views handed out
+        and kept, or an array the caller held on to): what is written next
+        must not change what a caller already has."""
+        for name in names:
+            array = self._state[name]
+            # References: the session's dict, `array`, getrefcount's argument.
+            # A carried array always owns its memory (the session made it, or
+            # the step allocated it), so every view of it counts here.
+            if array.base is not None or sys.getrefcount(array) > 3:
+                self._state[name] = _private_copy(array, f"state {name!r}", name)
 
     def step(self, inputs: Mapping[str, Any]) -> Result:
         """Run one step; `inputs` maps the non-state arguments' names to values."""
@@ -348,19 +445,28 @@ class Session:
                 continue
             if port.key in bound or port.state in bound:
                 raise BindError(f"state argument {port.describe()} comes from the session, not the inputs")
-            if port.state in self._state:
+        # Before `bound` takes references of its own: the states this step
+        # writes in place, copied first if a caller still holds a view.
+        self._unshare(self._in_place)
+        for port in self.artifact.signature.args:
+            if port.state is not None and port.state in self._state:
                 bound[port.key] = self._state[port.state]
         result = self.artifact.run(bound, donate=True)
         published = dict(self._state)
         published.update(result.state)  # the session's own (in place) or fresh arrays
         self._state = published
-        # The caller sees the carried state, never a handle to change it.
-        result.state = {name: _read_only(array) for name, array in result.state.items()}
+        # The caller sees the carried state (in `state`, and where a state is
+        # also an output or named), never a handle to change it.
+        views = {id(array): _read_only(array) for array in published.values()}
+        result.outputs = [views.get(id(a), a) for a in result.outputs]
+        result.named = {key: views.get(id(a), a) for key, a in result.named.items()}
+        result.state = {name: views[id(a)] for name, a in result.state.items()}
         return result
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
-    """A read-only view of `array` (it follows later in-place steps)."""
+    """A read-only view of `array` (which the session then leaves alone:
+    `Session._unshare`)."""
     view = array.view()
     view.flags.writeable = False
     return view

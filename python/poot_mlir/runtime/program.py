@@ -20,14 +20,21 @@ before anything is allocated).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import BindError, ClosedError, MissingStateError, PootError, UnknownDeviceError
+from ..errors import (
+    ArtifactError,
+    BindError,
+    ClosedError,
+    MissingStateError,
+    PootError,
+    UnknownDeviceError,
+)
 from . import binding
+from .manifest import MANIFEST, listed_file, manifest_field, manifest_signature, read_manifest
 
 
 class _Vulkan:
@@ -261,6 +268,40 @@ def check_client(manifest: dict[str, Any], on_wgpu: bool, path: Path) -> None:
         )
 
 
+#: What a session reads from each program and each of its launches.
+_PROGRAM_FIELDS = {"buffers": list, "commands": list, "results": list, "arena_bytes": int}
+_LAUNCH_FIELDS = {"kernel": str, "entry": str, "args": list, "grid": list, "block": list}
+
+
+def _check_programs(programs: dict[str, Any], directory: Path, manifest_path: Path) -> None:
+    """Every program has the fields a session reads and every kernel file it
+    launches is there: an ArtifactError at load, not a KeyError or a
+    FileNotFoundError at the first step."""
+    if not programs:
+        raise ArtifactError(f"{manifest_path}: the manifest lists no programs", str(manifest_path))
+    for name, program in programs.items():
+        where = f"program {name!r}"
+        if not isinstance(program, dict):
+            raise ArtifactError(f"{manifest_path}: {where} is not an object", str(manifest_path))
+        for key, kind in _PROGRAM_FIELDS.items():
+            if not isinstance(program.get(key), kind):
+                raise ArtifactError(
+                    f"{manifest_path}: {where} has no {key!r} {kind.__name__}", str(manifest_path)
+                )
+        for i, command in enumerate(program["commands"]):
+            launch = command.get("launch") if isinstance(command, dict) else None
+            if launch is None:
+                continue
+            for key, kind in _LAUNCH_FIELDS.items():
+                if not isinstance(launch.get(key) if isinstance(launch, dict) else None, kind):
+                    raise ArtifactError(
+                        f"{manifest_path}: launch {i} of {where} has no {key!r} {kind.__name__}",
+                        str(manifest_path),
+                    )
+            listed_file(directory, launch["kernel"], f"the kernel of launch {i} of {where}",
+                        manifest_path)
+
+
 class ProgramArtifact:
     """A loaded whole-step GPU artifact."""
 
@@ -268,17 +309,16 @@ class ProgramArtifact:
         """`backend`: a name from BACKENDS (the artifact opens and closes its
         own device) or a device from `make_device` (shared, not closed here)."""
         self.path = Path(path)
-        manifest_path = self.path / "manifest.json"
-        if not manifest_path.is_file():
-            raise PootError(f"{self.path}: no manifest.json (not an artifact directory)")
-        self.manifest = json.loads(manifest_path.read_text())
+        manifest_path = self.path / MANIFEST
+        self.manifest = read_manifest(self.path, "a whole-step GPU artifact (compile_gpu)")
         if self.manifest.get("format") != "poot-artifact/1" or self.manifest.get("kind") != "program":
-            raise PootError(f"{manifest_path} is not a whole-step GPU artifact")
+            raise ArtifactError(f"{manifest_path} is not a whole-step GPU artifact", str(manifest_path))
         named = isinstance(backend, str)
         on_wgpu = backend.startswith("wgpu") if named else backend.client == "wgpu"
         check_client(self.manifest, on_wgpu, self.path)
-        self.signature = binding.Signature.from_json(self.manifest["function"])
-        self.programs = self.manifest["programs"]
+        self.signature = manifest_signature(self.manifest, manifest_path)
+        self.programs = manifest_field(self.manifest, "programs", dict, manifest_path)
+        _check_programs(self.programs, self.path, manifest_path)
         self.device = _device(backend) if named else backend
         self._owns_device = named
         self._kernels: dict[tuple[str, str], Any] = {}
