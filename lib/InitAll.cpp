@@ -115,6 +115,7 @@ void mlir::poot::registerAllPasses() {
   poot::registerPootDropAliasedResults();
   poot::registerPootGPUAttentionLaunches();
   poot::registerPootGPUHostToParallel();
+  poot::registerPootGPUCheckStepTypes();
   poot::registerPootGPUSplitReductions();
   poot::registerPootGPUPromoteAccumulators();
   poot::registerPootGPUFoldFills();

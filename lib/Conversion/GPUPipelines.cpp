@@ -220,9 +220,11 @@ void mlir::poot::buildPootToROCDLPipeline(OpPassManager &pm,
 // generator and kernel lowering.
 void mlir::poot::buildPootStepToSPIRVPipeline(
     OpPassManager &pm, const PootSPIRVPipelineOptions &o) {
+  // SPIR-V counts array elements in 32 bits and indexes in i32.
   addWholeStepPasses(pm, [&](OpPassManager &p) {
     addPlanAndGenerate(p, DeviceTarget::SPIRV, o);
-  }, /*vectorMemory=*/false);
+  }, {/*vectorMemory=*/false, o.maxGridX, o.maxBufferBytes,
+      /*maxElements=*/(int64_t(1) << 31) - 1});
   pm.addPass(createPootGPUSPIRVEntryABI());
   addSPIRVLowering(pm, /*everyType=*/true, o.client);
 }
@@ -231,7 +233,7 @@ void mlir::poot::buildPootStepToNVVMPipeline(
     OpPassManager &pm, const PootNVVMPipelineOptions &o) {
   addWholeStepPasses(pm, [&](OpPassManager &p) {
     addPlanAndGenerate(p, DeviceTarget::NVVM, o);
-  }, /*vectorMemory=*/true);
+  }, {/*vectorMemory=*/true, o.maxGridX, o.maxBufferBytes});
   addNVVMLowering(pm, o);
 }
 
@@ -239,7 +241,7 @@ void mlir::poot::buildPootStepToROCDLPipeline(
     OpPassManager &pm, const PootROCDLPipelineOptions &o) {
   addWholeStepPasses(pm, [&](OpPassManager &p) {
     addPlanAndGenerate(p, DeviceTarget::ROCDL, o);
-  }, /*vectorMemory=*/true);
+  }, {/*vectorMemory=*/true, o.maxGridX, o.maxBufferBytes});
   addROCDLLowering(pm, o);
 }
 

@@ -149,9 +149,20 @@ void buildPootStepToROCDLPipeline(OpPassManager &pm,
 /// planner and the attention generator added by `planAndGenerate`; the
 /// caller adds the kernels' lowering. `vectorMemory`: whether the target's
 /// lowering takes vector loads and stores (poot-gpu-vectorize-columns).
+/// What the whole-step passes need to know of the target beside its plan.
+struct WholeStepTarget {
+  /// Kernels may load and store vectors (NVVM, ROCDL; not SPIR-V).
+  bool vectorMemory = false;
+  /// The device's grid X limit: a launch gets at most this many blocks.
+  int64_t maxGridX = 65535;
+  /// One device buffer's limits (0 elements: no count limit).
+  int64_t maxBufferBytes = int64_t(1) << 27;
+  int64_t maxElements = 0;
+};
+
 void addWholeStepPasses(OpPassManager &pm,
                         llvm::function_ref<void(OpPassManager &)> planAndGenerate,
-                        bool vectorMemory);
+                        const WholeStepTarget &target);
 
 void registerPootGPUPipelines();
 

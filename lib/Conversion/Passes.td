@@ -631,12 +631,16 @@ def PootGPUSplitReductions
     adjacent reduction loops read as one run by every operand (the output
     projection's heads x head_dim) fold into one (upstream
     `collapseOpIterationDims`). Then a linalg op with one reduction loop,
-    projected-permutation maps, static f32 shapes and fewer threads than
-    `min-threads` (its parallel iterations, over 4 when its last output
-    dimension is a multiple of 4: poot-gpu-vectorize-columns gives each
-    thread 4 columns) is rewritten by `linalg::splitReduction` with the
+    projected-permutation maps, static shapes, an f32 init (f32, and bf16/f16
+    inputs under the 16-bit contract) and fewer threads than
+    `min-threads` (its parallel iterations, over 4 -- 8 for 16-bit inputs --
+    when its last output dimension is a multiple of it:
+    poot-gpu-vectorize-columns gives each thread that many columns, 16 bytes
+    of weights) is rewritten by `linalg::splitReduction` with the
     largest power-of-two ratio that divides the reduction, brings the threads
-    to `min-threads` and leaves each thread at least 128 products: partial
+    to `min-threads` and leaves each thread at least `min-chunk` products
+    (a decode GEMV streams its weights only with ~64 KB of loads in flight
+    an SM: 131072 threads of one 16-byte load per unrolled step): partial
     sums over an extra leading parallel dimension, then a final reduction
     of `ratio` terms, interchanged (upstream `interchangeGenericOp`) so that
     its split loop is innermost: its threads run over the outputs, not one
@@ -648,17 +652,20 @@ def PootGPUSplitReductions
     %o = linalg.matmul ins(%x, %w : tensor<1x4096xf32>, tensor<4096x1024xf32>)
                        outs(%init : tensor<1x1024xf32>) -> tensor<1x1024xf32>
     ```
-    After (256 threads of 4 columns; ratio min(65536 / 256, 4096 / 128) = 32):
+    After (256 threads of 4 columns; ratio min(131072 / 256, 4096 / 32) = 128):
     ```mlir
     %p = linalg.generic {iterator_types = ["parallel", "parallel",
-           "parallel", "reduction"]} ... -> tensor<32x1x1024xf32>
+           "parallel", "reduction"]} ... -> tensor<128x1x1024xf32>
     %o = linalg.generic {iterator_types = ["parallel", "parallel",
            "reduction"]} ins(%p) outs(%init) -> tensor<1x1024xf32>
     ```
   }];
   let options = [
-    Option<"minThreads", "min-threads", "int64_t", /*default=*/"65536",
-           "Threads to reach (a device's threads in flight)">
+    Option<"minThreads", "min-threads", "int64_t", /*default=*/"131072",
+           "Threads to reach (a device's threads in flight)">,
+    Option<"minChunk", "min-chunk", "int64_t", /*default=*/"32",
+           "Products each thread still sums (a shorter chunk costs more in "
+           "the final reduction than it gains)">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
@@ -853,7 +860,10 @@ def PootGPUHostToParallel
       a one-iteration loop;
     - each top-level loop is flattened to one dimension and mapped onto
       blocks of `threads` threads (`#gpu.loop_dim_map`), guarded by the
-      element count.
+      element count. A loop that needs more than `max-blocks` blocks (the
+      device's grid X limit) gets `max-blocks` of them, each thread walking
+      the rest in an `scf.for` of grid-sized strides, so every launch fits
+      the device's grid.
     A value the host would still compute and use is an error.
 
     Before:
@@ -880,9 +890,44 @@ def PootGPUHostToParallel
   let options = [
     Option<"threadsPerBlock", "threads", "int64_t", /*default=*/"128",
            "Threads per block of each elementwise kernel">,
+    Option<"maxBlocks", "max-blocks", "int64_t", /*default=*/"65535",
+           "Most blocks of one launch (the device's grid X limit, >= 1)">,
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
                            "::mlir::gpu::GPUDialect"];
+}
+
+def PootGPUCheckStepTypes
+    : Pass<"poot-gpu-check-step-types", "::mlir::ModuleOp"> {
+  let summary = "Refuse, as diagnostics, step values a GPU program cannot hold";
+  let description = [{
+    Runs first in every whole-step GPU pipeline (`poot-step-to-{spirv,nvvm,
+    rocdl}`). A GPU step is a list of device buffers of known size, so every
+    argument, result and intermediate tensor or memref of a step function
+    must be ranked and statically shaped (a dynamic dimension is refused:
+    "a dynamically shaped ..."), of integer or float elements (`index`,
+    `complex` and other element types are refused with `DtypeLowering:`),
+    and no larger than one device buffer: at most `max-buffer-bytes` bytes
+    and, where set (SPIR-V: arrays are counted, and indexed, in 32 bits),
+    at most `max-elements` elements (refused with `BufferBytes:`). Nothing is
+    rewritten; without this check such steps aborted later passes.
+
+    Before (refused, on SPIR-V):
+    ```mlir
+    func.func @step(%x: tensor<65536x65536xf32>) -> tensor<65536x65536xf32> {
+      %0 = poot.exp %x : tensor<65536x65536xf32>
+      return %0 : tensor<65536x65536xf32>
+    }
+    ```
+    After: `error: BufferBytes: the step argument #0 holds 4294967296
+    elements (17179869184 bytes); the device's buffers hold at most ...`.
+  }];
+  let options = [
+    Option<"maxBufferBytes", "max-buffer-bytes", "int64_t",
+           /*default=*/"int64_t(1) << 27", "Largest single buffer in bytes">,
+    Option<"maxElements", "max-elements", "int64_t", /*default=*/"0",
+           "Most elements of one buffer (0: no limit beyond the bytes)">,
+  ];
 }
 
 def PootGPUSPIRVEntryABI

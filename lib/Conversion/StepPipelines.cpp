@@ -31,7 +31,12 @@ using namespace mlir;
 void mlir::poot::addWholeStepPasses(
     OpPassManager &pm,
     llvm::function_ref<void(OpPassManager &)> planAndGenerate,
-    bool vectorMemory) {
+    const WholeStepTarget &target) {
+  // 0. Values no device buffer can hold are refused before anything else.
+  PootGPUCheckStepTypesOptions types;
+  types.maxBufferBytes = target.maxBufferBytes;
+  types.maxElements = target.maxElements;
+  pm.addPass(createPootGPUCheckStepTypes(types));
   // 1. poot level: the validation prologue, the plan and the attention
   //    kernels; each attention becomes a call of flat buffers.
   pm.addPass(createPootSplitValidation());
@@ -68,9 +73,11 @@ void mlir::poot::addWholeStepPasses(
   // Each reduction thread owns 4 columns (16-byte loads), its loop
   // unrolled: loads in flight to stream the weights.
   PootGPUVectorizeColumnsOptions columns;
-  columns.vectorMemory = vectorMemory;
+  columns.vectorMemory = target.vectorMemory;
   pm.addNestedPass<func::FuncOp>(createPootGPUVectorizeColumns(columns));
-  pm.addNestedPass<func::FuncOp>(createPootGPUHostToParallel());
+  PootGPUHostToParallelOptions grid;
+  grid.maxBlocks = target.maxGridX;
+  pm.addNestedPass<func::FuncOp>(createPootGPUHostToParallel(grid));
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -140,3 +140,28 @@ def test_main_prints_the_module() -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("module {")
     assert "func.func @decode_step" in proc.stdout and "// step 1: next token" in proc.stdout
+
+
+def test_batched_rows_decode_like_single_sequences() -> None:
+    """A batch of 3 sequences in lockstep (config.batch) gives each row the
+    logits and caches of that sequence decoded alone, step after step
+    (the oracle, fresh tokens, greedy continuation)."""
+    batched = DecoderConfig(batch=3)
+    single = DecoderConfig()
+    weights = init_weights(batched, 5)
+    rows = oracle.Session(build_decoder(batched).finish(), init_state(batched))
+    alone = [oracle.Session(build_decoder(single).finish(), init_state(single)) for _ in range(3)]
+    tokens = np.array([[5], [7], [11]], np.int32)
+    for step in range(3):
+        logits = rows.step({"pos": np.int32(step), "token": tokens, **weights}).named["logits"]
+        assert logits.shape == (3, 1, batched.vocab)
+        for b, session in enumerate(alone):
+            one = session.step({"pos": np.int32(step), "token": tokens[b:b + 1], **weights})
+            np.testing.assert_allclose(logits[b:b + 1], one.named["logits"], rtol=1e-5, atol=1e-6)
+        tokens = np.argmax(logits, -1).astype(np.int32)
+    assert len(set(tokens.ravel().tolist())) > 1  # the rows did not collapse to one sequence
+
+
+def test_a_batch_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="batch must be >= 1"):
+        build_decoder(DecoderConfig(batch=0))

@@ -142,33 +142,35 @@ def test_arena_reuses_bytes(decoder) -> None:
 
 
 def test_buffer_plan_matches_a_hand_count(tmp_path, rng) -> None:
-    """x[1,64] @ w1 -> h1 [1,192] (768 B), h1 @ w2 -> h2 [1,128] (512 B),
-    h2 @ w3 -> out [1,64] (256 B); every reduction is under 256 products,
-    so none is split (poot-gpu-split-reductions). By hand: h1 and h2 are
-    live together while h2 is computed (768 + 512 B); out is written after
-    h1's last read, so it reuses h1's bytes at offset 0: a 1280-byte arena,
-    not the 1536-byte sum. The reuse is checked by running it against the
+    """x[1,32] @ w1 -> h1 [1,48] (192 B), h1 @ w2 -> h2 [1,32] (128 B),
+    h2 @ w3 -> out [1,16] (64 B); every reduction is under 64 products
+    (two chunks of poot-gpu-split-reductions' min-chunk 32), so none is
+    split. By hand, every buffer starting 256-byte aligned (the Vulkan and
+    CUDA offset alignment): h1 and h2 are live together while h2 is
+    computed (h1 at 0, h2 at 256); out is written after h1's last read, so
+    it reuses h1's bytes at offset 0: a 512-byte arena, not the 768 of
+    three aligned buffers. The reuse is checked by running it against the
     oracle."""
     require("vulkan")
     from poot_mlir.frontend import Tracer, ops
 
-    shapes = (("x", (1, 64)), ("w1", (64, 192)), ("w2", (192, 128)), ("w3", (128, 64)))
+    shapes = (("x", (1, 32)), ("w1", (32, 48)), ("w2", (48, 32)), ("w3", (32, 16)))
     tr = Tracer("mlp")
     x, w1, w2, w3 = (tr.input(name, shape) for name, shape in shapes)
     tr.output("out", ops.matmul(ops.matmul(ops.matmul(x, w1), w2), w3))
     with _compiled(tr, devices.VULKAN_LAVAPIPE, "lavapipe", tmp_path / "mlp") as (reference, art):
         program = art.programs["mlp"]
         temps = [b for b in program["buffers"] if b["kind"] == "temp"]
-        assert sorted(b["bytes"] for b in temps) == [256, 512, 768]
-        assert program["arena_bytes"] == 768 + 512
+        assert sorted(b["bytes"] for b in temps) == [64, 128, 192]
+        assert program["arena_bytes"] == 2 * 256
         offsets = {b["bytes"]: b["offset"] for b in temps}
-        assert offsets[256] == offsets[768] == 0 and offsets[512] == 768
+        assert offsets[64] == offsets[192] == 0 and offsets[128] == 256
         inputs = {name: rng.standard_normal(shape, dtype=np.float32) for name, shape in shapes}
         _assert_matches_oracle(art, reference, inputs)
 
 
 def test_decode_matmul_reductions_split_over_threads(tmp_path, rng) -> None:
-    """A decode matmul ([1, 2048] x [2048, 256]: 256 outputs) runs on 16x
+    """A decode matmul ([1, 2048] x [2048, 256]: 256 outputs) runs on 64x
     the threads as partial sums plus a final reduction
     (poot-gpu-split-reductions), matching the oracle."""
     require("vulkan")
@@ -180,7 +182,7 @@ def test_decode_matmul_reductions_split_over_threads(tmp_path, rng) -> None:
     with _compiled(tr, devices.VULKAN_LAVAPIPE, "lavapipe", tmp_path / "gemv") as (reference, art):
         program = art.programs["gemv"]
         temps = [b["bytes"] for b in program["buffers"] if b["kind"] == "temp"]
-        assert 16 * 256 * 4 in temps  # the partials: ratio min(65536 / (256 / 4), 2048 / 128) = 16
+        assert 64 * 256 * 4 in temps  # the partials: ratio min(131072 / (256 / 4), 2048 / 32) = 64
         inputs = {"x": rng.standard_normal((1, 2048), dtype=np.float32),
                   "w": rng.standard_normal((2048, 256), dtype=np.float32)}
         _assert_matches_oracle(art, reference, inputs)
@@ -191,13 +193,15 @@ def _launches(program: dict) -> list[dict]:
 
 
 # (K, N, split ratio, threads of the partial-sum kernel, launches):
-# 2000 x 1000 is split 8 ways (chunks of 250: the 8-way unrolled loop
-# leaves a remainder of 2), 4 columns per thread (1000 / 4 = 250 groups,
-# 2000 threads, not a multiple of 128: the last block is guarded), then a
+# 2000 x 1000 is split 16 ways (min(131072 / 250, 2000 / 32) = 62 rounds
+# down to 32, which does not divide 2000; 16 does: chunks of 125, so the
+# 8-way unrolled loop leaves a remainder of 5), 4 columns per thread
+# (1000 / 4 = 250 groups, 4000 threads, not a multiple of 128: the last
+# block is guarded), then a
 # final reduction; its fills fold into the reductions (2 launches, no
 # zero-fill kernels). 1001 x 1002: no power of two divides K (whole), N is
 # not a multiple of 4 (a thread per column, scalar loads), one launch.
-GEMVS = [(2000, 1000, 8, 8 * 250, 2), (1001, 1002, 1, 1002, 1)]
+GEMVS = [(2000, 1000, 16, 16 * 250, 2), (1001, 1002, 1, 1002, 1)]
 
 
 @pytest.mark.parametrize("runtime", list(RUNTIMES))

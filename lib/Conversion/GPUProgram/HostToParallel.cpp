@@ -160,8 +160,10 @@ scf::ParallelOp wrapInSingleIteration(Operation *first, Operation *last) {
 }
 
 /// Flattens a top-level loop (zero lower bounds, unit steps, constant upper
-/// bounds) to one dimension and maps it onto blocks of `threads` threads.
-LogicalResult mapLoop(scf::ParallelOp loop, int64_t threads) {
+/// bounds) to one dimension and maps it onto blocks of `threads` threads,
+/// at most `maxBlocks` of them: past that, each thread strides over the
+/// rest in an scf.for (block b also runs blocks b + maxBlocks, ...).
+LogicalResult mapLoop(scf::ParallelOp loop, int64_t threads, int64_t maxBlocks) {
   SmallVector<int64_t> extents;
   for (auto [lb, ub, step] : llvm::zip(loop.getLowerBound(), loop.getUpperBound(),
                                        loop.getStep())) {
@@ -178,22 +180,36 @@ LogicalResult mapLoop(scf::ParallelOp loop, int64_t threads) {
     total *= e;
   int64_t blockThreads = std::min<int64_t>(threads, std::max<int64_t>(total, 1));
   int64_t blocks = (total + blockThreads - 1) / blockThreads;
+  int64_t gridBlocks = std::min(blocks, maxBlocks);
+  int64_t strides = gridBlocks > 0 ? (blocks + gridBlocks - 1) / gridBlocks : 1;
 
   OpBuilder b(loop);
   Location loc = loop.getLoc();
   auto c = [&](int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); };
   Value zero = c(0), one = c(1);
   auto outer = scf::ParallelOp::create(b, loc, ValueRange{zero},
-                                       ValueRange{c(blocks)}, ValueRange{one});
+                                       ValueRange{c(gridBlocks)}, ValueRange{one});
   OpBuilder ob(outer.getBody(), outer.getBody()->begin());
   auto inner = scf::ParallelOp::create(
       ob, loc, ValueRange{arith::ConstantIndexOp::create(ob, loc, 0)},
       ValueRange{arith::ConstantIndexOp::create(ob, loc, blockThreads)},
       ValueRange{arith::ConstantIndexOp::create(ob, loc, 1)});
   OpBuilder ib(inner.getBody(), inner.getBody()->begin());
+  Value block = outer.getInductionVars()[0];
+  if (strides > 1) {
+    auto walk = scf::ForOp::create(
+        ib, loc, arith::ConstantIndexOp::create(ib, loc, 0),
+        arith::ConstantIndexOp::create(ib, loc, strides),
+        arith::ConstantIndexOp::create(ib, loc, 1));
+    ib.setInsertionPointToStart(walk.getBody());
+    block = arith::AddIOp::create(
+        ib, loc, block,
+        arith::MulIOp::create(ib, loc, walk.getInductionVar(),
+                              arith::ConstantIndexOp::create(ib, loc, gridBlocks)));
+  }
   Value linear = arith::AddIOp::create(
       ib, loc,
-      arith::MulIOp::create(ib, loc, outer.getInductionVars()[0],
+      arith::MulIOp::create(ib, loc, block,
                             arith::ConstantIndexOp::create(ib, loc, blockThreads)),
       inner.getInductionVars()[0]);
   Value inRange = arith::CmpIOp::create(
@@ -232,6 +248,12 @@ struct HostToParallel
 
   void runOnOperation() override {
     func::FuncOp func = getOperation();
+    if (maxBlocks < 1) {
+      func.emitError() << "poot-gpu-host-to-parallel: max-blocks must be >= 1, "
+                          "got "
+                       << static_cast<int64_t>(maxBlocks);
+      return signalPassFailure();
+    }
     if (threadsPerBlock < 1) {
       func.emitError() << "poot-gpu-host-to-parallel: threads must be >= 1, "
                           "got "
@@ -311,7 +333,7 @@ struct HostToParallel
 
     // 4. One launch per top-level loop: blocks x threads, one dimension.
     for (auto loop : llvm::make_early_inc_range(body.getOps<scf::ParallelOp>()))
-      if (failed(mapLoop(loop, threadsPerBlock)))
+      if (failed(mapLoop(loop, threadsPerBlock, maxBlocks)))
         return signalPassFailure();
   }
 };

@@ -13,6 +13,7 @@
 
 #include "lib/Conversion/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -27,10 +28,6 @@ namespace mlir::poot {
 using namespace mlir;
 
 namespace {
-
-/// Each thread still sums at least this many products: a shorter chunk
-/// costs more in the final reduction than it gains.
-constexpr int64_t kMinChunk = 128;
 
 /// The columns one thread owns once poot-gpu-vectorize-columns has run:
 /// an op whose last output dimension it divides runs on 1/kColumns of the
@@ -202,6 +199,30 @@ void reductionsInnermost(RewriterBase &rewriter, linalg::LinalgOp op) {
   (void)linalg::interchangeGenericOp(rewriter, generic, order);
 }
 
+/// Upstream splitReduction rewrites the indexing maps but not the body's
+/// `linalg.index` ops (a gather fused into a matmul, a LoRA table picked by
+/// slot, reads them): with the split dimension inserted at loop 0, every
+/// original loop `d` is now loop `d + 1`, and the original reduction loop
+/// `r` is `split * chunk + inner` (loop 0 times the chunk, plus loop r + 1).
+void remapIndices(RewriterBase &rewriter, linalg::LinalgOp split,
+                  unsigned reductionDim, int64_t chunk) {
+  SmallVector<linalg::IndexOp> indices;
+  split.getBlock()->walk([&](linalg::IndexOp op) { indices.push_back(op); });
+  for (linalg::IndexOp index : indices) {
+    rewriter.setInsertionPoint(index);
+    Location loc = index.getLoc();
+    uint64_t dim = index.getDim();
+    Value shifted = linalg::IndexOp::create(rewriter, loc, dim + 1);
+    if (dim == reductionDim) {
+      Value outer = linalg::IndexOp::create(rewriter, loc, 0);
+      Value size = arith::ConstantIndexOp::create(rewriter, loc, chunk);
+      Value base = arith::MulIOp::create(rewriter, loc, outer, size);
+      shifted = arith::AddIOp::create(rewriter, loc, base, shifted);
+    }
+    rewriter.replaceOp(index, shifted);
+  }
+}
+
 struct SplitReductions
     : poot::impl::PootGPUSplitReductionsBase<SplitReductions> {
   using Base::Base;
@@ -211,7 +232,7 @@ struct SplitReductions
   /// parallel iterations, over kColumns when the last output dimension
   /// holds whole column groups); then the largest power of two dividing
   /// the reduction that brings the threads to `minThreads` and keeps
-  /// chunks of >= kMinChunk products.
+  /// chunks of >= minChunk products.
   int64_t ratioFor(linalg::LinalgOp op) {
     if (op.getNumReductionLoops() != 1 || op.getNumDpsInits() != 1 ||
         !op.hasPureTensorSemantics())
@@ -247,11 +268,11 @@ struct SplitReductions
     int64_t threads = parallel;
     if (init.getRank() > 0 && init.getShape().back() % columns == 0)
       threads = parallel / columns;
-    if (threads >= minThreads || reduction < 2 * kMinChunk)
+    if (threads >= minThreads || reduction < 2 * minChunk)
       return 0;
     int64_t ratio = int64_t(1)
                     << llvm::Log2_64(std::min<int64_t>(minThreads / threads,
-                                                       reduction / kMinChunk));
+                                                       reduction / minChunk));
     while (ratio > 1 && reduction % ratio)
       ratio /= 2;
     return ratio > 1 ? ratio : 0;
@@ -284,13 +305,19 @@ struct SplitReductions
       // The partials' split dimension goes first: threads that differ in
       // the output's last index stay adjacent (coalesced weight reads).
       // An op whose combiner splitReduction cannot recognize stays whole.
+      int64_t ratio = ratioFor(op);
+      SmallVector<unsigned> reductionDims;
+      op.getReductionDims(reductionDims);
+      int64_t chunk = op.getStaticLoopRanges()[reductionDims[0]] / ratio;
       FailureOr<linalg::SplitReductionResult> split = linalg::splitReduction(
-          rewriter, op, [&](linalg::LinalgOp target) {
-            return linalg::SplitReductionOptions{ratioFor(target), 0,
+          rewriter, op, [&](linalg::LinalgOp) {
+            return linalg::SplitReductionOptions{ratio, 0,
                                                  /*innerParallel=*/false};
           });
-      if (succeeded(split))
-        reductionsInnermost(rewriter, split->resultCombiningLinalgOp);
+      if (failed(split))
+        continue;
+      remapIndices(rewriter, split->splitLinalgOp, reductionDims[0], chunk);
+      reductionsInnermost(rewriter, split->resultCombiningLinalgOp);
     }
   }
 };

@@ -321,26 +321,39 @@ struct VectorizeColumns
   using Base::Base;
 
   /// The columns a thread of `loop` takes: `width` (16 bytes of 32-bit
-  /// columns), twice that when every load inside its reduction loops reads
-  /// 16-bit elements (16 bytes of bf16/f16 weights; the f32 accumulators
-  /// are then two 16-byte stores).
+  /// columns), twice that when every per-column load inside its reduction
+  /// loops (one whose last index follows the column index) reads 16-bit
+  /// elements: 16 bytes of bf16/f16 weights, the f32 accumulators then two
+  /// 16-byte stores. Uniform loads (the activation x[k], f32 or not) do
+  /// not count.
   int64_t widthFor(scf::ParallelOp loop) {
     // Without vector memory (SPIR-V) the groups stay `width`: SPIR-V
     // vectors longer than 4 need the Vector16 capability.
     if (!vectorMemory)
       return width;
+    Value column = loop.getInductionVars().back();
     bool narrow = false, wide = false;
     loop.getBody()->walk([&](memref::LoadOp load) {
-      unsigned bits = load.getMemRefType().getElementTypeBitWidth();
-      if (load.getMemRefType().getRank() == 0 ||
-          !load->getParentOfType<scf::ForOp>())
+      if (load.getIndices().empty() || !load->getParentOfType<scf::ForOp>() ||
+          !followsColumn(load.getIndices().back(), column))
         return;
+      unsigned bits = load.getMemRefType().getElementTypeBitWidth();
       narrow |= bits == 16;
-      wide |= bits == 32;
+      wide |= bits != 16;
     });
-    // Mixed loads (an f32 bias beside bf16 weights): stay at 16-byte f32
-    // groups; a group of 8 f32 loads would not be one vector load anyway.
     return narrow && !wide ? 2 * width : width;
+  }
+
+  /// Whether `index` is computed from `column` (through index arithmetic).
+  static bool followsColumn(Value index, Value column, int depth = 0) {
+    if (index == column)
+      return true;
+    Operation *def = index.getDefiningOp();
+    if (!def || depth > 8)
+      return false;
+    return llvm::any_of(def->getOperands(), [&](Value v) {
+      return followsColumn(v, column, depth + 1);
+    });
   }
 
   /// The loop with its last dimension in groups of `width` columns, or

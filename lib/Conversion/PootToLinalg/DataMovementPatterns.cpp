@@ -193,6 +193,10 @@ struct ScatterUpdateLowering : OpConversionPattern<ScatterUpdateOp> {
     Value indices = adaptor.getIndices();
     Value updates = adaptor.getUpdates();
 
+    if (indicesType.getDimSize(0) == 1)
+      return rewriteOneRow(op, rewriter, adaptor.getOperand(), indices, updates,
+                           sizes, strides);
+
     // One row per index, in order (a later duplicate wins); an index outside
     // [0, S) writes nothing.
     Value lb = arith::ConstantIndexOp::create(rewriter, loc, 0);
@@ -237,6 +241,59 @@ struct ScatterUpdateLowering : OpConversionPattern<ScatterUpdateOp> {
     if (indexesThroughWriteMap(op, op.getIndices()))
       loop->setAttr("poot.distinct_iterations", rewriter.getUnitAttr());
     rewriter.replaceOp(op, loop.getResult(0));
+    return success();
+  }
+
+  /// One index (a one-token KV write): no loop and no branch on the host.
+  /// The row goes to the clamped slot, and an index outside [0, S) writes
+  /// back the row already there: `pool[c] = in ? update : pool[c]` with
+  /// `c = in ? slot : 0`. (A branch around the insert would, for a pool
+  /// that is not donated state, bufferize to a buffer chosen on the host,
+  /// which no GPU step can launch.)
+  static LogicalResult rewriteOneRow(ScatterUpdateOp op,
+                                     ConversionPatternRewriter &rewriter,
+                                     Value operand, Value indices,
+                                     Value updates,
+                                     ArrayRef<OpFoldResult> sizes,
+                                     ArrayRef<OpFoldResult> strides) {
+    Location loc = op.getLoc();
+    auto operandType = cast<RankedTensorType>(operand.getType());
+    int64_t rank = operandType.getRank();
+    Type i32 = rewriter.getI32Type();
+    Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+    Value slot = tensor::ExtractOp::create(rewriter, loc, indices, ValueRange{zero});
+    Value geZero = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sge,
+                                         slot, scalarConstant(rewriter, loc, i32, 0));
+    Value ltSlots = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::slt, slot,
+        scalarConstant(rewriter, loc, i32, operandType.getDimSize(0)));
+    Value inPool = arith::AndIOp::create(rewriter, loc, geZero, ltSlots);
+    Value clamped = arith::SelectOp::create(rewriter, loc, inPool, slot,
+                                            scalarConstant(rewriter, loc, i32, 0));
+    SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
+    Value row = tensor::ExtractSliceOp::create(rewriter, loc, updates, offsets,
+                                               sizes, strides);
+    offsets[0] = arith::IndexCastOp::create(rewriter, loc,
+                                            rewriter.getIndexType(), clamped)
+                     .getResult();
+    Value current = tensor::ExtractSliceOp::create(rewriter, loc, operand,
+                                                   offsets, sizes, strides);
+    auto rowType = cast<RankedTensorType>(row.getType());
+    AffineMap id = AffineMap::getMultiDimIdentityMap(rank, rewriter.getContext());
+    auto chosen = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{rowType}, ValueRange{row, current},
+        ValueRange{emptyTensor(rewriter, loc, rowType)},
+        SmallVector<AffineMap>(3, id), parallelIterators(rank),
+        [&](OpBuilder &b, Location nloc, ValueRange args) {
+          linalg::YieldOp::create(
+              b, nloc,
+              arith::SelectOp::create(b, nloc, inPool, args[0], args[1])
+                  .getResult());
+        });
+    rewriter.replaceOp(op, tensor::InsertSliceOp::create(
+                               rewriter, loc, chosen.getResult(0), operand,
+                               offsets, sizes, strides)
+                               .getResult());
     return success();
   }
 

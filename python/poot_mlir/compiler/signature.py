@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .. import errors
 from ..contract import BodyOp, write_map_pool
 from ..ir import ArrayAttr, DictAttr, RankedTensorType, StringAttr, Type
 
@@ -26,6 +27,13 @@ def dtype_name(element: Type) -> str:
 
 
 def _describe(kind: str, index: int, type_: Type, attrs: DictAttr | None) -> dict[str, Any]:
+    if type_.typeid != RankedTensorType.static_typeid:
+        # A memref or unranked tensor: no runtime binds one (a typed error,
+        # not the binding's ValueError).
+        raise errors.CompileError(
+            f"the step {'argument' if kind == 'arg' else 'result'} #{index} is a {type_}; "
+            "a step's arguments and results are ranked tensors"
+        )
     tensor = RankedTensorType(type_)
     entry: dict[str, Any] = {
         "name": f"{kind}{index}",

@@ -46,6 +46,9 @@ class DecoderConfig:
     rope_base: float = 10000.0
     eps: float = 1e-6
     dtype: str = "f32"
+    #: Sequences decoded together, in lockstep (one position for all rows):
+    #: every weight is read once per step for all of them (batched decode).
+    batch: int = 1
 
     @property
     def head_dim(self) -> int:
@@ -82,8 +85,16 @@ def weight_shapes(config: DecoderConfig) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+def _numpy_dtype(config: DecoderConfig) -> np.dtype:
+    """The numpy dtype of the config's element type (bf16: ml_dtypes)."""
+    from ..oracle import dtypes
+
+    return dtypes.dtype_of_element(config.dtype)
+
+
 def init_weights(config: DecoderConfig, seed: int) -> dict[str, np.ndarray]:
-    """Seeded random weights: norms near 1, matrices ~ N(0, 1/fan_in)."""
+    """Seeded random weights in the config's dtype: norms near 1, matrices
+    ~ N(0, 1/fan_in)."""
     rng = np.random.default_rng(seed)
     weights = {}
     for name, shape in weight_shapes(config).items():
@@ -93,53 +104,57 @@ def init_weights(config: DecoderConfig, seed: int) -> dict[str, np.ndarray]:
             w = rng.standard_normal(shape)
         else:
             w = rng.standard_normal(shape) / np.sqrt(shape[0])
-        weights[name] = w.astype(np.float32)
+        weights[name] = w.astype(np.float32).astype(_numpy_dtype(config))
     return weights
 
 
 def init_state(config: DecoderConfig) -> dict[str, np.ndarray]:
     """Empty KV caches (the mask hides every slot past pos anyway)."""
-    shape = (1, config.kv_heads, config.cap, config.head_dim)
+    shape = (config.batch, config.kv_heads, config.cap, config.head_dim)
     return {
-        f"{kind}{layer}": np.zeros(shape, np.float32)
+        f"{kind}{layer}": np.zeros(shape, _numpy_dtype(config))
         for layer in range(config.layers)
         for kind in "kv"
     }
 
 
 def _heads(x: Tensor, heads: int, head_dim: int) -> Tensor:
-    """`[1, 1, heads * head_dim] -> [1, heads, 1, head_dim]`."""
-    return ops.transpose(ops.reshape(x, (1, 1, heads, head_dim)), (0, 2, 1, 3))
+    """`[B, 1, heads * head_dim] -> [B, heads, 1, head_dim]`."""
+    batch = x.shape[0]
+    return ops.transpose(ops.reshape(x, (batch, 1, heads, head_dim)), (0, 2, 1, 3))
 
 
 def _merge(x: Tensor) -> Tensor:
-    """`[1, heads, 1, head_dim] -> [1, 1, heads * head_dim]`."""
-    _, heads, _, hd = x.shape
-    return ops.reshape(ops.transpose(x, (0, 2, 1, 3)), (1, 1, heads * hd))
+    """`[B, heads, 1, head_dim] -> [B, 1, heads * head_dim]`."""
+    batch, heads, _, hd = x.shape
+    return ops.reshape(ops.transpose(x, (0, 2, 1, 3)), (batch, 1, heads * hd))
 
 
 def build_decoder(config: DecoderConfig = DecoderConfig(), name: str = "decode_step") -> Tracer:
     """Trace one decode step; returns the (finished) Tracer. Arguments: `pos`,
-    `token [1, 1]` i32, the weights, the caches; results: `logits [1, 1,
-    vocab]` and each cache's new value."""
+    `token [B, 1]` i32 (B = config.batch), the weights, the caches `[B,
+    kv_heads, cap, head_dim]`; results: `logits [B, 1, vocab]` and each
+    cache's new value."""
     c = config
     hd = c.head_dim
     if c.d_model % c.q_heads or c.q_heads % c.kv_heads or hd % 2:
         raise ValueError(f"inconsistent decoder config {c}")
     tr = Tracer(name)
     pos = tr.pos(max_pos=c.cap - 1)
-    token = tr.input("token", (1, 1), "i32", range=(0, c.vocab - 1))
+    if c.batch < 1:
+        raise ValueError(f"decoder batch must be >= 1, got {c.batch}")
+    token = tr.input("token", (c.batch, 1), "i32", range=(0, c.vocab - 1))
     w = {n: tr.input(n, s, c.dtype) for n, s in weight_shapes(c).items()}
 
-    x = ops.gather(w["embed"], token, axis=0)  # [1, 1, d_model]
+    x = ops.gather(w["embed"], token, axis=0)  # [B, 1, d_model]
     angle = ops.convert(pos, c.dtype) * ops.constant(c.inv_freq(), c.dtype)
     angle = ops.concat([angle, angle], axis=0)  # [head_dim]
     cos, sin = ops.cos(angle), ops.sin(angle)
 
     for layer in range(c.layers):
         p = f"l{layer}."
-        k_cache = tr.state(f"k{layer}", (1, c.kv_heads, c.cap, hd), c.dtype)
-        v_cache = tr.state(f"v{layer}", (1, c.kv_heads, c.cap, hd), c.dtype)
+        k_cache = tr.state(f"k{layer}", (c.batch, c.kv_heads, c.cap, hd), c.dtype)
+        v_cache = tr.state(f"v{layer}", (c.batch, c.kv_heads, c.cap, hd), c.dtype)
         h = ops.rms_norm(x, w[p + "attn_norm"], c.eps)
         q = ops.rope(_heads(ops.linear(h, w[p + "wq"]), c.q_heads, hd), cos, sin)
         k = ops.rope(_heads(ops.linear(h, w[p + "wk"]), c.kv_heads, hd), cos, sin)

@@ -1,15 +1,15 @@
 // RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions))" | FileCheck %s
 
 // A decode matmul: 1024 outputs (256 threads of 4 columns), 4096 products
-// each. Split 32 ways (min(65536 / 256, 4096 / 128)): partials over a
-// leading split dimension, then a 32-term reduction into the original init,
+// each. Split 128 ways (min(131072 / 256, 4096 / 32)): partials over a
+// leading split dimension, then a 128-term reduction into the original init,
 // its split loop innermost (threads over the outputs).
 // CHECK-LABEL: func.func @gemv
-// CHECK: tensor.expand_shape %{{.*}} output_shape [32, 128, 1024]
+// CHECK: tensor.expand_shape %{{.*}} output_shape [128, 32, 1024]
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]
-// CHECK: } -> tensor<32x1x1024xf32>
+// CHECK: } -> tensor<128x1x1024xf32>
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
-// CHECK-SAME: ins(%{{.*}} : tensor<32x1x1024xf32>)
+// CHECK-SAME: ins(%{{.*}} : tensor<128x1x1024xf32>)
 // CHECK: } -> tensor<1x1024xf32>
 func.func @gemv(%x: tensor<1x4096xf32>, %w: tensor<4096x1024xf32>) -> tensor<1x1024xf32> {
   %e = tensor.empty() : tensor<1x1024xf32>
@@ -19,31 +19,31 @@ func.func @gemv(%x: tensor<1x4096xf32>, %w: tensor<4096x1024xf32>) -> tensor<1x1
   return %o : tensor<1x1024xf32>
 }
 
-// Enough threads already (a prefill matmul: 256 x 1024 / 4 = 65536), or a
-// reduction too short to split (2 x 128 products): left as they are.
+// Enough threads already (a prefill matmul: 512 x 1024 / 4 = 131072), or a
+// reduction too short to split (60 < 2 x 32 products): left as they are.
 // CHECK-LABEL: func.func @wide
 // CHECK-NOT: expand_shape
 // CHECK: linalg.matmul
 // CHECK-NOT: expand_shape
 // CHECK: linalg.matmul
-func.func @wide(%x: tensor<256x4096xf32>, %w: tensor<4096x1024xf32>, %y: tensor<1x200xf32>, %v: tensor<200x64xf32>) -> (tensor<256x1024xf32>, tensor<1x64xf32>) {
-  %e = tensor.empty() : tensor<256x1024xf32>
+func.func @wide(%x: tensor<512x4096xf32>, %w: tensor<4096x1024xf32>, %y: tensor<1x60xf32>, %v: tensor<60x64xf32>) -> (tensor<512x1024xf32>, tensor<1x64xf32>) {
+  %e = tensor.empty() : tensor<512x1024xf32>
   %e2 = tensor.empty() : tensor<1x64xf32>
   %z = arith.constant 0.0 : f32
-  %i = linalg.fill ins(%z : f32) outs(%e : tensor<256x1024xf32>) -> tensor<256x1024xf32>
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<512x1024xf32>) -> tensor<512x1024xf32>
   %i2 = linalg.fill ins(%z : f32) outs(%e2 : tensor<1x64xf32>) -> tensor<1x64xf32>
-  %o = linalg.matmul ins(%x, %w : tensor<256x4096xf32>, tensor<4096x1024xf32>) outs(%i : tensor<256x1024xf32>) -> tensor<256x1024xf32>
-  %o2 = linalg.matmul ins(%y, %v : tensor<1x200xf32>, tensor<200x64xf32>) outs(%i2 : tensor<1x64xf32>) -> tensor<1x64xf32>
-  return %o, %o2 : tensor<256x1024xf32>, tensor<1x64xf32>
+  %o = linalg.matmul ins(%x, %w : tensor<512x4096xf32>, tensor<4096x1024xf32>) outs(%i : tensor<512x1024xf32>) -> tensor<512x1024xf32>
+  %o2 = linalg.matmul ins(%y, %v : tensor<1x60xf32>, tensor<60x64xf32>) outs(%i2 : tensor<1x64xf32>) -> tensor<1x64xf32>
+  return %o, %o2 : tensor<512x1024xf32>, tensor<1x64xf32>
 }
 
 // A keepdim reduction (the lowering's (d0, d1) -> (d0, 0), an RMSNorm's
-// sum of squares) writes a collapsed init, so it splits: 32 partials of
-// 128 (one thread each instead of one thread for all 4096), a 32-term
+// sum of squares) writes a collapsed init, so it splits: 128 partials of
+// 32 (one thread each instead of one thread for all 4096), a 128-term
 // final reduction, the result expanded back to 1x1.
 // CHECK-LABEL: func.func @constant_index
 // CHECK: %[[C:.*]] = tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<1x1xf32> into tensor<1xf32>
-// CHECK: } -> tensor<32x1xf32>
+// CHECK: } -> tensor<128x1xf32>
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]{{.*}} outs(%[[C]] : tensor<1xf32>)
 // CHECK: tensor.expand_shape %{{.*}} {{\[\[}}0, 1]] output_shape [1, 1] : tensor<1xf32> into tensor<1x1xf32>
 #in = affine_map<(d0, d1) -> (d0, d1)>
@@ -60,11 +60,12 @@ func.func @constant_index(%x: tensor<1x4096xf32>, %init: tensor<1x1xf32>) -> ten
 
 // The output projection: two adjacent reduction loops (heads x head_dim)
 // read as one run by both operands fold into one of 4096 (upstream
-// collapseOpIterationDims), which then splits 32 ways.
+// collapseOpIterationDims), which then splits 128 ways (1024 threads of 4
+// columns: min(131072 / 1024, 4096 / 32)).
 // CHECK-LABEL: func.func @heads
 // CHECK: tensor.collapse_shape %{{.*}} : tensor<32x128x4096xf32> into tensor<4096x4096xf32>
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]
-// CHECK: } -> tensor<32x4096xf32>
+// CHECK: } -> tensor<128x4096xf32>
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]
 // CHECK: } -> tensor<4096xf32>
 #x = affine_map<(d0, d1, d2) -> (d1, d2)>
@@ -111,10 +112,10 @@ func.func @shared_fill(%x: tensor<1x4096xf32>, %w: tensor<4096x1024xf32>, %v: te
 // A norm's scale fused into the matmul that follows it (lm_head): the
 // keepdim sum is read through (d0, d1, d2) -> (d0, 0): the input is
 // collapsed too, so the matmul still splits (8000 threads of 4 columns:
-// min(65536 / 8000, 4096 / 128) = 8).
+// min(131072 / 8000, 4096 / 32) = 16).
 // CHECK-LABEL: func.func @fused_norm
 // CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1]] : tensor<1x1xf32> into tensor<1xf32>
-// CHECK: } -> tensor<8x1x32000xf32>
+// CHECK: } -> tensor<16x1x32000xf32>
 // CHECK: } -> tensor<1x32000xf32>
 func.func @fused_norm(%x: tensor<1x4096xf32>, %ms: tensor<1x1xf32>, %w: tensor<4096x32000xf32>, %init: tensor<1x32000xf32>) -> tensor<1x32000xf32> {
   %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d0, 0)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]}
@@ -127,4 +128,42 @@ func.func @fused_norm(%x: tensor<1x4096xf32>, %ms: tensor<1x1xf32>, %w: tensor<4
     linalg.yield %t : f32
   } -> tensor<1x32000xf32>
   return %r : tensor<1x32000xf32>
+}
+
+// A matmul with its weight gathered by a slot (a LoRA table picked per
+// row, fused into the reduction): the body reads its loops through
+// linalg.index, which upstream splitReduction leaves as they were. After
+// the split (2 x 32 products) the column is loop 3 (was 2) and the
+// reduction index is split * 32 + inner (loop 0 * 32 + loop 4).
+// CHECK-LABEL: func.func @gathered
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]
+// CHECK-DAG: %[[COL:.*]] = linalg.index 3 : index
+// CHECK-DAG: %[[INNER:.*]] = linalg.index 4 : index
+// CHECK-DAG: %[[SPLIT:.*]] = linalg.index 0 : index
+// CHECK-DAG: %[[C32:.*]] = arith.constant 32 : index
+// CHECK: %[[BASE:.*]] = arith.muli %[[SPLIT]], %[[C32]] : index
+// CHECK: %[[K:.*]] = arith.addi %[[BASE]], %[[INNER]] : index
+// CHECK: tensor.extract %{{.*}}[%{{.*}}, %[[K]], %[[COL]]] : tensor<4x64x4xf32>
+// CHECK: } -> tensor<2x4x4x4xf32>
+func.func @gathered(%h: tensor<4x4x64xf32>, %table: tensor<4x64x4xf32>, %slot: tensor<4xi32>) -> tensor<4x4x4xf32> {
+  %z = arith.constant 0.0 : f32
+  %hi = arith.constant 3 : i32
+  %lo = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<4x4x4xf32>
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<4x4x4xf32>) -> tensor<4x4x4xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%h, %slot : tensor<4x4x64xf32>, tensor<4xi32>) outs(%i : tensor<4x4x4xf32>) {
+  ^bb0(%a: f32, %s: i32, %acc: f32):
+    %col = linalg.index 2 : index
+    %k = linalg.index 3 : index
+    %c0 = arith.maxsi %s, %lo : i32
+    %c1 = arith.minsi %c0, %hi : i32
+    %row = arith.index_cast %c1 : i32 to index
+    %b = tensor.extract %table[%row, %k, %col] : tensor<4x64x4xf32>
+    %m = arith.mulf %a, %b : f32
+    %t = arith.addf %acc, %m : f32
+    linalg.yield %t : f32
+  } -> tensor<4x4x4xf32>
+  return %r : tensor<4x4x4xf32>
 }
