@@ -92,6 +92,9 @@ void poot::buildPootToLLVMCPUPipeline(
   //    markers dropped, no value returned twice) goes last, after CSE.
   // A step that writes its state in place answers its validation first, in
   // a prologue of its own (see poot-split-validation).
+  // The slot contract as a whole (state in -> state out, one pos), before
+  // anything relies on it.
+  pm.addPass(createPootVerifyDriverContract());
   pm.addPass(createPootSplitValidation());
   PootPlanAttentionOptions plan;
   plan.target = DeviceTarget::CPU;

@@ -39,6 +39,9 @@ void mlir::poot::addWholeStepPasses(
   pm.addPass(createPootGPUCheckStepTypes(types));
   // 1. poot level: the validation prologue, the plan and the attention
   //    kernels; each attention becomes a call of flat buffers.
+  // The slot contract as a whole (state in -> state out, one pos), before
+  // anything relies on it.
+  pm.addPass(createPootVerifyDriverContract());
   pm.addPass(createPootSplitValidation());
   planAndGenerate(pm);
   pm.addPass(createPootRecordFusedOps());

@@ -40,7 +40,7 @@ import numpy as np
 from ..errors import AllocationError, ArtifactError, BindError, ClosedError
 from . import binding
 from .manifest import MANIFEST, listed_file, manifest_field, manifest_signature, read_manifest
-from .binding import Inputs, Port, Result
+from .binding import Inputs, Port, Result, Signature  # noqa: F401  (Signature: part of this module's API)
 
 ARTIFACT_FORMAT = "poot-artifact/1"
 
