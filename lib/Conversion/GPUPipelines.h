@@ -145,10 +145,6 @@ void buildPootStepToNVVMPipeline(OpPassManager &pm,
 void buildPootStepToROCDLPipeline(OpPassManager &pm,
                                   const PootROCDLPipelineOptions &options);
 
-/// The target-independent part of a whole step (StepPipelines.cpp), with the
-/// planner and the attention generator added by `planAndGenerate`; the
-/// caller adds the kernels' lowering. `vectorMemory`: whether the target's
-/// lowering takes vector loads and stores (poot-gpu-vectorize-columns).
 /// What the whole-step passes need to know of the target beside its plan.
 struct WholeStepTarget {
   /// Kernels may load and store vectors (NVVM, ROCDL; not SPIR-V).
@@ -160,6 +156,10 @@ struct WholeStepTarget {
   int64_t maxElements = 0;
 };
 
+/// The target-independent part of a whole step (StepPipelines.cpp), with the
+/// planner and the attention generator added by `planAndGenerate`; the
+/// caller adds the kernels' lowering. `target`: its vector memory (for
+/// poot-gpu-vectorize-columns), grid and buffer limits.
 void addWholeStepPasses(OpPassManager &pm,
                         llvm::function_ref<void(OpPassManager &)> planAndGenerate,
                         const WholeStepTarget &target);

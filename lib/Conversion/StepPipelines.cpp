@@ -32,16 +32,16 @@ void mlir::poot::addWholeStepPasses(
     OpPassManager &pm,
     llvm::function_ref<void(OpPassManager &)> planAndGenerate,
     const WholeStepTarget &target) {
-  // 0. Values no device buffer can hold are refused before anything else.
+  // 0. Refused before anything relies on them: values no device buffer can
+  //    hold, and a slot contract broken as a whole (state in -> state out,
+  //    one pos).
   PootGPUCheckStepTypesOptions types;
   types.maxBufferBytes = target.maxBufferBytes;
   types.maxElements = target.maxElements;
   pm.addPass(createPootGPUCheckStepTypes(types));
+  pm.addPass(createPootVerifyDriverContract());
   // 1. poot level: the validation prologue, the plan and the attention
   //    kernels; each attention becomes a call of flat buffers.
-  // The slot contract as a whole (state in -> state out, one pos), before
-  // anything relies on it.
-  pm.addPass(createPootVerifyDriverContract());
   pm.addPass(createPootSplitValidation());
   planAndGenerate(pm);
   pm.addPass(createPootRecordFusedOps());

@@ -207,15 +207,8 @@ struct ScatterUpdateLowering : OpConversionPattern<ScatterUpdateOp> {
         rewriter, loc, lb, ub, step, ValueRange{adaptor.getOperand()},
         [&](OpBuilder &b, Location nloc, Value i, ValueRange iterArgs) {
           Value acc = iterArgs[0];
-          Type i32 = b.getI32Type();
           Value slot = tensor::ExtractOp::create(b, nloc, indices, ValueRange{i});
-          Value geZero = arith::CmpIOp::create(
-              b, nloc, arith::CmpIPredicate::sge, slot,
-              scalarConstant(b, nloc, i32, 0));
-          Value ltSlots = arith::CmpIOp::create(
-              b, nloc, arith::CmpIPredicate::slt, slot,
-              scalarConstant(b, nloc, i32, slots));
-          Value inPool = arith::AndIOp::create(b, nloc, geZero, ltSlots);
+          Value inPool = slotInPool(b, nloc, slot, slots);
           auto ifOp = scf::IfOp::create(
               b, nloc, inPool,
               [&](OpBuilder &tb, Location tloc) {
@@ -244,6 +237,16 @@ struct ScatterUpdateLowering : OpConversionPattern<ScatterUpdateOp> {
     return success();
   }
 
+  /// `0 <= slot < slots` for an i32 slot: a scatter writes only those.
+  static Value slotInPool(OpBuilder &b, Location loc, Value slot, int64_t slots) {
+    Type i32 = b.getI32Type();
+    Value geZero = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, slot,
+                                         scalarConstant(b, loc, i32, 0));
+    Value ltSlots = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt,
+                                          slot, scalarConstant(b, loc, i32, slots));
+    return arith::AndIOp::create(b, loc, geZero, ltSlots);
+  }
+
   /// One index (a one-token KV write): no loop and no branch on the host.
   /// The row goes to the clamped slot, and an index outside [0, S) writes
   /// back the row already there: `pool[c] = in ? update : pool[c]` with
@@ -262,12 +265,7 @@ struct ScatterUpdateLowering : OpConversionPattern<ScatterUpdateOp> {
     Type i32 = rewriter.getI32Type();
     Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value slot = tensor::ExtractOp::create(rewriter, loc, indices, ValueRange{zero});
-    Value geZero = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::sge,
-                                         slot, scalarConstant(rewriter, loc, i32, 0));
-    Value ltSlots = arith::CmpIOp::create(
-        rewriter, loc, arith::CmpIPredicate::slt, slot,
-        scalarConstant(rewriter, loc, i32, operandType.getDimSize(0)));
-    Value inPool = arith::AndIOp::create(rewriter, loc, geZero, ltSlots);
+    Value inPool = slotInPool(rewriter, loc, slot, operandType.getDimSize(0));
     Value clamped = arith::SelectOp::create(rewriter, loc, inPool, slot,
                                             scalarConstant(rewriter, loc, i32, 0));
     SmallVector<OpFoldResult> offsets(rank, rewriter.getIndexAttr(0));
