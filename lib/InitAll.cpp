@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -104,33 +105,13 @@ void mlir::poot::registerAllPasses() {
   (void)pipelinesRegistered;
   // Upstream generic transforms: canonicalize, cse, inline, symbol-dce, ...
   mlir::registerTransformsPasses();
+  // Upstream bufferization passes (one-shot-bufferize, the deallocation
+  // passes): what the CPU and step pipelines run, runnable on their own.
+  bufferization::registerBufferizationPasses();
   poot::registerPootTransformsPasses();
-  poot::registerPootGenerateAttentionKernels();
-  poot::registerPootAttentionToLoops();
-  poot::registerPootAttentionToCalls();
-  poot::registerPootRecordFusedOps();
+  // Every pass of lib/Conversion/Passes.td (the generated list: a new pass
+  // is registered by declaring it), then the pipelines.
+  poot::registerPootConversionPasses();
   poot::registerPootGPUPipelines();
-  poot::registerConvertPootToLinalg();
-  poot::registerPootCPUEntryABI();
-  poot::registerPootDropAliasedResults();
-  poot::registerPootGPUAttentionLaunches();
-  poot::registerPootGPUHostToParallel();
-  poot::registerPootGPUCheckStepTypes();
-  poot::registerPootGPUSplitReductions();
-  poot::registerPootGPUPromoteAccumulators();
-  poot::registerPootGPUFoldFills();
-  poot::registerPootGPUVectorizeColumns();
-  poot::registerPootGPUSPIRVEntryABI();
-  poot::registerPootSPIRVBuildNonFinite();
-  poot::registerPootSPIRVSignedOperands();
-  poot::registerPootSPIRVBf16AsI16();
-  poot::registerPootGPUExpandIntDivisions();
-  poot::registerPootGPUSerializeProgram();
-  poot::registerPootCPUExpandStridedCopies();
-  poot::registerPootCPUWidenBoolMemrefs();
-  poot::registerPootCPUApproximateVectorMath();
-  poot::registerPootCPUVectorizeMatmuls();
-  poot::registerPootCPULowerAllocaScopes();
-  poot::registerPootCPUOutlineLoops();
   poot::registerPootToLLVMCPUPipeline();
 }

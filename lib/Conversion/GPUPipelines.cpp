@@ -161,8 +161,10 @@ static void addSPIRVLowering(OpPassManager &pm, bool everyType,
   OpPassManager &spirvModule = pm.nest<spirv::ModuleOp>();
   spirvModule.addPass(spirv::createSPIRVLowerABIAttributesPass());
   spirvModule.addPass(createPootSPIRVBuildNonFinite());
-  if (client == SPIRVClient::Wgpu)
+  if (client == SPIRVClient::Wgpu) {
     spirvModule.addPass(createPootSPIRVSignedOperands());
+    spirvModule.addPass(createPootSPIRVOrderedCompares());
+  }
   spirvModule.addPass(spirv::createSPIRVUpdateVCEPass());
 }
 

@@ -324,6 +324,89 @@ def PootCPUWidenBoolMemrefs
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def PootUntieSharedTensors : Pass<"poot-untie-shared-tensors"> {
+  let summary = "Give every use of a tensor.empty or tensor constant its own op";
+  let description = [{
+    Runs right before one-shot bufferization. CSE merges the `tensor.empty`
+    ops of one type into one, so a chain of N elementwise ops all name the
+    same destination, and merges equal tensor constants, so every `x * 0.5`
+    of the chain reads one `dense<0.5>`. One-shot bufferization's in-place
+    analysis walks every use of such a shared value for each write it
+    checks: cubic in N for the empties, quadratic for the constants (an
+    elementwise chain of 1,000 ops took 90 s to bufferize, 10,000 over
+    200 s). Neither has an identity to keep: an empty tensor has no
+    contents, and equal constants bufferize to one global anyway. So each
+    use but the first gets a clone of the op, right before its user. (A
+    function argument read by thousands of ops still costs the analysis
+    time quadratic in its reads: 3,000 reads of one argument take ~15 s.
+    A step's arguments are read a few times each, once per layer at most.)
+
+    Before:
+    ```mlir
+    %e = tensor.empty() : tensor<64xf32>
+    %h = arith.constant dense<5.0e-01> : tensor<f32>
+    %1 = linalg.generic ... ins(%x, %h : ...) outs(%e : tensor<64xf32>)
+    %2 = linalg.generic ... ins(%1, %h : ...) outs(%e : tensor<64xf32>)
+    ```
+    After:
+    ```mlir
+    %e = tensor.empty() : tensor<64xf32>
+    %h = arith.constant dense<5.0e-01> : tensor<f32>
+    %1 = linalg.generic ... ins(%x, %h : ...) outs(%e : tensor<64xf32>)
+    %e_0 = tensor.empty() : tensor<64xf32>
+    %h_1 = arith.constant dense<5.0e-01> : tensor<f32>
+    %2 = linalg.generic ... ins(%1, %h_1 : ...) outs(%e_0 : tensor<64xf32>)
+    ```
+  }];
+}
+
+def PootCPUPlanArena : Pass<"poot-cpu-plan-arena", "::mlir::ModuleOp"> {
+  let summary = "Place a CPU step's temporaries in one arena the runtime allocates";
+  let description = [{
+    Runs on buffers, after `buffer-results-to-out-params` and before the
+    deallocation pipeline. In every function nothing calls (the step and its
+    validation prologue), each `memref.alloc` of static size, identity
+    layout and whole-byte elements, not inside a parallel loop and not
+    flowing into a region's results or a return, becomes a `memref.view` at
+    a fixed offset of a new last argument `memref<Nxi8>` (marked
+    `poot.arena`). Offsets are placed by first fit over live ranges (the
+    positions in the function body of the allocation and the last use of
+    the buffer or its views; 64-byte aligned; the GPU program's placement,
+    ArenaPlacement.h), so the arena is about the peak of the live bytes. The
+    module records each arena's size in `poot.arena_bytes`.
+
+    The runtime allocates the arena before the step runs: out of memory is a
+    typed error there, and nothing has run (a `malloc` in the compiled code
+    could fail half-way through writing the state, and its result was not
+    checked). An arena larger than `max-bytes` (when not 0) is refused:
+    `BufferBytes:`.
+
+    Before:
+    ```mlir
+    func.func @step(%x: memref<64xf32>, %out: memref<64xf32>) {
+      %t = memref.alloc() : memref<64xf32>
+      ... writes %t, reads %t into %out ...
+    }
+    ```
+    After:
+    ```mlir
+    module attributes {poot.arena_bytes = {step = 256 : i64}} {
+      func.func @step(%x: memref<64xf32>, %out: memref<64xf32>,
+                      %arena: memref<256xi8>) {
+        %c0 = arith.constant 0 : index
+        %t = memref.view %arena[%c0][] : memref<256xi8> to memref<64xf32>
+        ...
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"maxBytes", "max-bytes", "int64_t", /*default=*/"0",
+           "Largest arena in bytes (0: no limit)">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def PootDropAliasedResults
     : Pass<"poot-drop-aliased-results", "::mlir::ModuleOp"> {
   let summary = "Drop the results that return an argument's buffer, recording which";
@@ -962,7 +1045,10 @@ def PootSPIRVBuildNonFinite
     vector type with a non-finite element into an integer constant of the
     same width holding its bits and a `spirv.Bitcast` to the float type: the
     same value, which naga reads as an expression, not a literal. Raw Vulkan
-    drivers fold the bitcast, so the pipelines run it for every client.
+    drivers fold the bitcast, so the pipelines run it for every client. A
+    16-bit float (f16) is built as the f32 value's bits, bitcast, then
+    `spirv.FConvert` to f16 (exact for infinities; NaN stays NaN): naga has
+    no 16-bit integers to bitcast from.
 
     Before:
     ```mlir
@@ -1068,6 +1154,33 @@ def PootSPIRVSignedOperands
     %sb = spirv.Bitcast %b : i32 to si32
     %sq = spirv.SDiv %sa, %sb : si32
     %q = spirv.Bitcast %sq : si32 to i32
+    ```
+  }];
+}
+
+def PootSPIRVOrderedCompares
+    : Pass<"poot-spirv-ordered-compares", "::mlir::spirv::ModuleOp"> {
+  let summary = "Spell unordered float comparisons as ordered ones or a NaN test";
+  let description = [{
+    naga (wgpu's shader translator) reads each SPIR-V float comparison as a
+    WGSL operator and writes it back ordered: an unordered comparison, true
+    when an operand is NaN, comes out false on NaN (the fused attention's
+    `score != -inf` skipped a NaN score, so wgpu returned finite outputs
+    where the oracle, the CPU and raw Vulkan return NaN). Each
+    `FUnord<pred>(a, b)` becomes `FOrd<pred>(a, b) || IsNan(a) || IsNan(b)`,
+    which means the same under either reading. Run for the wgpu client only.
+
+    Before:
+    ```mlir
+    %live = spirv.FUnordNotEqual %s, %ninf : f32
+    ```
+    After:
+    ```mlir
+    %0 = spirv.FOrdNotEqual %s, %ninf : f32
+    %1 = spirv.IsNan %s : f32
+    %2 = spirv.IsNan %ninf : f32
+    %3 = spirv.LogicalOr %1, %2 : i1
+    %live = spirv.LogicalOr %0, %3 : i1
     ```
   }];
 }

@@ -76,6 +76,11 @@ struct PootToLLVMCPUPipelineOptions
       *this, "max-grid-x",
       llvm::cl::desc("Largest workgroup count per grid dimension (>= 1)"),
       llvm::cl::init(int64_t(1) << 31)};
+  PassOptions::Option<int64_t> maxAllocBytes{
+      *this, "max-alloc-bytes",
+      llvm::cl::desc("Largest arena of temporaries the runtime allocates "
+                     "(0: no limit)"),
+      llvm::cl::init(0)};
 };
 
 /// Lowers a poot module to the LLVM dialect for the in-process CPU runtime:

@@ -72,6 +72,9 @@ void poot::addInPlaceBufferization(OpPassManager &pm) {
   // superlinear in a big step as bufferization itself -- 8 s of a 32-layer
   // compile -- and the state is written in place without it: the new rows'
   // small tensors are copied into the donated buffer.)
+  // One destination and one constant per op again (CSE merged them): the
+  // analysis is superlinear in the uses of one shared value.
+  pm.addPass(createPootUntieSharedTensors());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
@@ -130,6 +133,11 @@ void poot::buildPootToLLVMCPUPipeline(
   outParams.hoistStaticAllocs = true;
   outParams.modifyPublicFunctions = true;
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  // The temporaries in one arena the runtime allocates before the step
+  // runs (out of memory is then a typed error, not a crash half-way).
+  PootCPUPlanArenaOptions arena;
+  arena.maxBytes = options.maxAllocBytes;
+  pm.addPass(createPootCPUPlanArena(arena));
   bufferization::buildBufferDeallocationPipeline(pm);
   // Deallocation tracks dynamic ownership in i1 buffers; LLVM 22 lowers no
   // sub-byte memref access, so those become bytes like the step's bools.

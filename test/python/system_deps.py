@@ -127,6 +127,10 @@ DEPENDENCIES = {
             "install a CUDA toolkit (ptxas on PATH or in /usr/local/cuda/bin)",
             _ptxas,
         ),
+        Dependency(
+            "amdgpu-llvm", "an LLVM 22 llc with the AMDGPU target, ld.lld and llvm-readelf",
+            "apt-get install -y llvm-22 lld-22", _tools("llc-22", "ld.lld-22", "llvm-readelf-22"),
+        ),
         Dependency("torch", "PyTorch", "pip install torch", _torch),
         Dependency(
             "cuda", "a CUDA GPU", "run on a machine with an NVIDIA GPU and cuda-python",

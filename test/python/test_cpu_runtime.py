@@ -341,6 +341,80 @@ def test_compile_refuses_a_value_past_max_alloc_bytes(tmp_path) -> None:
 _ROWS = 1 << 24  # a [2^24, 4] f32 result: 256 MiB
 
 
+def _stateful_wide_temporary_module():
+    """A 256 MiB temporary (x broadcast to [2^24, 4], then tanh: two of
+    them, live at once) reduced to [4] and added to the state."""
+    tr = Tracer("step")
+    acc = tr.state("acc", (4,), "f32")
+    x = tr.input("x", (1, 4), "f32")
+    widest = ops.reduce_max(ops.tanh(ops.broadcast_to(x, (_ROWS, 4))), 0)
+    tr.state_out("acc", ops.add(acc, widest))
+    return tr.finish()
+
+
+def test_temporaries_that_cannot_be_allocated_are_typed(tmp_path) -> None:
+    """Out of memory for the step's temporaries: they live in one arena the
+    runtime allocates before the step runs (poot-cpu-plan-arena), so it is an
+    AllocationError naming the arena and its size, nothing ran and the state
+    is as it was; the session steps once memory is back. Before issue 28 the
+    compiled code called malloc and the process died. Run in a child process
+    under an address-space limit."""
+    path = compile_cpu(_stateful_wide_temporary_module(), tmp_path / "temp", parallel="serial")
+    arena = json.loads((path / "manifest.json").read_text())["function"]["arena_bytes"]
+    assert 2 * _ROWS * 16 <= arena < 2 * _ROWS * 16 + 4096, arena
+    script = textwrap.dedent(
+        f"""
+        import resource
+        import numpy as np
+        from poot_mlir import errors
+        from poot_mlir.runtime import cpu
+
+        def vm_bytes():
+            for line in open("/proc/self/status"):
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+
+        art = cpu.load({str(path)!r})
+        sess = art.session({{"acc": np.zeros(4, np.float32)}})
+        x = np.linspace(-1, 1, 4, dtype=np.float32).reshape(1, 4)
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        resource.setrlimit(resource.RLIMIT_AS, (vm_bytes() + (64 << 20), hard))
+        try:
+            sess.step({{"x": x}})
+        except errors.AllocationError as error:
+            assert isinstance(error, MemoryError)
+            assert error.buffer == "arena" and error.nbytes == {arena}, (error.buffer, error.nbytes)
+            assert "the temporaries of @step" in str(error), str(error)
+        else:
+            raise AssertionError("the step ran")
+        np.testing.assert_array_equal(sess.state["acc"], np.zeros(4, np.float32))
+        resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+        sess.step({{"x": x}})
+        sess.step({{"x": x}})
+        np.testing.assert_array_equal(sess.state["acc"], 2 * np.tanh(x[0]))
+        print("ok")
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", (proc.returncode, proc.stderr)
+
+
+def test_temporaries_share_the_arena_by_live_range(tmp_path, rng) -> None:
+    """A chain x -> tanh -> exp -> sin -> cos: the three temporaries are
+    live two at a time, so the arena holds two of them, not three; the step
+    still matches numpy, step after step (the arena is reused)."""
+    tr = Tracer("step")
+    x = tr.input("x", (64, 64), "f32")
+    tr.output("y", ops.cos(ops.sin(ops.exp(ops.tanh(x)))))
+    path = compile_cpu(tr.finish(), tmp_path / "chain")
+    assert json.loads((path / "manifest.json").read_text())["function"]["arena_bytes"] == 2 * 64 * 64 * 4
+    art = runtime.load(path)
+    for _ in range(3):
+        x = rng.standard_normal((64, 64)).astype(np.float32)
+        want = np.cos(np.sin(np.exp(np.tanh(x.astype(np.float64)))))
+        np.testing.assert_allclose(art.run({"x": x}).named["y"], want, rtol=1e-5, atol=1e-6)
+
+
 def _stateful_wide_module():
     tr = Tracer("step")
     acc = tr.state("acc", (4,), "f32")

@@ -94,6 +94,9 @@ def test_artifacts_are_cached_by_module_hash(rng, tmp_path, monkeypatch) -> None
     assert len(entries) == 1
     second = compile_cpu(LINEAR, tmp_path / "b")
     assert (second / "step.so").read_bytes() == (first / "step.so").read_bytes()
+    # The manifest says which was a cache hit (a caller timing the compile).
+    hit = json.loads((second / "manifest.json").read_text())
+    assert hit["from_cache"] is True and "from_cache" not in json.loads((first / "manifest.json").read_text())
     assert len(list((tmp_path / "cache" / "cpu").iterdir())) == 1
     # Another device description (the seed schedules) is another artifact.
     compile_cpu(LINEAR, tmp_path / "c", device=devices.CPU_SEED)

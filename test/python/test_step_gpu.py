@@ -463,6 +463,34 @@ func.func @step(%a: tensor<4xbf16> {poot.name = "a"}) -> (tensor<4xbf16> {poot.n
         compile_gpu(text, devices.WGPU_LAVAPIPE, tmp_path / "bf16", fuse=False)
 
 
+def test_wgpu_runs_f16_steps_with_nonfinite_constants(tmp_path, rng) -> None:
+    """An unfused f16 max-reduction (its start value is -inf) and a clamp to
+    +-inf on wgpu: the kernels' non-finite f16 constants are built through
+    f32 (naga has no 16-bit integers to bitcast from; issue 28 defect 7: the
+    module compiled, then naga refused it at load). Planted NaN and
+    infinities come out as the oracle's."""
+    require("wgpu")
+    from poot_mlir.frontend import Tracer, ops
+
+    tr = Tracer("step")
+    x = tr.input("x", (6, 40), "f16")
+    tr.output("max", ops.reduce_max(x, 1))
+    tr.output("min", ops.reduce_min(x, 0))
+    reference = tr.mlir()
+    art = ProgramArtifact(compile_gpu(tr.finish(), devices.WGPU_LAVAPIPE, tmp_path / "f16",
+                                      fuse=False), "wgpu-lavapipe")
+    try:
+        x = rng.standard_normal((6, 40)).astype(np.float16)
+        x[1, 3], x[2, 0], x[3, 7], x[4, :] = np.nan, np.inf, -np.inf, -np.inf
+        got = art.run({"x": x}).named
+        want = oracle.run(reference, {"x": x}, reference=True).named
+        for name in ("max", "min"):
+            np.testing.assert_array_equal(got[name], want[name].astype(np.float16), err_msg=name)
+        assert np.isnan(got["max"][1]) and got["max"][4] == -np.inf and got["max"][2] == np.inf
+    finally:
+        art.close()
+
+
 def test_sm90_step_ptx_is_accepted_by_ptxas(tmp_path) -> None:
     """The whole decoder step for NVVM: every kernel module's PTX assembles
     for sm_90."""
@@ -486,3 +514,27 @@ def test_gfx942_step_rocdl_ir(tmp_path) -> None:
     assert len(lls) > 5
     for ll in lls:
         assert "amdgpu_kernel" in ll.read_text(), ll.name
+
+
+def test_gfx942_step_hsaco_code_objects(tmp_path) -> None:
+    """With Debian's llvm-22/lld-22 there, compile_gpu for gfx942 writes one
+    HSACO code object per kernel module, named in every launch: an AMDGPU
+    ELF for gfx942 whose symbols include each launch's kernel entry and its
+    kernel descriptor; the manifest's note says how to run them."""
+    require("amdgpu-llvm")
+    tracer = build_decoder(DecoderConfig(layers=1, cap=16))
+    path = compile_gpu(tracer.finish(), devices.GFX942, tmp_path / "rocdl")
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert any(note.startswith("HSACO code objects for gfx942") for note in manifest["notes"])
+    launches = [c["launch"] for program in manifest["programs"].values()
+                for c in program["commands"] if "launch" in c]
+    assert len(launches) > 5
+    entries: dict[str, set[str]] = {}
+    for launch in launches:
+        entries.setdefault(launch["hsaco"], set()).add(launch["entry"])
+    for name, wanted in sorted(entries.items()):
+        header = subprocess.run(["llvm-readelf-22", "-h", "-s", str(path / name)],
+                                capture_output=True, text=True, check=True).stdout
+        assert "AMD GPU" in header and "gfx942" in header, (name, header[:800])
+        for entry in wanted:
+            assert f" {entry}\n" in header and f" {entry}.kd\n" in header, (name, entry)

@@ -224,3 +224,17 @@ def test_the_wgpu_runtime_imports_no_mlir(tmp_path):
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["mlir_modules"] == [] and result["state"]
+
+
+def test_no_wayland_noise_without_xdg_runtime_dir() -> None:
+    """Opening a wgpu device where XDG_RUNTIME_DIR is unset (containers, CI)
+    prints nothing: Mesa's Wayland probe used to print four
+    "error: XDG_RUNTIME_DIR is invalid" lines per process (issue 26)."""
+    require("wgpu")
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    script = "from poot_mlir.runtime import wgpu as wg; wg.Device(prefer='lavapipe'); print('ok')"
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+    assert "XDG_RUNTIME_DIR" not in proc.stderr and "error" not in proc.stderr.lower(), proc.stderr

@@ -9,8 +9,13 @@
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/raw_ostream.h"
 
 int main(int argc, char **argv) {
+  // --version: poot_mlir's version first, then LLVM's.
+  llvm::cl::AddExtraVersionPrinter(
+      [](llvm::raw_ostream &os) { os << "poot_mlir " POOT_VERSION "\n"; });
   mlir::poot::registerAllPasses();
   mlir::DialectRegistry registry;
   mlir::poot::registerAllDialects(registry);

@@ -27,6 +27,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lib/Conversion/ArenaPlacement.h"
 #include "lib/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -215,29 +216,18 @@ struct SerializeProgram
     }
 
     // First fit by allocation order over live ranges [first, last].
-    arenaBytes = 0;
-    SmallVector<Buffer *> placed;
+    SmallVector<Buffer *> temps;
+    SmallVector<poot::ArenaSlot> slots;
     for (Buffer &buf : buffers) {
       if (!buf.temp)
         continue;
-      int64_t size = (buf.bytes + kAlignment - 1) / kAlignment * kAlignment;
-      SmallVector<std::pair<int64_t, int64_t>> busy;
-      for (Buffer *other : placed)
-        if (other->first <= buf.last && buf.first <= other->last)
-          busy.push_back({other->offset,
-                          other->offset + (other->bytes + kAlignment - 1) /
-                                              kAlignment * kAlignment});
-      llvm::sort(busy);
-      int64_t offset = 0;
-      for (auto [lo, hi] : busy) {
-        if (offset + size <= lo)
-          break;
-        offset = std::max(offset, hi);
-      }
-      buf.offset = offset;
-      buf.desc["offset"] = offset;
-      arenaBytes = std::max(arenaBytes, offset + size);
-      placed.push_back(&buf);
+      temps.push_back(&buf);
+      slots.push_back({buf.bytes, buf.first, buf.last, 0});
+    }
+    arenaBytes = poot::placeFirstFit(slots, kAlignment);
+    for (auto [buf, slot] : llvm::zip(temps, slots)) {
+      buf->offset = slot.offset;
+      buf->desc["offset"] = slot.offset;
     }
     llvm::json::Array bufferList;
     for (Buffer &buf : buffers)

@@ -50,7 +50,16 @@ from typing import Any
 
 from .. import errors
 from ..errors import where
-from ..ir import ArrayAttr, ComplexType, DenseI64ArrayAttr, DictAttr, Module, ShapedType, StringAttr
+from ..ir import (
+    ArrayAttr,
+    ComplexType,
+    DenseI64ArrayAttr,
+    DictAttr,
+    IntegerAttr,
+    Module,
+    ShapedType,
+    StringAttr,
+)
 from . import devices
 from .fuse import Fusion, fuse_for_compile, log, nothing_to_plan, warn_declined
 from .pipeline import parse_module, run_pipeline
@@ -166,7 +175,7 @@ def _plan_options(device: "devices.Device | None") -> str:
     return (
         f" workgroup-memory={d.workgroup_memory} compute-units={d.compute_units}"
         f" max-grid-x={d.max_grid_x} vector-width={d.vector_width}"
-        f" max-splits={d.max_splits}"
+        f" max-splits={d.max_splits} max-alloc-bytes={d.max_alloc_bytes}"
     )
 
 
@@ -302,11 +311,18 @@ def _record_in_place(mod: Module, signature: dict[str, Any]) -> None:
         if alias >= 0:
             entry["in_place_of"] = int(alias)
     prologue = f"{name}_validate"
+    # `poot-cpu-plan-arena` left `poot.arena_bytes`: per function, the size
+    # of the arena of temporaries it takes as its last argument.
+    arenas = DictAttr(attrs["poot.arena_bytes"]) if "poot.arena_bytes" in attrs else None
+    if arenas is not None and name in arenas:
+        signature["arena_bytes"] = IntegerAttr(arenas[name]).value
     if table is not None and prologue in table:
         signature["validate"] = {
             "name": prologue,
             "outputs": [i for i, e in enumerate(signature["outputs"]) if e["slot"] == "validation"],
         }
+        if arenas is not None and prologue in arenas:
+            signature["validate"]["arena_bytes"] = IntegerAttr(arenas[prologue]).value
 
 
 @dataclasses.dataclass
@@ -472,7 +488,9 @@ def compile_cpu(
         if cached is not None:
             out.mkdir(parents=True, exist_ok=True)
             shutil.copy(hit / LIBRARY, out / LIBRARY)
-            shutil.copy(hit / "manifest.json", out / "manifest.json")
+            # Said in the manifest, so a caller timing the compile can tell a
+            # cache hit from a compile (`compile_seconds` is the original's).
+            (out / "manifest.json").write_text(json.dumps({**cached, "from_cache": True}, indent=2))
             warn_declined(cached.get("fusion", {}).get("declined", []), "compile_cpu")
             for note in cached.get("notes", []):
                 log.info("compile_cpu: %s", note)

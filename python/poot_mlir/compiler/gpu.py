@@ -10,11 +10,14 @@ attention-only module is a step whose program is the attention's launches.
 It writes
 
     out_dir/<module>.spv | .ptx | .rocdl.mlir   one file per kernel module
-                                                (ROCDL adds <module>.ll)
+                                                (ROCDL adds <module>.ll, and
+                                                <module>.hsaco when an AMDGPU
+                                                llc and ld.lld are there)
     out_dir/manifest.json   {"format": "poot-artifact/1", "kind": "program",
                              "target", "device", "function": signature,
                              "fusion", "attention": [fused op, ...],
-                             "programs": {<function>: program}}
+                             "programs": {<function>: program},
+                             "notes": [what the compile wants said]}
 
 A program is written once, on the IR, by `poot-gpu-serialize-program`: the
 step's buffers (arguments, arena temporaries with their offsets, constants
@@ -40,7 +43,7 @@ from .. import errors
 from ..ir import ArrayAttr, DictAttr, Module, StringAttr
 from . import devices
 from .cpu import _record_in_place, _select_function
-from .fuse import fuse_for_compile
+from .fuse import fuse_for_compile, nothing_to_plan
 from .pipeline import parse_module, run_pipeline
 from .signature import function_signature
 from .trace import PassTrace
@@ -150,6 +153,9 @@ def compile_gpu(
             (out / launch["kernel"]).write_bytes(objects[module_name])
             if device.target == "rocdl":
                 (out / f"{module_name}.ll").write_bytes(objects[module_name + ".ll"])
+    notes = [] if fusion.fused else [nothing_to_plan(signature["name"], fusion)]
+    if device.target == "rocdl":
+        notes.append(_write_hsaco(out, programs, device.chip or "gfx942"))
     manifest = {
         "format": ARTIFACT_FORMAT,
         "kind": "program",
@@ -159,6 +165,7 @@ def compile_gpu(
         "fusion": fusion.to_json(),
         "attention": fused_ops(programs[signature["name"]]),
         "programs": programs,
+        "notes": notes,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
     return out
@@ -177,6 +184,45 @@ def fused_ops(program: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _amdgpu_tools() -> "tuple[str, str] | None":
+    """An llc with the AMDGPU target that reads this LLVM's IR, and ld.lld:
+    `POOT_AMDGPU_LLC` / `POOT_LLD`, else Debian's `llc-22` / `ld.lld-22`."""
+    import os
+    import shutil
+
+    llc = os.environ.get("POOT_AMDGPU_LLC") or shutil.which("llc-22")
+    lld = os.environ.get("POOT_LLD") or shutil.which("ld.lld-22") or shutil.which("ld.lld")
+    return (llc, lld) if llc and lld else None
+
+
+def _write_hsaco(out: Path, programs: dict[str, Any], chip: str) -> str:
+    """Each kernel module's HSACO code object beside its LLVM IR, named in
+    its launches (`"hsaco"`), when the AMDGPU tools are there; the note the
+    manifest keeps says what was written and how to run it."""
+    if _amdgpu_tools() is None:
+        return (
+            "no HSACO: this needs an LLVM 22 llc with the AMDGPU target and ld.lld "
+            "(Debian: apt-get install llvm-22 lld-22, or set POOT_AMDGPU_LLC / POOT_LLD); "
+            f"each kernel module's LLVM IR is <module>.ll (gpu.compile_hsaco(path, '{chip}'))"
+        )
+    written: dict[str, str] = {}
+    for program in programs.values():
+        for command in program["commands"]:
+            launch = command.get("launch")
+            if launch is None:
+                continue
+            module = launch["module"]
+            if module not in written:
+                written[module] = compile_hsaco(out / f"{module}.ll", chip).name
+            launch["hsaco"] = written[module]
+    return (
+        f"HSACO code objects for {chip} (<module>.hsaco, one per kernel module). poot_mlir has "
+        "no HIP runtime (no AMD hardware to test it on): load each with hipModuleLoad and, for "
+        "every command of the program in order, launch its entry with its grid and block over "
+        "the buffers it names (copies as hipMemcpy)"
+    )
+
+
 def compile_hsaco(ll_path: "str | Path", chip: str = "gfx942") -> Path:
     """An HSACO code object from a ROCDL artifact's LLVM IR (`<module>.ll`).
 
@@ -185,19 +231,17 @@ def compile_hsaco(ll_path: "str | Path", chip: str = "gfx942") -> Path:
     `ld.lld-22` on PATH (Debian's llvm-22, lld-22). The pinned PyPI LLVM has no
     AMDGPU target, so without them this raises CompileError saying so.
     """
-    import os
-    import shutil
     import subprocess
 
     ll = Path(ll_path)
-    llc = os.environ.get("POOT_AMDGPU_LLC") or shutil.which("llc-22")
-    lld = os.environ.get("POOT_LLD") or shutil.which("ld.lld-22") or shutil.which("ld.lld")
-    if not llc or not lld:
+    tools = _amdgpu_tools()
+    if tools is None:
         raise errors.CompileError(
             "HSACO needs an LLVM 22 llc with the AMDGPU target and ld.lld (Debian: llvm-22, "
             "lld-22; or set POOT_AMDGPU_LLC / POOT_LLD). The pinned xtc-llvm wheels have no "
             f"AMDGPU target. The kernels' LLVM IR is at {ll}."
         )
+    llc, lld = tools
     obj, hsaco = ll.with_suffix(".o"), ll.with_suffix(".hsaco")
     for argv, what in (
         ([llc, "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={chip}", "-O3", "-filetype=obj", str(ll), "-o", str(obj)], "llc"),

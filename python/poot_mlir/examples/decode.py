@@ -90,9 +90,10 @@ def main(argv: list[str] | None = None) -> int:
             artifact = CpuArtifact(path)
             where = "the CPU"
         seconds = time.perf_counter() - t0
-        fused = json.loads((path / "manifest.json").read_text())["fusion"]["attention"]
-        print(f"traced {config.layers} layers; fused {fused} attention ops")
-        print(f"compiled for {where} in {seconds:.2f} s")
+        manifest = json.loads((path / "manifest.json").read_text())
+        print(f"traced {config.layers} layers; fused {manifest['fusion']['attention']} attention ops")
+        cached = " (a compile-cache hit: $POOT_CACHE=0 compiles afresh)" if manifest.get("from_cache") else ""
+        print(f"compiled for {where} in {seconds:.2f} s{cached}")
 
         weights = init_weights(config, args.seed)
         on_device = args.target != "cpu"
@@ -122,8 +123,11 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             token = int(np.argmax(logits))
             tokens.append(token)
+            # A device's first step also loads its kernels (the driver
+            # compiles them) and, on CUDA, captures the graph.
+            first = "  (first step: loads the kernels)" if on_device and step == 0 else ""
             print(f"step {step:3d}  token {token:3d}  {elapsed * 1e3:7.3f} ms/step  "
-                  f"max rel err vs oracle {err:.1e}")
+                  f"max rel err vs oracle {err:.1e}{first}")
     print(f"generated {tokens}; every step matched the float64 oracle (worst {worst:.1e})")
     return 0
 

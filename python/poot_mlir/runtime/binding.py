@@ -117,6 +117,11 @@ class Signature:
     #: The validation prologue (run before a step that writes state in
     #: place): its function name and the step results it computes.
     validate: tuple[str, tuple[int, ...]] | None = None
+    #: Bytes of the arena of temporaries the step, and its validation
+    #: prologue, take as their last argument (CPU: poot-cpu-plan-arena;
+    #: 0: none).
+    arena_bytes: int = 0
+    validate_arena_bytes: int = 0
 
     @staticmethod
     def from_json(function: Mapping[str, Any]) -> "Signature":
@@ -128,6 +133,8 @@ class Signature:
             validate=None
             if prologue is None
             else (str(prologue["name"]), tuple(int(i) for i in prologue["outputs"])),
+            arena_bytes=int(function.get("arena_bytes", 0)),
+            validate_arena_bytes=0 if prologue is None else int(prologue.get("arena_bytes", 0)),
         )
 
     @property

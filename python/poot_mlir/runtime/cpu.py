@@ -32,6 +32,7 @@ import ctypes
 import os
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -199,18 +200,23 @@ class CpuArtifact:
             self._library = _load_private_copy(library)
         except OSError as exc:  # a truncated or foreign file: the loader's words
             raise ArtifactError(f"{library}: cannot load the step's library: {exc}", str(library)) from None
-        self._entry = self._function(entry, len(self._own_results))
+        self._entry = self._function(entry, len(self._own_results), self.signature.arena_bytes)
         self._validate = None
         if self.signature.validate is not None:
             name, outputs = self.signature.validate
-            self._validate = self._function(f"_mlir_ciface_{name}", len(outputs))
+            self._validate = self._function(
+                f"_mlir_ciface_{name}", len(outputs), self.signature.validate_arena_bytes
+            )
+        # Each calling thread's arena of temporaries (kept between steps: a
+        # step reuses it, so its temporaries cost no allocation).
+        self._arenas = threading.local()
 
     @property
     def _own_results(self) -> list[int]:
         """Results that are out-parameters (not a donated argument's buffer)."""
         return [i for i, p in enumerate(self.signature.results) if p.in_place_of is None]
 
-    def _function(self, symbol: str, results: int) -> Any:
+    def _function(self, symbol: str, results: int, arena_bytes: int) -> Any:
         try:
             function = getattr(self._library, symbol)
         except AttributeError:
@@ -218,8 +224,11 @@ class CpuArtifact:
             raise ArtifactError(
                 f"{library} does not export {symbol}, which its manifest names", str(library)
             ) from None
-        function.argtypes = [ctypes.c_void_p] * (len(self.signature.args) + results)
+        function.argtypes = [ctypes.c_void_p] * (
+            len(self.signature.args) + results + (arena_bytes > 0)
+        )
         function.restype = None
+        function.poot_arena_bytes = arena_bytes
         return function
 
     @property
@@ -252,8 +261,27 @@ class CpuArtifact:
         """Check `inputs` without running (the BindError a run would raise)."""
         return binding.bind(self.signature, inputs)
 
+    def _arena(self, nbytes: int) -> np.ndarray:
+        """This thread's arena of at least `nbytes` bytes, 64-byte aligned
+        (the step's temporaries: poot-cpu-plan-arena), allocated here, before
+        the step runs: out of memory is an AllocationError and nothing ran."""
+        arena = getattr(self._arenas, "buffer", None)
+        if arena is None or arena.size < nbytes:
+            self._arenas.buffer = None  # the old arena goes first
+            try:
+                raw = np.empty(nbytes + 64, dtype=np.uint8)
+            except MemoryError:
+                raise _out_of_memory(
+                    f"the temporaries of @{self.signature.name}", f"arena[{nbytes}]", nbytes, "arena"
+                ) from None
+            start = -raw.ctypes.data % 64
+            arena = self._arenas.buffer = raw[start : start + nbytes]
+        return arena[:nbytes]
+
     def _invoke(self, function: Any, arrays: list[np.ndarray], outputs: list[np.ndarray]) -> None:
         descriptors = [descriptor(a) for a in arrays] + [descriptor(o) for o in outputs]
+        if function.poot_arena_bytes:
+            descriptors.append(descriptor(self._arena(function.poot_arena_bytes)))
         if self._openmp is not None and self.threads is not None:
             # The calling thread's team size for the step's parallel loops.
             self._openmp.omp_set_num_threads(self.threads)
@@ -281,10 +309,9 @@ class CpuArtifact:
         be is an AllocationError, and nothing ran). No validation: `run` adds
         it.
 
-        The step's temporaries are allocated inside the compiled code
-        (malloc): `compile_cpu` refuses one larger than the device's
-        `max_alloc_bytes`, but one the host cannot allocate at run time still
-        ends the process (docs/cpu-target.md, "Memory")."""
+        The step's temporaries live in one arena (poot-cpu-plan-arena) that
+        this thread allocates before its first step and keeps: out of memory
+        there is an AllocationError too, before anything ran."""
         self._check_open()
         outputs: list[np.ndarray] = []
         own: list[np.ndarray] = []

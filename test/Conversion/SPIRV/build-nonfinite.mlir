@@ -26,3 +26,25 @@ spirv.module Logical GLSL450 requires #spirv.vce<v1.0, [Shader, Float64], []> {
     spirv.ReturnValue %d : f32
   }
 }
+
+// -----
+
+// f16: no 16-bit integer constant (naga has none) -- the f32 value's bits,
+// a bitcast to f32, then an FConvert to f16; scalars and vectors.
+// CHECK-LABEL: spirv.func @halves
+// CHECK-DAG: %[[NINF:.*]] = spirv.Constant -8388608 : i32
+// CHECK-DAG: %[[F:.*]] = spirv.Bitcast %[[NINF]] : i32 to f32
+// CHECK-DAG: spirv.FConvert %[[F]] : f32 to f16
+// CHECK-DAG: %[[VEC:.*]] = spirv.Constant dense<[2143289344, 1065353216]> : vector<2xi32>
+// CHECK-DAG: %[[VF:.*]] = spirv.Bitcast %[[VEC]] : vector<2xi32> to vector<2xf32>
+// CHECK-DAG: spirv.FConvert %[[VF]] : vector<2xf32> to vector<2xf16>
+// CHECK-NOT: : i16
+spirv.module Logical GLSL450 requires #spirv.vce<v1.0, [Shader, Float16], []> {
+  spirv.func @halves() -> f16 "None" {
+    %ninf = spirv.Constant 0xFC00 : f16
+    %vec = spirv.Constant dense<[0x7E00, 1.0]> : vector<2xf16>
+    %x = spirv.CompositeExtract %vec[0 : i32] : vector<2xf16>
+    %a = spirv.FAdd %ninf, %x : f16
+    spirv.ReturnValue %a : f16
+  }
+}

@@ -52,6 +52,20 @@ def _wgpu() -> Any:
     return wgpu
 
 
+def _quiet_wayland_probe() -> None:
+    """wgpu-native's Vulkan instance asks for the surface extensions, and
+    Mesa's Wayland support then prints "error: XDG_RUNTIME_DIR is invalid or
+    not set in the environment." when that variable is unset (a container,
+    a CI job): four lines of noise for a compute-only process. An empty
+    private directory of our own answers the probe (no compositor is found,
+    silently); a set variable is left alone."""
+    if os.environ.get("XDG_RUNTIME_DIR"):
+        return
+    import tempfile
+
+    os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="poot-xdg-runtime-")
+
+
 def adapters() -> list[Any]:
     """The process's wgpu adapters, enumerated once (it takes 0.2-0.6 s on
     lavapipe: wgpu-native probes every backend). $POOT_WGPU_BACKENDS (e.g.
@@ -59,6 +73,7 @@ def adapters() -> list[Any]:
     global _adapters
     if _adapters is None:
         wgpu = _wgpu()
+        _quiet_wayland_probe()
         backends = os.environ.get("POOT_WGPU_BACKENDS")
         if backends:
             from wgpu.backends.wgpu_native import extras
