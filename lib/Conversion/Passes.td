@@ -196,9 +196,10 @@ def PootCPUOutlineLoops : Pass<"poot-cpu-outline-loops", "::mlir::ModuleOp"> {
     `O3` on an 8-layer step, ~5x per doubling of the layers). In every
     function with at least `min-loops` top-level loop nests (`scf.for`,
     `scf.parallel`, `scf.forall`), each nest is outlined into a private
-    function `<name>_loop<i>` (upstream `outlineSingleBlockRegion`, the
-    constants it uses cloned in so loop bounds stay constant) marked
-    `passthrough = ["noinline"]`, and called in place: LLVM then optimizes
+    function `<name>_loop<i>` (the constants and constant globals it uses
+    cloned in so loop bounds stay constant; every other value it uses an
+    argument, remapped by walking the nest, not a value's use list: linear
+    in the nests) marked `passthrough = ["noinline"]`, and called in place: LLVM then optimizes
     one loop nest per function, and compile time is linear in the layers.
     A nest whose function would equal an earlier one (same type, same body
     printed with local names: another layer's copy on other buffers) calls

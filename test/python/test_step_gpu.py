@@ -535,6 +535,6 @@ def test_gfx942_step_hsaco_code_objects(tmp_path) -> None:
     for name, wanted in sorted(entries.items()):
         header = subprocess.run(["llvm-readelf-22", "-h", "-s", str(path / name)],
                                 capture_output=True, text=True, check=True).stdout
-        assert "AMD GPU" in header and "gfx942" in header, (name, header[:800])
+        assert "EM_AMDGPU" in header and "gfx942" in header, (name, header[:800])
         for entry in wanted:
             assert f" {entry}\n" in header and f" {entry}.kd\n" in header, (name, entry)

@@ -149,7 +149,8 @@ struct PlanArena : poot::impl::PootCPUPlanArenaBase<PlanArena> {
     if (maxBytes > 0 && bytes > maxBytes) {
       func.emitError("BufferBytes: the temporaries of @")
           << func.getSymName() << " need " << bytes
-          << " bytes at their peak; the device's max-alloc-bytes is " << maxBytes;
+          << " bytes at their peak; the device's max-alloc-bytes is "
+          << static_cast<int64_t>(maxBytes);
       return failure();
     }
     auto arenaType = MemRefType::get({bytes}, IntegerType::get(&getContext(), 8));

@@ -28,11 +28,13 @@ namespace {
 
 /// Gives every use of `op` but the first a clone of `op`, right before its
 /// user (any operands of `op` dominate the original, so they dominate the
-/// user too).
+/// user too). A use list runs newest first, so its last use is the oldest:
+/// in parsed or traced IR, the first in program order.
 void untie(Operation *op, OpBuilder &b) {
   SmallVector<OpOperand *> uses =
       llvm::map_to_vector(op->getUses(), [](OpOperand &use) { return &use; });
-  for (OpOperand *use : llvm::drop_begin(uses)) {
+  uses.pop_back();
+  for (OpOperand *use : uses) {
     b.setInsertionPoint(use->getOwner());
     use->set(b.clone(*op)->getResult(0));
   }

@@ -4,22 +4,24 @@
 // causal mask, softmax, bool and f16 values): only the LLVM dialect is
 // left; the state is written in place (its result leaves the ABI, the
 // module records it as argument 0); every other result is a caller-owned
-// out-parameter, so the C interface takes one descriptor pointer per
-// argument and then per remaining result (5 + 3); the only external calls
-// are malloc/free and libm (llc turns llvm.intr.exp into expf).
+// out-parameter and the temporaries live in one arena argument (its size
+// recorded: poot-cpu-plan-arena), so the C interface takes one descriptor
+// pointer per argument, then per remaining result, then the arena
+// (5 + 3 + 1); nothing is allocated inside the step (no malloc/free), and
+// the only external calls are libm (llc turns llvm.intr.exp into expf).
 
-// CHECK: module attributes {poot.result_aliases = {step = array<i64: 0, -1, -1, -1>}}
+// CHECK: module attributes {poot.arena_bytes = {step = {{[0-9]+}} : i64}, poot.result_aliases = {step = array<i64: 0, -1, -1, -1>}}
 // CHECK-NOT: poot.
 // CHECK-NOT: memref.
 // CHECK-NOT: linalg.
 // CHECK-NOT: memrefCopy
-// CHECK-DAG: llvm.func @malloc(i64) -> !llvm.ptr
-// CHECK-DAG: llvm.func @free(!llvm.ptr)
+// CHECK-NOT: @malloc
+// CHECK-NOT: @free
 // Its loop nests are outlined (poot-cpu-outline-loops) ahead of @step.
 // CHECK: llvm.func @step_loop0(
 // CHECK: llvm.intr.exp(%{{.*}}) : (f32) -> f32
 // CHECK: llvm.func @step(
-// CHECK: llvm.func @_mlir_ciface_step(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) attributes {llvm.emit_c_interface{{.*}}} {
+// CHECK: llvm.func @_mlir_ciface_step(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) attributes {llvm.emit_c_interface{{.*}}} {
 // CHECK-NOT: llvm.return %
 // CHECK: llvm.return
 func.func @step(%k: tensor<1x2x8x4xf32> {poot.name = "k", poot.slot = #poot.slot<state "k">},
