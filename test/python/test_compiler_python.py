@@ -165,6 +165,26 @@ def test_a_file_parses_with_its_own_name(tmp_path):
         compile_cpu(tmp_path / "missing.mlir", tmp_path / "a")
 
 
+def test_input_an_upstream_parser_aborts_on_is_a_parse_error(tmp_path):
+    """A 2^32-element SPIR-V array: MLIR 22's type parser truncates the count
+    and aborts the process; the compile entry points refuse it first (the
+    interpreter survives), naming the line (issue-28 fuzz campaign)."""
+    text = ("spirv.module Logical GLSL450 requires #spirv.vce<v1.0, [Shader], []> {\n"
+            "  spirv.GlobalVariable @out : !spirv.ptr<!spirv.struct<(!spirv.array<4294967296 x f32, "
+            "stride=4> [0])>, StorageBuffer>\n}\n")
+    with pytest.raises(errors.ParseError, match=r"<string>:2: '!spirv.array' with 4294967296"):
+        compile_gpu(text, devices.VULKAN_LAVAPIPE, tmp_path / "a")
+    path = tmp_path / "big.mlir"
+    path.write_text(text.replace("4294967296", "99999999999"))
+    with pytest.raises(errors.ParseError, match=r"big\.mlir:2: "):
+        compile_cpu(path, tmp_path / "b")
+    # The largest count a SPIR-V array holds is not refused by this check.
+    fine = text.replace("4294967296", "4294967295")
+    with pytest.raises(errors.PootError) as other:
+        compile_gpu(fine, devices.VULKAN_LAVAPIPE, tmp_path / "c")
+    assert "4294967296" not in str(other.value)
+
+
 def test_not_a_module_is_typed(tmp_path):
     with pytest.raises(errors.NotAModule):
         compile_cpu(42, tmp_path / "a")  # type: ignore[arg-type]

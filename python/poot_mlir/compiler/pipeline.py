@@ -44,12 +44,33 @@ def parse_module(module: "Module | str | Path", context: Context | None = None) 
             "expected a poot_mlir.ir.Module, MLIR text or a pathlib.Path of a .mlir file, "
             f"got {type(module).__name__}"
         )
+    _refuse_parser_aborts(text if source is None else source.read_text(errors="replace"),
+                          str(source) if source is not None else "<string>")
     with ctx:
         try:
             return Module.parse(text) if source is None else Module.parseFile(str(source))
         except MLIRError as error:
             what = f"{source}" if source is not None else "the module text"
             raise errors.parse_error(error, what) from None
+
+
+_SPIRV_ARRAY_COUNT = re.compile(r"!spirv\.array<\s*([0-9]+)")
+
+
+def _refuse_parser_aborts(text: str, what: str) -> None:
+    """A ParseError for input an upstream parser aborts on instead of
+    diagnosing (an abort would end the interpreter): MLIR 22's SPIR-V type
+    parser truncates an `!spirv.array` count past 2^32 - 1 to 32 bits and
+    asserts on the 0 (issue-28 fuzz campaign). poot-opt refuses the same
+    input in tools/poot-opt/poot-opt.cpp."""
+    for match in _SPIRV_ARRAY_COUNT.finditer(text):
+        if int(match.group(1)) > 0xFFFFFFFF:
+            line = text.count("\n", 0, match.start()) + 1
+            raise errors.ParseError(
+                f"{what}:{line}: '!spirv.array' with {match.group(1)} elements: a SPIR-V array "
+                "holds at most 4294967295 (MLIR 22's SPIR-V type parser would truncate the count "
+                "and abort)"
+            )
 
 
 def _typed_error(error: MLIRError, pipeline: str) -> errors.PootError:
