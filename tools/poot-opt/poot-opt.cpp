@@ -11,7 +11,10 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -21,16 +24,9 @@
 /// `!spirv.array` count as int64 and builds the type with a 32-bit count:
 /// 2^32 truncates to 0 and `ArrayType::get` asserts (found by the issue-28
 /// fuzz campaign). The Python twin of this check is
-/// `compiler.pipeline._refuse_parser_aborts`. Standard input is not checked
-/// (it can be read only once).
-static bool refuseParserAborts(llvm::StringRef inputFilename) {
-  if (inputFilename == "-")
-    return false;
-  auto file = llvm::MemoryBuffer::getFile(inputFilename);
-  if (!file)
-    return false; // MlirOptMain reports it
+/// `compiler.pipeline._refuse_parser_aborts`.
+static bool refuseParserAborts(llvm::StringRef text, llvm::StringRef name) {
   llvm::Regex arrayCount("!spirv\\.array<[[:space:]]*([0-9]+)");
-  llvm::StringRef text = (*file)->getBuffer();
   unsigned line = 1;
   for (llvm::StringRef rest = text; !rest.empty();) {
     auto [current, next] = rest.split('\n');
@@ -40,8 +36,7 @@ static bool refuseParserAborts(llvm::StringRef inputFilename) {
       uint64_t count = 0;
       if (match[1].getAsInteger(10, count) || count > 0xFFFFFFFFull) {
         llvm::WithColor::error(llvm::errs())
-            << inputFilename << ":" << line << ": '!spirv.array' with "
-            << match[1]
+            << name << ":" << line << ": '!spirv.array' with " << match[1]
             << " elements: a SPIR-V array holds at most 4294967295 (MLIR 22's "
                "SPIR-V type parser would truncate the count and abort)\n";
         return true;
@@ -62,8 +57,33 @@ int main(int argc, char **argv) {
   mlir::poot::registerAllDialects(registry);
   auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
       argc, argv, "poot optimizer driver\n", registry);
-  if (refuseParserAborts(inputFilename))
+  mlir::MlirOptMainConfig config = mlir::MlirOptMainConfig::createFromCLOptions();
+  if (config.shouldShowDialects() || config.shouldListPasses())
+    return mlir::asMainReturnCode(mlir::MlirOptMain(
+        argc, argv, inputFilename, outputFilename, registry));
+  // What MlirOptMain(argc, argv, ...) does (which sets up LLVM's signal
+  // handlers itself, hence not before the branch above), with the input
+  // checked (a file or standard input: the fuzzer pipes mutants in) before
+  // it is parsed.
+  llvm::InitLLVM init(argc, argv);
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      mlir::openInputFile(inputFilename, &error);
+  if (!input) {
+    llvm::errs() << error << "\n";
     return 1;
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
+  }
+  if (refuseParserAborts(input->getBuffer(), input->getBufferIdentifier()))
+    return 1;
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      mlir::openOutputFile(outputFilename, &error);
+  if (!output) {
+    llvm::errs() << error << "\n";
+    return 1;
+  }
+  if (mlir::failed(
+          mlir::MlirOptMain(output->os(), std::move(input), registry, config)))
+    return 1;
+  output->keep();
+  return 0;
 }
