@@ -109,9 +109,16 @@ struct SerializeProgram
     };
 
     for (BlockArgument arg : body.getArguments()) {
-      if (!isa<MemRefType>(arg.getType()))
+      auto type = dyn_cast<MemRefType>(arg.getType());
+      if (!type)
         return func.emitError("poot-gpu-serialize-program: argument ")
                << arg.getArgNumber() << " is not a buffer";
+      // (The step pipelines refuse dynamic shapes first, in
+      // poot-gpu-check-step-types; this pass alone must not assert.)
+      if (!type.hasStaticShape())
+        return func.emitError("poot-gpu-serialize-program: argument ")
+               << arg.getArgNumber() << " is a dynamically shaped buffer ("
+               << type << "): a program's buffers have static sizes";
       define(arg, llvm::json::Object{{"kind", "arg"}, {"index", arg.getArgNumber()}},
              false, bytesOf(cast<MemRefType>(arg.getType())));
     }

@@ -411,9 +411,10 @@ struct VectorizeColumns
   }
 
   void runOnOperation() override {
-    if (width < 2 || unroll < 1) {
+    if (width < 2 || !llvm::isPowerOf2_64(width) || unroll < 1) {
       getOperation().emitError()
-          << "poot-gpu-vectorize-columns: width must be >= 2 and unroll >= 1, got "
+          << "poot-gpu-vectorize-columns: width must be a power of two >= 2 "
+             "and unroll >= 1, got "
           << static_cast<int64_t>(width) << " and " << static_cast<int64_t>(unroll);
       return signalPassFailure();
     }

@@ -57,3 +57,12 @@ module attributes {gpu.container_module, poot.fused_ops = []} {
     return
   }
 }
+
+// -----
+
+// A dynamically shaped argument (the step pipelines refuse it earlier, in
+// poot-gpu-check-step-types; run alone, this pass asserted: fuzz, 2026-12-06).
+// expected-error @+1 {{argument 0 is a dynamically shaped buffer ('memref<?xf32>')}}
+func.func @dynamic(%x: memref<?xf32>) {
+  return
+}

@@ -1,8 +1,11 @@
 // RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-vectorize-columns,cse))" | FileCheck %s
 // RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-vectorize-columns{unroll=1},cse))" | FileCheck %s --check-prefix=NOUNROLL
 // RUN: not poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-vectorize-columns{width=1}))" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-vectorize-columns{width=3}))" 2>&1 | FileCheck %s --check-prefix=BAD3
 
-// BAD: poot-gpu-vectorize-columns: width must be >= 2 and unroll >= 1, got 1 and 8
+// BAD: poot-gpu-vectorize-columns: width must be a power of two >= 2 and unroll >= 1, got 1 and 8
+// (A width of 3 asserted in the vector loads' alignment: fuzz, 2026-12-06.)
+// BAD3: poot-gpu-vectorize-columns: width must be a power of two >= 2 and unroll >= 1, got 3 and 8
 
 // A split GEMV's partial sums: 256 columns become 64 groups of 4; the
 // weight row segment is a 16-byte vector load, x[k] a scalar broadcast; the
