@@ -338,6 +338,25 @@ def test_compile_refuses_a_value_past_max_alloc_bytes(tmp_path) -> None:
     np.testing.assert_allclose(art.run({"x": x}).named["y"], np.tanh(x), rtol=1e-6, atol=1e-7)
 
 
+#: The start of a child-process script run under an address-space limit:
+#: what the memory tests import (numpy.testing before the limit: only the
+#: step may run out) and `vm_bytes()`, the process's current address space.
+_UNDER_A_MEMORY_LIMIT = textwrap.dedent(
+    """
+    import resource
+    import numpy as np
+    import numpy.testing
+    from poot_mlir import errors
+    from poot_mlir.runtime import cpu
+
+    def vm_bytes():
+        for line in open("/proc/self/status"):
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    """
+)
+
+
 _ROWS = 1 << 24  # a [2^24, 4] f32 result: 256 MiB
 
 
@@ -362,19 +381,8 @@ def test_temporaries_that_cannot_be_allocated_are_typed(tmp_path) -> None:
     path = compile_cpu(_stateful_wide_temporary_module(), tmp_path / "temp", parallel="serial")
     arena = json.loads((path / "manifest.json").read_text())["function"]["arena_bytes"]
     assert 2 * _ROWS * 16 <= arena < 2 * _ROWS * 16 + 4096, arena
-    script = textwrap.dedent(
+    script = _UNDER_A_MEMORY_LIMIT + textwrap.dedent(
         f"""
-        import resource
-        import numpy as np
-        import numpy.testing  # imported before the limit: only the step may run out
-        from poot_mlir import errors
-        from poot_mlir.runtime import cpu
-
-        def vm_bytes():
-            for line in open("/proc/self/status"):
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) * 1024
-
         art = cpu.load({str(path)!r})
         sess = art.session({{"acc": np.zeros(4, np.float32)}})
         x = np.linspace(-1, 1, 4, dtype=np.float32).reshape(1, 4)
@@ -431,19 +439,8 @@ def test_a_result_that_cannot_be_allocated_is_typed(tmp_path) -> None:
     runs, and the session's state as it was; the session steps once memory
     is back. Run in a child process under an address-space limit."""
     path = compile_cpu(_stateful_wide_module(), tmp_path / "wide", parallel="serial")
-    script = textwrap.dedent(
+    script = _UNDER_A_MEMORY_LIMIT + textwrap.dedent(
         f"""
-        import resource
-        import numpy as np
-        import numpy.testing  # imported before the limit: only the step may run out
-        from poot_mlir import errors
-        from poot_mlir.runtime import cpu
-
-        def vm_bytes():
-            for line in open("/proc/self/status"):
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) * 1024
-
         art = cpu.load({str(path)!r})
         sess = art.session({{"acc": np.zeros(4, np.float32)}})
         x = np.ones((1, 4), np.float32)

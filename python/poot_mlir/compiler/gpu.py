@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from .. import errors
 from ..ir import ArrayAttr, DictAttr, Module, StringAttr
@@ -141,18 +141,14 @@ def compile_gpu(
     out.mkdir(parents=True, exist_ok=True)
     objects = _kernel_objects(mod, device.target)
     suffix = _SUFFIX[device.target]
-    for program in programs.values():
-        for command in program["commands"]:
-            launch = command.get("launch")
-            if launch is None:
-                continue
-            module_name = launch["module"]
-            if module_name not in objects:
-                raise errors.CompileError(f"kernel module {module_name} was not produced")
-            launch["kernel"] = module_name + suffix
-            (out / launch["kernel"]).write_bytes(objects[module_name])
-            if device.target == "rocdl":
-                (out / f"{module_name}.ll").write_bytes(objects[module_name + ".ll"])
+    for launch in _launches(programs):
+        module_name = launch["module"]
+        if module_name not in objects:
+            raise errors.CompileError(f"kernel module {module_name} was not produced")
+        launch["kernel"] = module_name + suffix
+        (out / launch["kernel"]).write_bytes(objects[module_name])
+        if device.target == "rocdl":
+            (out / f"{module_name}.ll").write_bytes(objects[module_name + ".ll"])
     notes = [] if fusion.fused else [nothing_to_plan(signature["name"], fusion)]
     if device.target == "rocdl":
         notes.append(_write_hsaco(out, programs, device.chip or "gfx942"))
@@ -184,6 +180,14 @@ def fused_ops(program: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _launches(programs: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Every kernel launch command of every program, in order."""
+    for program in programs.values():
+        for command in program["commands"]:
+            if "launch" in command:
+                yield command["launch"]
+
+
 def _amdgpu_tools() -> "tuple[str, str] | None":
     """An llc with the AMDGPU target that reads this LLVM's IR, and ld.lld:
     `POOT_AMDGPU_LLC` / `POOT_LLD`, else Debian's `llc-22` / `ld.lld-22`."""
@@ -206,15 +210,11 @@ def _write_hsaco(out: Path, programs: dict[str, Any], chip: str) -> str:
             f"each kernel module's LLVM IR is <module>.ll (gpu.compile_hsaco(path, '{chip}'))"
         )
     written: dict[str, str] = {}
-    for program in programs.values():
-        for command in program["commands"]:
-            launch = command.get("launch")
-            if launch is None:
-                continue
-            module = launch["module"]
-            if module not in written:
-                written[module] = compile_hsaco(out / f"{module}.ll", chip).name
-            launch["hsaco"] = written[module]
+    for launch in _launches(programs):
+        module = launch["module"]
+        if module not in written:
+            written[module] = compile_hsaco(out / f"{module}.ll", chip).name
+        launch["hsaco"] = written[module]
     return (
         f"HSACO code objects for {chip} (<module>.hsaco, one per kernel module). poot_mlir has "
         "no HIP runtime (no AMD hardware to test it on): load each with hipModuleLoad and, for "
