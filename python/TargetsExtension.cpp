@@ -1,14 +1,18 @@
 //===- TargetsExtension.cpp - kernel serialization for the Python driver --===//
 //
-// poot_mlir._mlir_libs._pootTargets: the few target operations the Python
-// compiler needs that MLIR's Python API lacks (SPIR-V serialization).
+// poot_mlir._mlir_libs._pootTargets: the few operations the Python compiler
+// needs that MLIR's Python API lacks (SPIR-V serialization, the check for
+// input MLIR would abort on).
 //
 //===----------------------------------------------------------------------===//
 
 #include "lib/CAPI/Targets.h"
 #include "mlir/Bindings/Python/Nanobind.h"
 #include "mlir/Bindings/Python/NanobindAdaptors.h"
+#include "nanobind/stl/optional.h"
+#include "nanobind/stl/string.h"
 
+#include <optional>
 #include <string>
 
 namespace nb = nanobind;
@@ -32,4 +36,19 @@ NB_MODULE(_pootTargets, m) {
       },
       nb::arg("spirv_module"),
       "Serializes a spirv.module operation to a SPIR-V binary.");
+  m.def(
+      "find_upstream_abort",
+      [](MlirContext context, const std::string &text,
+         const std::string &name) -> std::optional<std::string> {
+        std::string found;
+        if (!pootFindUpstreamAbort(
+                context, mlirStringRefCreate(text.data(), text.size()),
+                mlirStringRefCreate(name.data(), name.size()), appendBytes,
+                &found))
+          return std::nullopt;
+        return found;
+      },
+      nb::arg("context"), nb::arg("text"), nb::arg("name"),
+      "The diagnostic for MLIR text MLIR 22 would abort on instead of "
+      "diagnosing (\"<name>:<line>: ...\"), else None.");
 }

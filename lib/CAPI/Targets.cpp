@@ -1,5 +1,6 @@
 //===- Targets.cpp - C API: serialize kernels for the runtimes ------------===//
 #include "lib/CAPI/Targets.h"
+#include "lib/Support/InputGuards.h"
 
 #include "mlir/CAPI/IR.h"
 #include "mlir/CAPI/Support.h"
@@ -23,4 +24,15 @@ MlirLogicalResult pootSerializeSPIRV(MlirOperation op,
                                words.size() * sizeof(uint32_t)),
            userData);
   return mlirLogicalResultSuccess();
+}
+
+bool pootFindUpstreamAbort(MlirContext context, MlirStringRef text,
+                           MlirStringRef name, MlirStringCallback callback,
+                           void *userData) {
+  std::string found =
+      poot::findUpstreamAbort(unwrap(context), unwrap(text), unwrap(name));
+  if (found.empty())
+    return false;
+  callback(mlirStringRefCreate(found.data(), found.size()), userData);
+  return true;
 }

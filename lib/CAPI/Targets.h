@@ -15,6 +15,15 @@ MLIR_CAPI_EXPORTED MlirLogicalResult
 pootSerializeSPIRV(MlirOperation spirvModule, MlirStringCallback callback,
                    void *userData);
 
+/// Checks MLIR text for input MLIR 22 would abort on instead of diagnosing
+/// (lib/Support/InputGuards.h). When it finds one, passes the diagnostic
+/// ("<name>:<line>: ...") to `callback` and returns true.
+MLIR_CAPI_EXPORTED bool pootFindUpstreamAbort(MlirContext context,
+                                              MlirStringRef text,
+                                              MlirStringRef name,
+                                              MlirStringCallback callback,
+                                              void *userData);
+
 #ifdef __cplusplus
 }
 #endif

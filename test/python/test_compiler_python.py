@@ -248,3 +248,23 @@ def test_trace_keeps_the_ir_up_to_a_failing_pass(tmp_path):
             module, tmp_path / "a", device=devices.CPU_SEED.with_limits(workgroup_memory=16), trace=trace
         )
     assert "poot.attention " in trace.ir_after("poot-attention-rewrite")
+
+
+def test_a_negative_reassociation_index_is_a_parse_error(tmp_path, rng):
+    """tensor.expand_shape's verifier builds affine maps from the
+    reassociation before checking it, and a negative index asserts in
+    AffineMap::get (issue-28 long fuzz campaign): the compile refuses it
+    first, naming the op and the line, and the interpreter survives. The same
+    module with a valid reassociation compiles and runs."""
+    text = (
+        "func.func @step(%x: tensor<4xf32>) -> tensor<2x2xf32> {\n"
+        "  %y = tensor.expand_shape %x [[INDICES]] output_shape [2, 2]"
+        " : tensor<4xf32> into tensor<2x2xf32>\n"
+        "  return %y : tensor<2x2xf32>\n}\n"
+    )
+    with pytest.raises(errors.ParseError,
+                       match=r"<string>:2: 'tensor.expand_shape' reassociation index -1 "):
+        compile_cpu(text.replace("INDICES", "-1, 1"), tmp_path / "a")
+    path = compile_cpu(text.replace("INDICES", "0, 1"), tmp_path / "b")
+    x = rng.standard_normal(4).astype(np.float32)
+    np.testing.assert_array_equal(CpuArtifact(path).run([x]).outputs[0], x.reshape(2, 2))

@@ -6,44 +6,40 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/InitAll.h"
+#include "lib/Support/InputGuards.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "mlir/Support/FileUtilities.h"
-#include "llvm/Support/Regex.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
-/// Inputs an upstream parser aborts on instead of diagnosing, refused here
-/// with a diagnostic first. MLIR 22's SPIR-V type parser reads an
-/// `!spirv.array` count as int64 and builds the type with a 32-bit count:
-/// 2^32 truncates to 0 and `ArrayType::get` asserts (found by the issue-28
-/// fuzz campaign). The Python twin of this check is
-/// `compiler.pipeline._refuse_parser_aborts`.
-static bool refuseParserAborts(llvm::StringRef text, llvm::StringRef name) {
-  llvm::Regex arrayCount("!spirv\\.array<[[:space:]]*([0-9]+)");
-  unsigned line = 1;
-  for (llvm::StringRef rest = text; !rest.empty();) {
-    auto [current, next] = rest.split('\n');
-    llvm::SmallVector<llvm::StringRef, 2> match;
-    for (llvm::StringRef tail = current; arrayCount.match(tail, &match);
-         tail = tail.drop_front(tail.find(match[0]) + match[0].size())) {
-      uint64_t count = 0;
-      if (match[1].getAsInteger(10, count) || count > 0xFFFFFFFFull) {
-        llvm::WithColor::error(llvm::errs())
-            << name << ":" << line << ": '!spirv.array' with " << match[1]
-            << " elements: a SPIR-V array holds at most 4294967295 (MLIR 22's "
-               "SPIR-V type parser would truncate the count and abort)\n";
-        return true;
-      }
-    }
-    rest = next;
-    ++line;
+/// Input MLIR 22 aborts on instead of diagnosing (lib/Support/InputGuards.h),
+/// refused with a diagnostic first. With --split-input-file every chunk is
+/// checked on its own, as MlirOptMain will parse it.
+static bool refuseUpstreamAborts(const mlir::DialectRegistry &registry,
+                                 llvm::StringRef text, llvm::StringRef name,
+                                 llvm::StringRef splitMarker) {
+  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
+  context.allowUnregisteredDialects();
+  llvm::SmallVector<llvm::StringRef> chunks;
+  if (splitMarker.empty())
+    chunks.push_back(text);
+  else
+    text.split(chunks, splitMarker);
+  unsigned lineOffset = 0;
+  for (llvm::StringRef chunk : chunks) {
+    std::string found =
+        mlir::poot::findUpstreamAbort(&context, chunk, name, lineOffset);
+    lineOffset += chunk.count('\n');
+    if (found.empty())
+      continue;
+    llvm::WithColor::error(llvm::errs()) << found << "\n";
+    return true;
   }
   return false;
 }
@@ -73,7 +69,9 @@ int main(int argc, char **argv) {
     llvm::errs() << error << "\n";
     return 1;
   }
-  if (refuseParserAborts(input->getBuffer(), input->getBufferIdentifier()))
+  if (refuseUpstreamAborts(registry, input->getBuffer(),
+                           input->getBufferIdentifier(),
+                           config.inputSplitMarker()))
     return 1;
   std::unique_ptr<llvm::ToolOutputFile> output =
       mlir::openOutputFile(outputFilename, &error);

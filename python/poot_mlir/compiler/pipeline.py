@@ -24,6 +24,8 @@ from ..passmanager import PassManager
 from .trace import PassTrace, captured_stderr, configure
 
 _REFUSAL = re.compile(r"^(AttentionLds|ScratchBytes|BufferBytes|DtypeLowering|GridLimit):")
+
+
 def parse_module(module: "Module | str | Path", context: Context | None = None) -> Module:
     """A fresh, independent copy of `module` in `context` (a new one by
     default): a Module (printed with its locations and parsed again, so
@@ -44,8 +46,9 @@ def parse_module(module: "Module | str | Path", context: Context | None = None) 
             "expected a poot_mlir.ir.Module, MLIR text or a pathlib.Path of a .mlir file, "
             f"got {type(module).__name__}"
         )
-    _refuse_parser_aborts(text if source is None else source.read_text(errors="replace"),
-                          str(source) if source is not None else "<string>")
+    if not isinstance(module, Module):  # a Module is verified already
+        _refuse_upstream_aborts(text if source is None else source.read_text(errors="replace"),
+                                str(source) if source is not None else "<string>", ctx)
     with ctx:
         try:
             return Module.parse(text) if source is None else Module.parseFile(str(source))
@@ -54,23 +57,16 @@ def parse_module(module: "Module | str | Path", context: Context | None = None) 
             raise errors.parse_error(error, what) from None
 
 
-_SPIRV_ARRAY_COUNT = re.compile(r"!spirv\.array<\s*([0-9]+)")
+def _refuse_upstream_aborts(text: str, what: str, context: Context) -> None:
+    """A ParseError for input MLIR 22 aborts on instead of diagnosing (an
+    abort would end the interpreter): an `!spirv.array` count past 2^32 - 1,
+    a reshape's negative reassociation index, ... The checks have one owner,
+    lib/Support/InputGuards.cpp, which poot-opt calls too."""
+    from .._mlir_libs import _pootTargets
 
-
-def _refuse_parser_aborts(text: str, what: str) -> None:
-    """A ParseError for input an upstream parser aborts on instead of
-    diagnosing (an abort would end the interpreter): MLIR 22's SPIR-V type
-    parser truncates an `!spirv.array` count past 2^32 - 1 to 32 bits and
-    asserts on the 0 (issue-28 fuzz campaign). poot-opt refuses the same
-    input in tools/poot-opt/poot-opt.cpp."""
-    for match in _SPIRV_ARRAY_COUNT.finditer(text):
-        if int(match.group(1)) > 0xFFFFFFFF:
-            line = text.count("\n", 0, match.start()) + 1
-            raise errors.ParseError(
-                f"{what}:{line}: '!spirv.array' with {match.group(1)} elements: a SPIR-V array "
-                "holds at most 4294967295 (MLIR 22's SPIR-V type parser would truncate the count "
-                "and abort)"
-            )
+    found = _pootTargets.find_upstream_abort(context, text, what)
+    if found is not None:
+        raise errors.ParseError(found)
 
 
 def _typed_error(error: MLIRError, pipeline: str) -> errors.PootError:
