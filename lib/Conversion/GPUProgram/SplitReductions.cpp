@@ -268,11 +268,14 @@ struct SplitReductions
     int64_t threads = parallel;
     if (init.getRank() > 0 && init.getShape().back() % columns == 0)
       threads = parallel / columns;
-    if (threads >= minThreads || reduction < 2 * minChunk)
+    // An empty op (a zero-sized dimension) has nothing to split; a
+    // `min-chunk` below 1 is read as 1.
+    int64_t chunkFloor = std::max<int64_t>(minChunk, 1);
+    if (threads <= 0 || threads >= minThreads || reduction / chunkFloor < 2)
       return 0;
     int64_t ratio = int64_t(1)
                     << llvm::Log2_64(std::min<int64_t>(minThreads / threads,
-                                                       reduction / minChunk));
+                                                       reduction / chunkFloor));
     while (ratio > 1 && reduction % ratio)
       ratio /= 2;
     return ratio > 1 ? ratio : 0;
