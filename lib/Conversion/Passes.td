@@ -325,6 +325,50 @@ def PootCPUWidenBoolMemrefs
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::memref::MemRefDialect"];
 }
 
+def PootFuseElementwiseChains : Pass<"poot-fuse-elementwise-chains"> {
+  let summary = "Fuse chains of elementwise linalg.generic ops into one op, bounded";
+  let description = [{
+    Runs on the linalg form of a step, before bufferization. An elementwise
+    op (a `linalg.generic` with only parallel loops) whose one use is another
+    elementwise op is fused into it (upstream's elementwise fusion patterns,
+    `linalg::populateElementwiseOpsFusionPatterns`): one loop nest computes
+    the chain, its intermediate values never reach memory, and every later
+    pass sees one op instead of N. Only elementwise consumers take a
+    producer, so a matmul or reduction keeps reading a computed operand once
+    (fused into it, the producer would run once per reduction step); a
+    producer with several uses stays (fusing would compute it twice). A
+    fused op's payload is capped at `max-body-ops` operations: fusing a
+    chain one op at a time clones the growing payload each time, so an
+    unbounded chain of N ops costs N^2 (10,000 ops: 50 million clones);
+    capped, it costs N x `max-body-ops`, and a 10,000-op chain compiles in
+    ~1/10 of the time of its unfused form.
+
+    Before:
+    ```mlir
+    %1 = linalg.generic {iterator_types = ["parallel"]} ins(%x) outs(%e0) {
+      ^bb0(%a: f32, %o: f32):
+        %t = math.tanh %a : f32
+        linalg.yield %t : f32 } -> tensor<64xf32>
+    %2 = linalg.generic {iterator_types = ["parallel"]} ins(%1, %h) outs(%e1) {
+      ^bb0(%a: f32, %b: f32, %o: f32):
+        %m = arith.mulf %a, %b : f32
+        linalg.yield %m : f32 } -> tensor<64xf32>
+    ```
+    After:
+    ```mlir
+    %2 = linalg.generic {iterator_types = ["parallel"]} ins(%x, %h) outs(%e1) {
+      ^bb0(%a: f32, %b: f32, %o: f32):
+        %t = math.tanh %a : f32
+        %m = arith.mulf %t, %b : f32
+        linalg.yield %m : f32 } -> tensor<64xf32>
+    ```
+  }];
+  let options = [
+    Option<"maxBodyOps", "max-body-ops", "int64_t", /*default=*/"64",
+           "Most operations a fused op's payload may hold">,
+  ];
+}
+
 def PootUntieSharedTensors : Pass<"poot-untie-shared-tensors"> {
   let summary = "Give every use of a tensor.empty or tensor constant its own op";
   let description = [{

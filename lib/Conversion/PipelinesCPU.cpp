@@ -120,6 +120,7 @@ void poot::buildPootToLLVMCPUPipeline(
   PootCPUEntryABIOptions abi;
   abi.entry = options.entry;
   pm.addPass(createPootCPUEntryABI(abi));
+  pm.addPass(createPootFuseElementwiseChains());
 
   // 2. Tensors -> buffers. Identity layouts at the function boundary (the
   //    runtime passes C-contiguous arrays). A donated state argument
