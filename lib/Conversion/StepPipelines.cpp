@@ -54,7 +54,12 @@ void mlir::poot::addWholeStepPasses(
   pm.addPass(createCSEPass());
   PootCPUEntryABIOptions abi;
   pm.addPass(createPootCPUEntryABI(abi));
-  pm.addPass(createLinalgElementwiseOpFusionPass());
+  // Elementwise ops fused into their consumers, decode-GEMV prologues
+  // included, payloads bounded (compile time linear in a chain's length).
+  PootFuseElementwiseChainsOptions fusion;
+  fusion.intoReductions = true;
+  fusion.propagateReshapes = true;
+  pm.addPass(createPootFuseElementwiseChains(fusion));
   // Decode matmuls: their reductions split over enough threads to fill
   // the device.
   pm.addNestedPass<func::FuncOp>(createPootGPUSplitReductions());

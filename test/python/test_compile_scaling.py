@@ -50,7 +50,7 @@ def test_a_long_elementwise_chain_compiles_in_linear_time(tmp_path, rng, monkeyp
     started = time.perf_counter()
     path = compile_cpu(module, tmp_path / "chain", parallel="serial")
     seconds = time.perf_counter() - started
-    assert seconds < 60, f"compile_cpu of a {OPS}-op chain took {seconds:.1f} s"
+    assert seconds < 20, f"compile_cpu of a {OPS}-op chain took {seconds:.1f} s"
     x = rng.standard_normal((16, 16)).astype(np.float32)
     got = CpuArtifact(path).run({"x": x}).named["y"]
     np.testing.assert_allclose(got, _reference(x, OPS), rtol=1e-4, atol=1e-5)

@@ -1,17 +1,20 @@
 //===- FuseElementwiseChains.cpp - poot-fuse-elementwise-chains ------------===//
 //
-// Fuses chains of elementwise linalg.generic ops with upstream's elementwise
-// fusion patterns, under a control that keeps the fusions that only save
-// work: elementwise into elementwise, a producer with one use, and a payload
-// of bounded size (fusing a long chain op by op clones the growing payload
-// each time: unbounded, quadratic in the chain).
+// Fuses elementwise linalg.generic ops into their consumers with upstream's
+// elementwise fusion patterns, under a control that keeps the fusions that
+// save work (a producer with one use; on the CPU, only into elementwise
+// consumers) and bounds the payload (fusing a long chain op by op clones the
+// growing payload each time: unbounded, quadratic in the chain).
 //
 //===----------------------------------------------------------------------===//
 
 #include "lib/Conversion/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::poot {
@@ -37,19 +40,41 @@ struct FuseElementwiseChains
   using Base::Base;
 
   void runOnOperation() override {
+    MLIRContext *context = &getContext();
     int64_t cap = maxBodyOps;
-    linalg::ControlFusionFn control = [cap](OpOperand *operand) {
+    bool anyConsumer = intoReductions;
+    linalg::ControlFusionFn fuse = [cap, anyConsumer](OpOperand *operand) {
       auto producer = operand->get().getDefiningOp<linalg::GenericOp>();
       auto consumer = dyn_cast<linalg::GenericOp>(operand->getOwner());
-      return isElementwise(producer) && isElementwise(consumer) &&
+      return isElementwise(producer) && consumer &&
+             (anyConsumer || isElementwise(consumer)) &&
              producer->hasOneUse() &&
              payloadOps(producer) + payloadOps(consumer) <= cap;
     };
-    RewritePatternSet patterns(&getContext());
-    linalg::populateElementwiseOpsFusionPatterns(patterns, control);
+    RewritePatternSet patterns(context);
+    linalg::populateElementwiseOpsFusionPatterns(patterns, fuse);
+    if (propagateReshapes) {
+      // What upstream's linalg-fuse-elementwise-ops adds around its fusion
+      // (same control as its own: a producer with one use).
+      linalg::ControlFusionFn oneUse = [](OpOperand *operand) {
+        Operation *producer = operand->get().getDefiningOp();
+        return producer && producer->hasOneUse();
+      };
+      linalg::populateFoldReshapeOpsByExpansionPatterns(patterns, oneUse);
+      tensor::populateBubbleUpExpandShapePatterns(patterns);
+      affine::AffineApplyOp::getCanonicalizationPatterns(patterns, context);
+      linalg::GenericOp::getCanonicalizationPatterns(patterns, context);
+      tensor::ExpandShapeOp::getCanonicalizationPatterns(patterns, context);
+      tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, context);
+      context->getLoadedDialect<linalg::LinalgDialect>()
+          ->getCanonicalizationPatterns(patterns);
+      linalg::populateConstantFoldLinalgOperations(patterns, oneUse);
+    }
     // Not converging within the driver's iteration limit only leaves some
     // chain less fused than it could be.
-    (void)applyPatternsGreedily(getOperation(), std::move(patterns));
+    (void)applyPatternsGreedily(
+        getOperation(), std::move(patterns),
+        GreedyRewriteConfig().setUseTopDownTraversal(true));
   }
 };
 
