@@ -126,6 +126,46 @@ def _default_threads(manifest: Mapping[str, Any]) -> int | None:
     return int(cores) if isinstance(cores, int) and cores > 0 else None
 
 
+# How long a step's OpenMP threads spin before sleeping when they wait (after
+# a parallel region, at a barrier), in milliseconds. Spinning is fastest on
+# a machine with a core for every thread: a sleeping thread's wake-up costs
+# tens of microseconds a region, 2x on an 8-layer decoder step that opens
+# hundreds of regions. On a machine whose cores are all busy it collapses:
+# a spinning thread takes the time slice its teammate needs to finish the
+# region, and a 0.4 ms step took 8-12 ms (issue 27; bench/cpu_loaded.py,
+# bench/NOTES.md). So each step picks: SPIN_BLOCKTIME_MS while the runnable
+# threads fit the cores, 0 (sleep at once) when they do not.
+SPIN_BLOCKTIME_MS = 200  # libomp's own default (KMP_BLOCKTIME)
+
+
+class _Runnable:
+    """The machine's runnable threads right now: /proc/loadavg's fourth
+    field (`running/total`), read through a kept descriptor (3 us). None
+    where there is no such file."""
+
+    def __init__(self) -> None:
+        try:
+            self._fd: int | None = os.open("/proc/loadavg", os.O_RDONLY)
+        except OSError:
+            self._fd = None
+
+    def __call__(self) -> int | None:
+        if self._fd is None:
+            return None
+        try:
+            return int(os.pread(self._fd, 128, 0).split()[3].split(b"/")[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
+
+_runnable = _Runnable()
+
+
+def _fixed_blocktime() -> int | None:
+    value = os.environ.get("POOT_CPU_BLOCKTIME_MS")
+    return max(0, int(value)) if value else None
+
+
 def _nbytes(shape: "tuple[int, ...]", dtype: np.dtype) -> int:
     count = 1
     for d in shape:
@@ -168,7 +208,12 @@ class CpuArtifact:
 
     `threads` is how many threads an OpenMP artifact's parallel loops use
     (default: `$POOT_CPU_THREADS`, else the cores it was compiled for);
-    a serial artifact ignores it. After `close()` (or a `with` block) it
+    a serial artifact ignores it. `blocktime_ms` is how long those threads
+    spin before sleeping when they wait: None (the default, unless
+    `$POOT_CPU_BLOCKTIME_MS` fixes it) picks per step, spinning while the
+    machine's runnable threads fit its cores and sleeping at once when they
+    do not, so a step on a busy machine slows with its share of the cores
+    instead of collapsing. After `close()` (or a `with` block) it
     runs nothing: a run is a ClosedError."""
 
     def __init__(self, path: "str | Path", threads: int | None = None) -> None:
@@ -196,6 +241,10 @@ class CpuArtifact:
         self.threads = threads if threads is not None else _default_threads(self.manifest)
         if self.threads is not None and self.threads < 1:
             raise ValueError(f"threads={self.threads}: expected at least 1")
+        self.blocktime_ms: int | None = _fixed_blocktime()
+        # LLVM's and Intel's runtimes have it; another OpenMP keeps its own policy.
+        self._set_blocktime = getattr(self._openmp, "kmp_set_blocktime", None) if self._openmp else None
+        self._spinning = False  # whether the last step left its threads spinning
         try:
             self._library = _load_private_copy(library)
         except OSError as exc:  # a truncated or foreign file: the loader's words
@@ -285,7 +334,24 @@ class CpuArtifact:
         if self._openmp is not None and self.threads is not None:
             # The calling thread's team size for the step's parallel loops.
             self._openmp.omp_set_num_threads(self.threads)
+        if self._set_blocktime is not None:
+            # Per calling thread too (libomp keeps it with the thread's team).
+            self._set_blocktime(self._blocktime())
         function(*[ctypes.addressof(d) for d in descriptors])
+
+    def _blocktime(self) -> int:
+        """This step's blocktime: the fixed one, else spin unless the
+        threads already runnable (less this call's own, and its team's when
+        the last step left them spinning) plus the team exceed the cores."""
+        if self.blocktime_ms is not None:
+            return int(self.blocktime_ms)
+        running = _runnable()
+        if running is None:
+            return SPIN_BLOCKTIME_MS
+        team = self.threads or os.cpu_count() or 1
+        others = running - 1 - (team - 1 if self._spinning else 0)
+        self._spinning = others + team <= (os.cpu_count() or 1)
+        return SPIN_BLOCKTIME_MS if self._spinning else 0
 
     def validate(self, arrays: list[np.ndarray]) -> None:
         """Run the validation prologue (if the step has one) on bound
