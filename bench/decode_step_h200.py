@@ -80,7 +80,7 @@ def build(out: Path, names: list[str]) -> None:
         config = DecoderConfig(**fields)
         tracer = build_decoder(config)
         t0 = time.perf_counter()
-        compile_gpu(tracer.finish(), devices.SM_90, out / name)
+        compile_gpu(tracer.finish(), _device(), out / name)
         print(f"{name}: compiled in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
         meta = {**asdict(config), "weights": {k: list(v) for k, v in weight_shapes(config).items()}}
         (out / name / "config.json").write_text(json.dumps(meta))
@@ -97,6 +97,16 @@ def build(out: Path, names: list[str]) -> None:
             np.savez(out / name / "reference.npz", tokens=np.array(tokens), logits=np.stack(logits),
                      **{f"w_{k}": np.asarray(v).view(np.uint16) if v.dtype.itemsize == 2 else v
                         for k, v in weights.items()})
+
+
+def _device():
+    """SM_90, with the changes `$POOT_BENCH_DEVICE` (JSON) names: a baseline
+    built with one knob off, e.g. '{"warp_reductions": false}'."""
+    import os
+
+    from poot_mlir.compiler import devices
+
+    return devices.SM_90.with_limits(**json.loads(os.environ.get("POOT_BENCH_DEVICE", "{}")))
 
 
 def _np_dtype(name: str):
@@ -253,6 +263,26 @@ def _ms(fn, n: int = 20) -> float:
     return (time.perf_counter() - t0) / n * 1e3
 
 
+def _baseline(name: str, state: dict, w: dict, inputs: dict):
+    """The same case from `$POOT_BENCH_BASELINE` (artifacts built with another
+    device setting, `_device`), timed on the same weights right after poot's:
+    (ms, launches, logits), or None."""
+    import os
+
+    from poot_mlir.runtime.program import ProgramArtifact
+
+    folder = os.environ.get("POOT_BENCH_BASELINE")
+    if not folder or not (Path(folder) / name).is_dir():
+        return None
+    art = ProgramArtifact(Path(folder) / name, backend="cuda")
+    launches = sum(1 for c in art.programs[art.signature.name]["commands"] if "launch" in c)
+    sess = art.session({k: v.copy() for k, v in state.items()}, constants=w)
+    ms = _ms(lambda: sess.step(inputs, device_outputs=True))
+    logits = np.asarray(sess.step(inputs).named["logits"], np.float64).reshape(-1)
+    art.close()
+    return ms, launches, logits
+
+
 def time_case(out: Path, name: str, bandwidth: float) -> dict:
     import torch
 
@@ -285,6 +315,7 @@ def time_case(out: Path, name: str, bandwidth: float) -> dict:
     logits = np.asarray(sess.step(inputs).named["logits"], np.float64).reshape(-1)
     art.close()
     del sess, art
+    base = _baseline(name, state, w, inputs)
 
     tok, tpos = torch.tensor(tokens, device="cuda"), torch.tensor(pos, device="cuda")
     row = {"case": name, "config": {k: v for k, v in config.items() if k != "weights"},
@@ -308,6 +339,9 @@ def time_case(out: Path, name: str, bandwidth: float) -> dict:
             row["torch_compile_ms"] = None
             row["torch_compile_error"] = repr(error)[:300]
     scale = float(np.abs(exact).max())
+    if base:
+        row["poot_base_ms"], row["poot_base_launches"] = base[0], base[1]
+        row["poot_base_logits_rel_err"] = float(np.abs(base[2] - exact).max() / scale)
     row["poot_logits_rel_err"] = float(np.abs(logits - exact).max() / scale)
     row["eager_logits_rel_err"] = float(np.abs(eager_logits - exact).max() / scale)
     row["poot_argmax_ok"] = bool(np.array_equal(np.argmax(logits.reshape(rows, -1), -1),

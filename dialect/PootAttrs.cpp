@@ -92,6 +92,38 @@ LogicalResult SlotAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult AttentionRequestAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, int64_t batch, int64_t qHeads,
+    int64_t kvHeads, int64_t qLen, int64_t keyLen, int64_t keyWidth,
+    int64_t sharedWidth, int64_t valueWidth, ScoreKind, MaskKind, KeyBound,
+    AttentionSchedule, int64_t lanes, int64_t splits, int64_t chunk,
+    int64_t gridX, int64_t gridY, int64_t qBlock, int64_t keyBlock,
+    int64_t unroll, int64_t rowLanes) {
+  // Sizes of at least one element (the dialect refuses zero-sized
+  // attention operands), then counts that may be 0 (not used by a schedule).
+  std::pair<const char *, int64_t> positive[] = {
+      {"batch", batch},         {"q_heads", qHeads}, {"kv_heads", kvHeads},
+      {"q_len", qLen},          {"key_len", keyLen}, {"key_width", keyWidth},
+      {"value_width", valueWidth}, {"lanes", lanes}, {"splits", splits},
+      {"chunk", chunk},         {"grid_x", gridX},   {"grid_y", gridY}};
+  for (auto [name, value] : positive)
+    if (value < 1)
+      return emitError() << "attention_request: " << name
+                         << " must be at least 1, got " << value;
+  std::pair<const char *, int64_t> counts[] = {
+      {"shared_width", sharedWidth}, {"q_block", qBlock},
+      {"key_block", keyBlock},       {"unroll", unroll},
+      {"row_lanes", rowLanes}};
+  for (auto [name, value] : counts)
+    if (value < 0)
+      return emitError() << "attention_request: " << name
+                         << " must not be negative, got " << value;
+  if (qHeads % kvHeads)
+    return emitError() << "attention_request: q_heads (" << qHeads
+                       << ") is not a multiple of kv_heads (" << kvHeads << ")";
+  return success();
+}
+
 LogicalResult RangeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 int64_t min, int64_t max) {
   if (min > max)

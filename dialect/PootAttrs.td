@@ -209,6 +209,9 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
     DefaultValuedParameter<"int64_t", "0">:$unroll,
     DefaultValuedParameter<"int64_t", "0">:$row_lanes);
   let assemblyFormat = "`<` struct(params) `>`";
+  // A request is read back from text (lit tests, the fuzzer): sizes the
+  // generator and the launch builder divide by or allocate from are checked.
+  let genVerifyDecl = 1;
   // `unroll` and `row_lanes` last and defaulted, so a request of another
   // schedule is built without them.
   let skipDefaultBuilders = 1;

@@ -235,7 +235,8 @@ void mlir::poot::buildPootStepToNVVMPipeline(
     OpPassManager &pm, const PootNVVMPipelineOptions &o) {
   addWholeStepPasses(pm, [&](OpPassManager &p) {
     addPlanAndGenerate(p, DeviceTarget::NVVM, o);
-  }, {/*vectorMemory=*/true, o.maxGridX, o.maxBufferBytes});
+  }, {/*vectorMemory=*/true, o.maxGridX, o.maxBufferBytes, /*maxElements=*/0,
+      /*warpLanes=*/o.warpReductions ? 32 : 0});
   addNVVMLowering(pm, o);
 }
 

@@ -116,6 +116,12 @@ struct PootNVVMPipelineOptions
                      "(MQA / absorbed MLA) on mma.sync (wide_head_mma, the "
                      "default; verified on the H200); off: the FFMA wide_head"),
       llvm::cl::init(true)};
+  Opt::Option<bool> warpReductions{
+      *this, "warp-reductions",
+      llvm::cl::desc("Whole steps: spread the long reductions of kernels "
+                     "with few threads over the lanes of a warp, combined by "
+                     "shuffles (poot-gpu-warp-reductions); off: a thread each"),
+      llvm::cl::init(true)};
 };
 
 struct PootROCDLPipelineOptions
@@ -154,6 +160,10 @@ struct WholeStepTarget {
   /// One device buffer's limits (0 elements: no count limit).
   int64_t maxBufferBytes = int64_t(1) << 27;
   int64_t maxElements = 0;
+  /// Lanes of one warp that combine a reduction by shuffles
+  /// (poot-gpu-warp-reductions); 0: not used (SPIR-V: the subgroup size is
+  /// the driver's choice; ROCDL: not run on AMD hardware yet).
+  int64_t warpLanes = 0;
 };
 
 /// The target-independent part of a whole step (StepPipelines.cpp), with the

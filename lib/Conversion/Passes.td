@@ -383,6 +383,10 @@ def PootFuseElementwiseChains : Pass<"poot-fuse-elementwise-chains"> {
            "Also fold reshapes into the ops around them, fold constants and "
            "canonicalize (the rest of linalg-fuse-elementwise-ops)">,
   ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 def PootUntieSharedTensors : Pass<"poot-untie-shared-tensors"> {
@@ -982,6 +986,66 @@ def PootGPUVectorizeColumns
                            "::mlir::scf::SCFDialect"];
 }
 
+def PootGPUWarpReductions
+    : Pass<"poot-gpu-warp-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Spread the reduction of a kernel with few threads over the lanes of a warp, combined by shuffles";
+  let description = [{
+    Runs on buffers after `poot-gpu-vectorize-columns`, before
+    `poot-gpu-host-to-parallel`, on targets with a fixed warp (NVVM: 32).
+    A top-level `scf.parallel` whose iterations each run a long reduction
+    over few iterations in all (the final sum of a split decode matmul: 1024
+    threads of 4 columns each summing 128 partials; a norm's sum over one
+    row: one thread) is latency bound: a few threads per SM, each waiting on
+    its own chain of loads. Where the loop has fewer than `min-threads`
+    iterations, each iteration gets `L` lanes (a power of two <= `warp-size`
+    and <= the reduction's trip count, enough to reach `min-threads`; the
+    iterations x L a multiple of `warp-size`, so every warp is whole): a new
+    last dimension of the loop, which `poot-gpu-host-to-parallel` maps
+    fastest, so one iteration's lanes are adjacent lanes of one warp. Lane
+    `l` runs iterations `l, l + L, ...` of every reduction loop (an `scf.for`
+    whose iteration arguments are each a chain of one combiner: `addf`,
+    `maximumf`, `minimumf`, `maxnumf`, `minnumf`; f32/f64, scalar or vector);
+    an `addf` chain starts from its init on lane 0 and from -0.0 on the
+    others; after the last reduction loop the lanes combine their partials
+    by a butterfly of `gpu.shuffle xor` (offsets L/2 .. 1, width
+    `warp-size`), and lane 0 alone runs the rest of the body (the epilogue
+    and the stores). A loop whose reduction results are used any other way,
+    or with other region ops or stores before its last reduction loop, is
+    left as it is. The sum's order changes (a tree over lanes), as any
+    parallel reduction's does.
+
+    Before (1024 iterations, 16 trips of 8 loads):
+    ```mlir
+    scf.parallel (%n) = (%c0) to (%c1024) step (%c1) {
+      %s = scf.for %i = %c0 to %c128 step %c8 iter_args(%a = %zero) -> (vector<4xf32>) {
+        ... %a1 = arith.addf %x0, %a ... %a8 = arith.addf %x7, %a7
+        scf.yield %a8 : vector<4xf32>
+      }
+      vector.store %s, %out[%c0, %col] : memref<1x4096xf32>, vector<4xf32>
+    }
+    ```
+    After (`min-threads=16384`: 16 lanes an iteration):
+    ```mlir
+    scf.parallel (%n, %l) = (%c0, %c0) to (%c1024, %c16) step (%c1, %c1) {
+      %init = arith.select %l == 0, %zero, %minus_zero : vector<4xf32>
+      %s = scf.for %i = %l * 8 to %c128 step %c128 iter_args(%a = %init) ...
+      %e0 = vector.extract %s[0] ... %x = gpu.shuffle xor %e0, %c8, %c32 ...
+      ... (offsets 8, 4, 2, 1 per element, then vector.from_elements)
+      scf.if %l == 0 {
+        vector.store %sum, %out[%c0, %col] : memref<1x4096xf32>, vector<4xf32>
+      }
+    }
+    ```
+  }];
+  let options = [
+    Option<"warpSize", "warp-size", "int64_t", /*default=*/"32",
+           "Lanes of one warp (a power of two >= 2)">,
+    Option<"minThreads", "min-threads", "int64_t", /*default=*/"16384",
+           "Loops with fewer iterations get lanes until they reach this">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::vector::VectorDialect",
+                           "::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect"];
+}
 def PootGPUHostToParallel
     : Pass<"poot-gpu-host-to-parallel", "::mlir::func::FuncOp"> {
   let summary = "Leave the host only allocations, views and launches";

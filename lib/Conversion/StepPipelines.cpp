@@ -83,6 +83,13 @@ void mlir::poot::addWholeStepPasses(
   PootGPUVectorizeColumnsOptions columns;
   columns.vectorMemory = target.vectorMemory;
   pm.addNestedPass<func::FuncOp>(createPootGPUVectorizeColumns(columns));
+  // Kernels with few threads and long reductions: lanes of a warp share
+  // each reduction and combine it by shuffles.
+  if (target.warpLanes > 0) {
+    PootGPUWarpReductionsOptions warps;
+    warps.warpSize = target.warpLanes;
+    pm.addNestedPass<func::FuncOp>(createPootGPUWarpReductions(warps));
+  }
   PootGPUHostToParallelOptions grid;
   grid.maxBlocks = target.maxGridX;
   pm.addNestedPass<func::FuncOp>(createPootGPUHostToParallel(grid));

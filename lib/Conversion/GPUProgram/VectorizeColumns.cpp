@@ -405,7 +405,7 @@ struct VectorizeColumns
       std::optional<int64_t> ub = getConstantIntValue(f.getUpperBound());
       std::optional<int64_t> step = getConstantIntValue(f.getStep());
       if (lb && ub && step && *step > 0 &&
-          (*ub - *lb) / *step >= 2 * int64_t(unroll))
+          (*ub - *lb) / *step / 2 >= int64_t(unroll)) // (no overflow)
         (void)loopUnrollByFactor(f, unroll);
     }
   }

@@ -66,6 +66,12 @@ class Device:
     #: D = 128) take 32 / N lanes, so a warp-wide load reads N keys (half-warp
     #: rows; docs/warp-decode.md; verified on the H200); 1: whole-warp rows.
     max_keys_per_load: int = 2
+    #: NVIDIA whole steps only: a kernel of few threads whose threads each run
+    #: a long reduction (a split matmul's final sum, a norm's row sum) gets
+    #: up to 32 lanes of a warp per thread, combined by shuffles
+    #: (poot-gpu-warp-reductions, docs/gpu-steps.md); False: one thread each
+    #: (a comparison knob).
+    warp_reductions: bool = True
 
     def pipeline_options(self) -> str:
         """The device description as pass-pipeline options."""
@@ -87,6 +93,7 @@ class Device:
             opts += " tensor-cores=0"
         if self.target == "nvvm":
             opts += f" wide-head-mma={int(self.wide_head_mma)}"
+            opts += f" warp-reductions={int(self.warp_reductions)}"
         opts += self._warp_options()
         if self.target == "spirv" and self.client != "vulkan":
             opts += f" client={self.client}"

@@ -1,5 +1,6 @@
 // RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-vectorize-columns,cse))" | FileCheck %s
 // RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-vectorize-columns{unroll=1},cse))" | FileCheck %s --check-prefix=NOUNROLL
+// RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-vectorize-columns{unroll=9223372036854775807},cse))" | FileCheck %s --check-prefix=NOUNROLL
 // RUN: not poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-vectorize-columns{width=1}))" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-vectorize-columns{width=3}))" 2>&1 | FileCheck %s --check-prefix=BAD3
 

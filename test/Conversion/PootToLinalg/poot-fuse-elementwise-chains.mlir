@@ -1,5 +1,6 @@
 // RUN: poot-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(poot-fuse-elementwise-chains))' | FileCheck %s
 // RUN: poot-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(poot-fuse-elementwise-chains{max-body-ops=2}))' | FileCheck %s --check-prefix=CAP
+// RUN: poot-opt %s --split-input-file --pass-pipeline='builtin.module(poot-fuse-elementwise-chains{propagate-reshapes=true})' | FileCheck %s --check-prefix=NOLINALG
 
 #id = affine_map<(d0) -> (d0)>
 
@@ -98,4 +99,15 @@ func.func @kept(%x: tensor<64xf32>, %m: tensor<8x64xf32>) -> (tensor<64xf32>, te
     linalg.yield %r : f32
   } -> tensor<8xf32>
   return %u, %v, %s : tensor<64xf32>, tensor<64xf32>, tensor<8xf32>
+}
+
+// -----
+
+// Found by the 2026-12-06 campaign: the pass run on a module with no linalg
+// op (poot ops not lowered yet) read the linalg dialect before it was loaded.
+// NOLINALG-LABEL: func.func @ew
+// NOLINALG: poot.exp
+func.func @ew(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = poot.exp %a : tensor<4xf32>
+  return %0 : tensor<4xf32>
 }
