@@ -8,6 +8,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Location.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -40,6 +42,76 @@ std::string findSpirvArrayCountOverflow(llvm::StringRef text,
                 "22's SPIR-V type parser would truncate the count and abort)")
             .str();
     }
+  }
+  return {};
+}
+
+/// A block label defined twice in one region: MLIR 22's parser reports
+/// "redefinition of block" and then, tearing down the half-built region,
+/// destroys values that still have uses (or asks dominance about an
+/// unlinked block) and asserts. Checked on the text: braces open and close
+/// scopes (a region's, or an attribute dictionary's, which holds no
+/// labels), a label at the start of a line or right after `{`, followed by
+/// `(` or `:`, is a definition; strings and comments are skipped.
+std::string findRedefinedBlockLabel(llvm::StringRef text, llvm::StringRef name,
+                                    unsigned lineOffset) {
+  if (!text.contains('^'))
+    return {};
+  llvm::SmallVector<llvm::StringSet<>> scopes(1);
+  unsigned line = lineOffset + 1;
+  bool lineStart = true; // only blanks (or a `{`) since the line began
+  auto isLabelChar = [](char c) {
+    return llvm::isAlnum(c) || c == '_' || c == '$' || c == '.' || c == '-';
+  };
+  for (size_t i = 0, n = text.size(); i < n; ++i) {
+    char c = text[i];
+    if (c == '\n') {
+      ++line;
+      lineStart = true;
+      continue;
+    }
+    if (c == '"') { // a string: up to its unescaped closing quote
+      for (++i; i < n && text[i] != '"' && text[i] != '\n'; ++i)
+        if (text[i] == '\\')
+          ++i;
+      lineStart = false;
+      continue;
+    }
+    if (c == '/' && i + 1 < n && text[i + 1] == '/') { // a comment
+      while (i + 1 < n && text[i + 1] != '\n')
+        ++i;
+      continue;
+    }
+    if (c == '{') {
+      scopes.emplace_back();
+      lineStart = true;
+      continue;
+    }
+    if (c == '}') {
+      if (scopes.size() > 1)
+        scopes.pop_back();
+      lineStart = false;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r')
+      continue;
+    if (c == '^' && lineStart) {
+      size_t end = i + 1;
+      while (end < n && isLabelChar(text[end]))
+        ++end;
+      size_t after = end;
+      while (after < n && (text[after] == ' ' || text[after] == '\t'))
+        ++after;
+      llvm::StringRef label = text.slice(i, end);
+      if (end > i + 1 && after < n && (text[after] == '(' || text[after] == ':') &&
+          !scopes.back().insert(label).second)
+        return (name + ":" + llvm::Twine(line) + ": redefinition of block '" +
+                label +
+                "' (MLIR 22's parser would abort tearing down the region)")
+            .str();
+      i = end - 1;
+    }
+    lineStart = false;
   }
   return {};
 }
@@ -112,6 +184,9 @@ std::string mlir::poot::findUpstreamAbort(MLIRContext *context,
                                           llvm::StringRef name,
                                           unsigned lineOffset) {
   if (std::string found = findSpirvArrayCountOverflow(text, name, lineOffset);
+      !found.empty())
+    return found;
+  if (std::string found = findRedefinedBlockLabel(text, name, lineOffset);
       !found.empty())
     return found;
   // Only text that can hold a reshape is parsed a second time (unverified).

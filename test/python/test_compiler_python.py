@@ -250,6 +250,27 @@ def test_trace_keeps_the_ir_up_to_a_failing_pass(tmp_path):
     assert "poot.attention " in trace.ir_after("poot-attention-rewrite")
 
 
+def test_a_block_label_defined_twice_is_a_parse_error(tmp_path, rng):
+    """MLIR 22's parser asserts tearing down a region whose block label is
+    defined twice (2026-12-06 fuzz campaign): the compile refuses the text
+    first with the line, and the interpreter survives to compile the next
+    step (sibling regions reusing a label: test/Support lit test)."""
+    twice = (
+        "func.func @step(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  cf.br ^bb1\n"
+        "^bb1:\n"
+        "  return %x : tensor<4xf32>\n"
+        "^bb1:\n"
+        "  return %x : tensor<4xf32>\n}\n"
+    )
+    with pytest.raises(errors.ParseError, match=r"<string>:5: redefinition of block '\^bb1'"):
+        compile_cpu(twice, tmp_path / "a")
+    text = "func.func @step(%x: tensor<4xf32>) -> tensor<4xf32> {\n  %y = poot.exp %x : tensor<4xf32>\n  return %y : tensor<4xf32>\n}\n"
+    x = rng.standard_normal(4).astype(np.float32)
+    got = CpuArtifact(compile_cpu(text, tmp_path / "b")).run([x]).outputs[0]
+    np.testing.assert_allclose(got, np.exp(x.astype(np.float64)), rtol=1e-6)
+
+
 def test_a_negative_reassociation_index_is_a_parse_error(tmp_path, rng):
     """tensor.expand_shape's verifier builds affine maps from the
     reassociation before checking it, and a negative index asserts in
