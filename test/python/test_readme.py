@@ -11,6 +11,14 @@ on the line above its fence, giving the reason:
 
 (for the install, the test suite itself, and the developer build). Other
 fences must say what they are (```text for sample output and diagrams).
+
+Sample output the text promises is checked too: a ```text block marked
+
+    <!-- readme-test: output of the block above -->
+
+must appear in what the nearest runnable block before it printed: each
+sample line, in order, matches an output line (numbers may differ, `...`
+stands for any text or, alone on a line, for any lines).
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ import pytest
 README = Path(__file__).resolve().parents[2] / "README.md"
 _FENCE = re.compile(r"^```(\S*)\s*$")
 _SKIP = re.compile(r"^<!-- readme-test: skip \((.+)\) -->$")
+_OUTPUT = "<!-- readme-test: output of the block above -->"
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
 @dataclass
@@ -37,6 +47,7 @@ class Block:
     line: int  # 1-based line of the first code line
     code: str
     skip: str | None
+    sample: bool = False  # a ```text block of the block above's output
 
 
 def blocks(text: str) -> list[Block]:
@@ -51,7 +62,9 @@ def blocks(text: str) -> list[Block]:
         start, i = i + 1, i + 1
         while i < len(lines) and lines[i] != "```":
             i += 1
-        found.append(Block(lang, start + 1, "\n".join(lines[start:i]) + "\n", marker and marker.group(1)))
+        sample = lang == "text" and i > 1 and lines[start - 2] == _OUTPUT
+        found.append(Block(lang, start + 1, "\n".join(lines[start:i]) + "\n", marker and marker.group(1),
+                           sample))
         i += 1
     return found
 
@@ -82,6 +95,47 @@ print(json.dumps({"ran": len(blocks)}), flush=True)
 """
 
 
+def sample_pattern(line: str) -> re.Pattern:
+    """A sample output line as a pattern: its numbers any numbers, `...`
+    any text, runs of blanks any blanks; matched at the line's start."""
+    pattern = ""
+    for piece in re.split(r"(\.\.\.|\s+)", line.strip()):
+        if piece == "...":
+            pattern += ".*"
+        elif piece.strip() == "" and piece:
+            pattern += r"\s+"
+        else:
+            last = 0
+            for number in _NUMBER.finditer(piece):
+                pattern += re.escape(piece[last:number.start()]) + _NUMBER.pattern
+                last = number.end()
+            pattern += re.escape(piece[last:])
+    return re.compile(r"\s*" + pattern)
+
+
+def missing_sample_lines(sample: str, output: str) -> list[str]:
+    """The sample's lines that the output does not print, in order."""
+    lines, at, missing = output.splitlines(), 0, []
+    for want in sample.splitlines():
+        if not want.strip() or want.strip() == "...":
+            continue
+        pattern = sample_pattern(want)
+        hit = next((i for i in range(at, len(lines)) if pattern.match(lines[i])), None)
+        if hit is None:
+            missing.append(want)
+        else:
+            at = hit + 1
+    return missing
+
+
+def test_sample_matching_is_strict_enough() -> None:
+    sample = "compiled for the CPU in 0.75 s\nstep   0  token  87    1.262 ms/step\n...\ngenerated [87, ...]; ok"
+    good = "compiled for the CPU in 1.02 s (cache)\nstep   0  token   5    0.3 ms/step\nstep 1\ngenerated [5, 6]; ok"
+    assert missing_sample_lines(sample, good) == []
+    assert missing_sample_lines(sample, good.replace("CPU", "GPU")) == ["compiled for the CPU in 0.75 s"]
+    assert missing_sample_lines(sample, "generated [5]; ok\ncompiled for the CPU in 1 s") != []
+
+
 def test_every_block_is_runnable_or_marked() -> None:
     found = blocks(README.read_text())
     assert found, "README.md has no code blocks"
@@ -95,6 +149,8 @@ def test_every_block_is_runnable_or_marked() -> None:
     assert any("poot_mlir.examples.decode" in b.code for b in runnable), "the main job must run"
     assert any(b.code.lstrip().startswith("poot-opt") or "\npoot-opt" in b.code for b in runnable)
     assert any(b.lang == "python" for b in runnable)
+    samples = [b for b in found if b.sample]
+    assert samples, "the main job's sample output must be marked and checked"
 
 
 def test_readme_blocks_run(tmp_path: Path) -> None:
@@ -142,3 +198,18 @@ def test_readme_blocks_run(tmp_path: Path) -> None:
     print(output[-20000:])
     assert proc.returncode == 0, f"a README block failed:\n{output[-8000:]}"
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == {"ran": len(runnable)}
+    # What each block printed, by its first line; then the promised samples.
+    printed: dict[int, str] = {}
+    for chunk in proc.stdout.split("--- README.md:")[1:]:
+        head, _, body = chunk.partition("\n")
+        printed[int(head.split()[0])] = body
+    found = blocks(README.read_text())
+    for index, block in enumerate(found):
+        if not block.sample:
+            continue
+        source = next(b for b in reversed(found[:index]) if b.lang in ("python", "bash") and not b.skip)
+        missing = missing_sample_lines(block.code, printed.get(source.line, ""))
+        assert not missing, (
+            f"README.md:{block.line}: the block at line {source.line} did not print {missing}; "
+            f"it printed:\n{printed.get(source.line, '')}"
+        )
