@@ -78,9 +78,6 @@ void mlir::poot::addWholeStepPasses(
   pm.addNestedPass<func::FuncOp>(createPootGPUPromoteAccumulators());
   // A reduction starts from its fill's value (no fill kernel).
   pm.addNestedPass<func::FuncOp>(createPootGPUFoldFills());
-  // Adjacent kernels over the same iteration space become one (a final sum
-  // and its cast or residual add): fewer launches, no round trip.
-  pm.addNestedPass<func::FuncOp>(createParallelLoopFusionPass());
   // Each reduction thread owns 4 columns (16-byte loads), its loop
   // unrolled: loads in flight to stream the weights.
   PootGPUVectorizeColumnsOptions columns;
