@@ -85,6 +85,12 @@ def ptxas_path() -> str | None:
     return path if os.path.exists(path) else None
 
 
+def _openmp() -> str | None:
+    from poot_mlir.compiler.cpu import find_openmp
+
+    return None if find_openmp() else "no OpenMP runtime (libomp.so.5 or libiomp5)"
+
+
 def _ptxas() -> str | None:
     return None if ptxas_path() else "ptxas not on PATH nor in /usr/local/cuda/bin"
 
@@ -132,6 +138,10 @@ DEPENDENCIES = {
             "apt-get install -y llvm-22 lld-22", _tools("llc-22", "ld.lld-22", "llvm-readelf-22"),
         ),
         Dependency("torch", "PyTorch", "pip install torch", _torch),
+        Dependency(
+            "openmp", "an OpenMP runtime for the CPU target's threads",
+            "apt-get install -y libomp-dev (or pip install intel-openmp)", _openmp,
+        ),
         Dependency(
             "cuda", "a CUDA GPU", "run on a machine with an NVIDIA GPU and cuda-python",
             _cuda, required_in_ci=False,

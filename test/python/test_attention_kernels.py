@@ -333,13 +333,7 @@ def test_cpu_kernel_matches_oracle(form, schedule, rng, tmp_path):
 def _need_openmp():
     """The threaded CPU schedule needs libomp; CI installs it (.ci/run), so
     there a missing runtime fails instead of skipping."""
-    from poot_mlir.compiler.cpu import find_openmp
-
-    if find_openmp() is None:
-        message = "no OpenMP runtime (libomp): apt-get install libomp-dev, or pip install intel-openmp"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    require("openmp")
 
 
 # Each has >= 2^18 multiply-adds, so the planner gives it a thread team.

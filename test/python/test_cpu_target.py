@@ -16,8 +16,9 @@ import pytest
 
 from poot_mlir import errors, oracle
 from poot_mlir.compiler import devices
-from poot_mlir.compiler.cpu import compile_cpu, find_openmp
+from poot_mlir.compiler.cpu import compile_cpu
 from poot_mlir.runtime.cpu import CpuArtifact
+from system_deps import require
 
 LINEAR = """
 func.func @step(%x: tensor<2x3x64xf32> {poot.name = "x"}, %w: tensor<64x96xf32> {poot.name = "w"})
@@ -50,10 +51,7 @@ def test_cpu_description_is_detected_and_overridable() -> None:
 def test_serial_and_openmp_builds_agree(rng, tmp_path) -> None:
     """The vectorized matmul (a linear layer over batch rows) as serial code
     and on OpenMP at 1 and 2 threads: the oracle's numbers each time."""
-    if find_openmp() is None:
-        if os.environ.get("CI"):
-            pytest.fail("no OpenMP runtime (libomp): CI installs libomp-dev")
-        pytest.skip("no OpenMP runtime (libomp): apt-get install libomp-dev")
+    require("openmp")
     inputs = {"x": rng.standard_normal((2, 3, 64), dtype=np.float32),
               "w": rng.standard_normal((64, 96), dtype=np.float32)}
     ref = oracle.run(LINEAR, inputs, reference=True).outputs[0]

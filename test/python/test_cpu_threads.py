@@ -22,17 +22,15 @@ import numpy as np
 import pytest
 
 from poot_mlir import oracle
-from poot_mlir.compiler.cpu import compile_cpu, find_openmp
+from poot_mlir.compiler.cpu import compile_cpu
 from poot_mlir.runtime import cpu as runtime
+from system_deps import require
 
 CORES = len(os.sched_getaffinity(0))
 
 
 def _require_openmp() -> None:
-    if find_openmp() is None:
-        if os.environ.get("CI"):
-            pytest.fail("no OpenMP runtime (libomp): CI installs libomp-dev")
-        pytest.skip("no OpenMP runtime (libomp)")
+    require("openmp")
     if CORES < 2:
         pytest.skip("one core: no team to wait on")
 
