@@ -111,6 +111,14 @@ def _torch() -> str | None:
     return None
 
 
+def _transformers() -> str | None:
+    try:
+        import transformers  # noqa: F401
+    except Exception as error:  # ImportError, or a broken install
+        return f"transformers does not import ({error.__class__.__name__}: {error})"
+    return None
+
+
 def _cuda() -> str | None:
     from poot_mlir.runtime import cuda
 
@@ -138,6 +146,10 @@ DEPENDENCIES = {
             "apt-get install -y llvm-22 lld-22", _tools("llc-22", "ld.lld-22", "llvm-readelf-22"),
         ),
         Dependency("torch", "PyTorch", "pip install torch", _torch),
+        Dependency(
+            "transformers", "Hugging Face transformers (random-init models, no download)",
+            'pip install "transformers==5.25.0"', _transformers,
+        ),
         Dependency(
             "openmp", "an OpenMP runtime for the CPU target's threads",
             "apt-get install -y libomp-dev (or pip install intel-openmp)", _openmp,
