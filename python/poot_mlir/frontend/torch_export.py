@@ -37,6 +37,7 @@ import contextlib
 import operator
 import re
 import sys
+import weakref
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -57,7 +58,13 @@ from .location import source_position
 from .tensor import Tensor
 from .tracer import Tracer
 
-__all__ = ["emit_exported", "exported_weights", "import_exported", "import_module"]
+__all__ = [
+    "emit_exported",
+    "exported_state",
+    "exported_weights",
+    "import_exported",
+    "import_module",
+]
 
 _DTYPES: dict[torch.dtype, str] = {
     torch.float32: "f32",
@@ -93,6 +100,8 @@ def import_exported(
     name: str = "step",
     weights: str = "inputs",
     output_names: Sequence[str] | None = None,
+    pos: str | None = None,
+    max_pos: int | None = None,
 ) -> Tracer:
     """A Tracer (not finished) holding `ep`'s forward as poot primitives.
 
@@ -103,6 +112,15 @@ def import_exported(
     they are baked into the module as constants instead. Its outputs are
     `output_names`, else `"out"` for a single output and `"out0"`, `"out1"`,
     ... for several. Call `finish()` for the module (or add outputs first).
+
+    A buffer the forward writes in place (a KV cache's `index_copy_`, a
+    counter's `add_`) is the step's *state*: an argument and a result of
+    that name, carried by a session (`exported_state(ep)` gives the initial
+    values). A forward with in-place ops is functionalized first
+    (`ep.run_decompositions({})`), so in-place updates of intermediates
+    import too. `pos` names a 0-d integer user input that is the decode
+    position: it becomes the step's `pos` argument, declared in `[0,
+    max_pos]` (every binder refuses a position outside it).
     """
     if weights not in _WEIGHT_MODES:
         raise TorchImportError(
@@ -111,10 +129,15 @@ def import_exported(
     program = _Program(ep)
     outputs = program.output_nodes()
     names = _output_names(output_names, len(outputs))
+    pos_node = _pos_input(program, pos, max_pos)
     tracer = Tracer(name)
     try:
         inputs = {
-            node.name: tracer.input(node.name, *_tensor_meta(node))
+            node.name: (
+                tracer.pos(max_pos, name=node.name)
+                if node is pos_node
+                else tracer.input(node.name, *_tensor_meta(node))
+            )
             for node in program.user_inputs()
         }
         if weights == "inputs":
@@ -124,9 +147,15 @@ def import_exported(
             }
         else:
             bound = "constants"
-        results = program.emit(tracer, inputs, bound)
+        states = {
+            target: tracer.state(target, *_tensor_meta(node))
+            for node, target in program.state_buffers()
+        }
+        results, new_states = program.emit(tracer, inputs, bound, states)
         for out_name, result in zip(names, results):
             tracer.output(out_name, result)
+        for target, value in new_states.items():
+            tracer.state_out(target, value)
     except BaseException:
         tracer.__exit__(*sys.exc_info())  # retire it: nothing half-built stays current
         raise
@@ -164,30 +193,95 @@ def emit_exported(
         raise TorchImportError(
             "emit_exported: inputs must map each user input name to a traced Tensor"
         )
-    return program.emit(tensors[0].tracer, inputs, weights)
+    if program.state_buffers():
+        written = ", ".join(t for _, t in program.state_buffers())
+        raise TorchImportError(
+            f"emit_exported: the forward writes buffers in place ({written}): import it whole "
+            "with import_exported, where they become the step's state"
+        )
+    return program.emit(tensors[0].tracer, inputs, weights)[0]
 
 
 def exported_weights(ep: ExportedProgram) -> dict[str, np.ndarray]:
     """The value of every parameter and buffer input `import_exported` makes
     (weights="inputs"), by its input name: numpy arrays in the input's dtype
-    (bfloat16 as `ml_dtypes.bfloat16`, int64 as int32)."""
+    (bfloat16 as `ml_dtypes.bfloat16`, int64 as int32). Buffers the forward
+    writes are state, not weights: `exported_state`."""
     program = _Program(ep)
     return {target: _to_numpy(program.value_of(target)) for _, target in program.weights()}
+
+
+def exported_state(ep: ExportedProgram) -> dict[str, np.ndarray]:
+    """The initial value of every state `import_exported` makes (the buffers
+    the forward writes in place), by state name, as `exported_weights`."""
+    program = _Program(ep)
+    return {target: _to_numpy(program.value_of(target)) for _, target in program.state_buffers()}
+
+
+def _pos_input(program: "_Program", pos: str | None, max_pos: int | None):
+    """The user input node `pos` names (0-d integer), or None."""
+    if pos is None:
+        if max_pos is not None:
+            raise TorchImportError("import_exported: max_pos needs pos (the input it declares)")
+        return None
+    node = next((n for n in program.user_inputs() if n.name == pos), None)
+    if node is None:
+        names = [n.name for n in program.user_inputs()]
+        raise TorchImportError(f"import_exported: pos={pos!r} is not a user input (inputs: {names})")
+    shape, dtype = _tensor_meta(node)
+    if shape != () or dtype != "i32":
+        raise TorchImportError(
+            f"import_exported: pos input {pos!r} must be a 0-d integer tensor, got {list(shape)} "
+            f"{node.meta['val'].dtype}"
+        )
+    if not isinstance(max_pos, int) or isinstance(max_pos, bool) or max_pos < 0:
+        raise TorchImportError(f"import_exported: pos needs max_pos, an int >= 0, got {max_pos!r}")
+    return node
+
+
+def _has_mutation(graph: "torch.fx.Graph") -> bool:
+    """Whether any op of `graph` writes a tensor in place."""
+    return any(
+        node.op == "call_function"
+        and isinstance(node.target, torch._ops.OpOverload)
+        and node.target._schema.is_mutable
+        for node in graph.nodes
+    )
+
+
+# One functionalization per program: `import_exported`, `exported_weights`
+# and `exported_state` of one ExportedProgram share it.
+_FUNCTIONAL: "weakref.WeakKeyDictionary[ExportedProgram, ExportedProgram]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _functional(ep: ExportedProgram) -> ExportedProgram:
+    """`ep` with its in-place ops made functional (`run_decompositions({})`:
+    no op decomposed, the writes of buffers become BUFFER_MUTATION outputs),
+    or `ep` itself when nothing writes in place."""
+    if not _has_mutation(ep.graph_module.graph):
+        return ep
+    if ep not in _FUNCTIONAL:
+        _FUNCTIONAL[ep] = ep.run_decompositions({})
+    return _FUNCTIONAL[ep]
 
 
 # --- the program ---------------------------------------------------------------------
 
 
 class _Program:
-    """One ExportedProgram, checked whole on construction: its signature
-    (stateless: no mutated buffers or inputs), static shapes, and every node
-    against the op table."""
+    """One ExportedProgram, functionalized when it writes in place, and
+    checked whole on construction: its signature (buffers may be written:
+    they are state; inputs may not), static shapes, and every node against
+    the op table."""
 
     def __init__(self, ep: ExportedProgram) -> None:
         if not isinstance(ep, ExportedProgram):
             raise TorchImportError(
                 f"expected a torch.export.ExportedProgram, got {type(ep).__name__}"
             )
+        ep = _functional(ep)
         self.ep = ep
         self.graph = ep.graph_module.graph
         self.placeholders = {n.name: n for n in self.graph.nodes if n.op == "placeholder"}
@@ -214,11 +308,11 @@ class _Program:
                     "buffers and constant tensors import)"
                 )
         for spec in self.ep.graph_signature.output_specs:
-            if spec.kind != OutputKind.USER_OUTPUT:
+            if spec.kind not in (OutputKind.USER_OUTPUT, OutputKind.BUFFER_MUTATION):
                 target = f" {spec.target!r}" if spec.target else ""
                 raise TorchImportError(
-                    f"the forward mutates{target} ({spec.kind.name}): only a stateless forward "
-                    "imports (carry state with the tracer's state/state_out)"
+                    f"the forward writes{target} in place ({spec.kind.name}): only buffers may "
+                    "be written (they become the step's state); register it as a buffer"
                 )
 
     def _check_shapes(self) -> None:
@@ -266,12 +360,11 @@ class _Program:
         if packet in torch_aten.IGNORED:
             return
         if node.target._schema.is_mutable:
-            # The pre-dispatch graph keeps in-place ops (`self.count.add_(1)`):
-            # a forward that writes a buffer or an input carries state.
+            # Functionalization (`_functional`) removed every in-place op it
+            # can; one left is one torch could not make functional.
             raise _node_error(
                 TorchImportError, node,
-                "the forward mutates a tensor in place: only a stateless forward imports "
-                "(carry state with the tracer's state/state_out)",
+                "an in-place op functionalization left in the graph",
             )  # fmt: skip
         if packet not in torch_aten.EMITTERS:
             raise _node_error(UnsupportedTorchOp, node, "no poot primitive chain for this op")
@@ -300,11 +393,32 @@ class _Program:
             if s.kind == InputKind.USER_INPUT
         ]
 
+    def _written(self) -> dict[str, "torch.fx.Node"]:
+        """Each buffer the forward writes -> the node holding its new value."""
+        out = next(n for n in self.graph.nodes if n.op == "output")
+        values = list(out.args[0]) if isinstance(out.args[0], (list, tuple)) else [out.args[0]]
+        return {
+            spec.target: value
+            for spec, value in zip(self.ep.graph_signature.output_specs, values)
+            if spec.kind == OutputKind.BUFFER_MUTATION
+        }
+
     def weights(self) -> list[tuple["torch.fx.Node", str]]:
+        """The parameters and the buffers the forward only reads."""
+        written = self._written()
         return [
             (self.placeholders[s.arg.name], s.target)
             for s in self.ep.graph_signature.input_specs
-            if s.kind in _WEIGHT_KINDS
+            if s.kind in _WEIGHT_KINDS and s.target not in written
+        ]
+
+    def state_buffers(self) -> list[tuple["torch.fx.Node", str]]:
+        """The buffers the forward writes (the step's state), in input order."""
+        written = self._written()
+        return [
+            (self.placeholders[s.arg.name], s.target)
+            for s in self.ep.graph_signature.input_specs
+            if s.kind == InputKind.BUFFER and s.target in written
         ]
 
     def value_of(self, target: str) -> "torch.Tensor":
@@ -313,8 +427,11 @@ class _Program:
         return self.ep.constants[target]
 
     def output_nodes(self) -> list[Any]:
+        """The user outputs (a written buffer's new value is not one)."""
         out = next(n for n in self.graph.nodes if n.op == "output")
         values = list(out.args[0]) if isinstance(out.args[0], (list, tuple)) else [out.args[0]]
+        specs = self.ep.graph_signature.output_specs
+        values = [v for spec, v in zip(specs, values) if spec.kind == OutputKind.USER_OUTPUT]
         for v in values:
             if not isinstance(v, torch.fx.Node) or not isinstance(v.meta.get("val"), torch.Tensor):
                 raise TorchImportError(f"output {v!r} is not a tensor (only tensor outputs import)")
@@ -323,8 +440,14 @@ class _Program:
     # --- emission ----------------------------------------------------------------
 
     def emit(
-        self, tracer: Tracer, inputs: Mapping[str, Tensor], weights: Mapping[str, Tensor] | str
-    ) -> list[Tensor]:
+        self,
+        tracer: Tracer,
+        inputs: Mapping[str, Tensor],
+        weights: Mapping[str, Tensor] | str,
+        states: Mapping[str, Tensor] | None = None,
+    ) -> tuple[list[Tensor], dict[str, Tensor]]:
+        """Emit the forward; returns its user outputs and, per written
+        buffer (bound from `states` by target), its new value."""
         env: dict[str, Any] = {}
         for node in self.user_inputs():
             if node.name not in inputs:
@@ -335,7 +458,9 @@ class _Program:
             spec = kinds[name]
             if spec.kind == InputKind.USER_INPUT:
                 continue
-            if spec.kind in _WEIGHT_KINDS and not isinstance(weights, str):
+            if states and spec.target in states:
+                env[name] = states[spec.target]
+            elif spec.kind in _WEIGHT_KINDS and not isinstance(weights, str):
                 if spec.target not in weights:
                     raise TorchImportError(f"no traced Tensor for weight {spec.target!r}")
                 env[name] = weights[spec.target]
@@ -343,7 +468,8 @@ class _Program:
                 shape, dtype = _tensor_meta(node)
                 env[name] = P.constant(_to_numpy(self.value_of(spec.target)), dtype, tracer=tracer)
         self._run(self.graph, env, torch_aten.Context(tracer, _result_type))
-        return [env[n.name] for n in self.output_nodes()]
+        written = {target: env[node.name] for target, node in self._written().items()}
+        return [env[n.name] for n in self.output_nodes()], written
 
     def _run(self, graph: "torch.fx.Graph", env: dict[str, Any], context) -> None:
         """Emit every call of `graph` (its placeholders already in `env`)."""
@@ -380,6 +506,7 @@ class _Program:
         try:
             with position:
                 context.packet = packet
+                context.node, context.env = node, env
                 result = torch_aten.EMITTERS[packet](args, meta, context)
         except (TraceError, ValueError, TypeError) as error:
             if isinstance(error, TorchImportError):

@@ -21,7 +21,7 @@ registers every family.
 
 from __future__ import annotations
 
-from . import elementwise, linalg, reductions, shapes  # noqa: F401  (they register)
+from . import elementwise, linalg, reductions, shapes, writes  # noqa: F401  (they register)
 from ._table import EMITTERS, IGNORED, REFUSALS, Context, Meta, aten
 
 __all__ = ["EMITTERS", "IGNORED", "REFUSALS", "Context", "Meta", "aten"]

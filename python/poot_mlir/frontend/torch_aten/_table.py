@@ -34,6 +34,11 @@ class Context:
         self.tracer = tracer
         self.result_type = result_type
         self.packet = ""  # the op packet being emitted (one emitter may serve two)
+        # The FX node being emitted and the values of the nodes before it: an
+        # emitter that reads how an operand was computed (`index_copy`'s
+        # contiguous `arange + start` positions) looks there.
+        self.node: Any = None
+        self.env: dict[str, Any] = {}
 
 
 EMITTERS: dict[str, Emit] = {}

@@ -1,0 +1,242 @@
+"""`CausalLM`: a Hugging Face causal LM compiled by poot_mlir, generating
+with its KV cache as the compiled step's state.
+
+    lm = CausalLM.from_hf(model, target="cpu", max_seq_len=256)
+    ids = lm.generate(input_ids, max_new_tokens=32)          # [B, L + new]
+
+The model is never rewritten by hand: each step shape is the model's own
+forward, exported with a StaticCache (`hf_export.export_step`), imported
+(`frontend.torch_export`: the cache writes become state, the position the
+step's `pos`, RoPE and masks computed in the graph from it), fused and
+compiled for the target. Step shapes are `[B, n]` with n a power of two: a
+prompt of L tokens is prefilled in the chunks of L's binary expansion (37 =
+32 + 4 + 1: no padding token, every chunk ends where the next begins), and
+each new token is one `[B, 1]` step. Shapes are compiled on first use and
+kept (the compile cache, $POOT_CACHE, also keeps them across processes).
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import BindError
+from .hf_export import cache_shape, export_step
+from .runners import make_runner
+from .sampling import Sampling
+
+__all__ = ["CausalLM"]
+
+_DTYPE_NAMES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
+
+
+def _torch_dtype(dtype: Any) -> Any:
+    import torch
+
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    name = _DTYPE_NAMES.get(str(dtype), str(dtype))
+    value = getattr(torch, name, None)
+    if not isinstance(value, torch.dtype):
+        raise ValueError(f"unknown dtype {dtype!r} (f32, bf16, f16 or a torch.dtype)")
+    return value
+
+
+def _token_ids(input_ids: Any, vocab: int) -> np.ndarray:
+    """`input_ids` (torch or numpy, int64 or int32, `[B, L]` or `[L]`) as an
+    int64 `[B, L]` array, each id checked against the vocabulary."""
+    if hasattr(input_ids, "detach"):
+        input_ids = input_ids.detach().cpu().numpy()
+    ids = np.asarray(input_ids)
+    if ids.ndim == 1:
+        ids = ids[None, :]
+    if ids.ndim != 2 or ids.shape[1] < 1 or ids.shape[0] < 1:
+        raise BindError(f"input_ids must be [batch, length] with length >= 1, got {list(ids.shape)}")
+    if not np.issubdtype(ids.dtype, np.integer):
+        raise BindError(f"input_ids must hold integers, got {ids.dtype}")
+    bad = (ids < 0) | (ids >= vocab)
+    if bad.any():
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise BindError(f"input_ids{list(at)} = {int(ids[at])} is outside the vocabulary [0, {vocab})")
+    return ids.astype(np.int64)
+
+
+def _chunks(length: int) -> list[int]:
+    """`length` as descending powers of two (its binary expansion)."""
+    return [1 << bit for bit in range(length.bit_length() - 1, -1, -1) if length >> bit & 1]
+
+
+class CausalLM:
+    """A compiled causal LM with a fixed-capacity KV cache (see the module
+    docstring). Build it with `from_hf`."""
+
+    def __init__(self, model: Any, runner: Any, capacity: int, workdir: Path, owns: bool) -> None:
+        self.model = model
+        self.capacity = capacity
+        self._runner = runner
+        self._workdir = workdir
+        self._owns_workdir = owns
+        config = model.config.get_text_config(decoder=True)
+        self.vocab_size = int(config.vocab_size)
+        self._generation = getattr(model, "generation_config", None)
+        self._batch: int | None = None
+
+    # --- construction -------------------------------------------------------------------
+
+    @classmethod
+    def from_hf(
+        cls,
+        model: Any,
+        target: Any = "cpu",
+        *,
+        max_seq_len: int | None = None,
+        dtype: Any = None,
+        workdir: "str | Path | None" = None,
+    ) -> "CausalLM":
+        """Compile-on-demand generation for a transformers causal LM.
+
+        `target`: "cpu", "vulkan", "wgpu", "cuda" (the first such device)
+        or a `compiler.devices.Device`. `max_seq_len`: the KV cache's
+        capacity (prompt + new tokens; default the model's
+        max_position_embeddings, at most 2048). `dtype`: compute in this
+        dtype (f32, bf16, f16 or a torch dtype; the model is copied first,
+        never changed); default the model's. `workdir`: where the compiled
+        steps go (default a temporary directory, removed by `close`).
+        """
+        torch_dtype = _torch_dtype(dtype)
+        model = model.eval()
+        current = next(model.parameters()).dtype
+        if torch_dtype is not None and torch_dtype != current:
+            model = copy.deepcopy(model).to(torch_dtype)
+        config = model.config.get_text_config(decoder=True)
+        limit = getattr(config, "max_position_embeddings", None) or 2048
+        capacity = int(max_seq_len) if max_seq_len is not None else min(int(limit), 2048)
+        if capacity < 1:
+            raise ValueError(f"max_seq_len must be >= 1, got {max_seq_len!r}")
+        owns = workdir is None
+        root = Path(tempfile.mkdtemp(prefix="poot-causal-lm-")) if owns else Path(workdir)
+        root.mkdir(parents=True, exist_ok=True)
+        runner = make_runner(target, root)
+        return cls(model, runner, capacity, root, owns)
+
+    def close(self) -> None:
+        """Release the runtime and the compiled steps (when the workdir is ours)."""
+        self._runner.close()
+        if self._owns_workdir:
+            shutil.rmtree(self._workdir, ignore_errors=True)
+
+    def __enter__(self) -> "CausalLM":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- steps --------------------------------------------------------------------------
+
+    def _step(self, batch: int, tokens: int):
+        """The compiled `[batch, tokens]` step (exported, imported, compiled on first use)."""
+        key = (batch, tokens)
+        if not self._runner.has(key):
+            from ..frontend.torch_export import exported_weights, import_exported
+
+            ep = export_step(self.model, batch, tokens, self.capacity)
+            tracer = import_exported(
+                ep, name=f"step_b{batch}_t{tokens}", output_names=["logits"],
+                pos="pos", max_pos=self.capacity - tokens,
+            )  # fmt: skip
+            self._runner.add(key, tracer.finish(), lambda: exported_weights(ep))
+        return key
+
+    def _reset(self, batch: int) -> None:
+        """An empty cache for `batch` rows (every slot is written before a
+        query can see it: the mask hides the slots past the position)."""
+        shape = cache_shape(self.model, batch, self.capacity)
+        dtype = self._runner.numpy_dtype(self.model)
+        layers = self.model.config.get_text_config(decoder=True).num_hidden_layers
+        state = {}
+        for i in range(layers):
+            state[f"cache_k{i}"] = np.zeros(shape, dtype)
+            state[f"cache_v{i}"] = np.zeros(shape, dtype)
+        self._runner.reset(state)
+        self._batch = batch
+
+    def logits(self, input_ids: Any) -> np.ndarray:
+        """The last position's logits `[B, vocab]` (float32) of a fresh prompt."""
+        ids = _token_ids(input_ids, self.vocab_size)
+        return self._prefill(ids)
+
+    def _prefill(self, ids: np.ndarray) -> np.ndarray:
+        batch, length = ids.shape
+        if length > self.capacity:
+            raise BindError(f"the prompt has {length} tokens; the cache holds {self.capacity} (max_seq_len)")
+        self._reset(batch)
+        pos, logits = 0, None
+        for n in _chunks(length):
+            key = self._step(batch, n)
+            logits = self._runner.step(key, ids[:, pos : pos + n], pos)
+            pos += n
+        return logits
+
+    # --- generation ---------------------------------------------------------------------
+
+    def _default(self, name: str, value: Any) -> Any:
+        if value is not None or self._generation is None:
+            return value
+        return getattr(self._generation, name, None)
+
+    def generate(
+        self,
+        input_ids: Any,
+        max_new_tokens: int = 20,
+        *,
+        do_sample: bool = False,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+        eos_token_id: "int | list[int] | None" = None,
+        pad_token_id: int | None = None,
+    ) -> np.ndarray:
+        """The prompt and its continuation, `[B, L + new]` int64, as
+        transformers' `generate`: greedy by default; with `do_sample`,
+        temperature / top_k / top_p sampling drawn from `seed`. A row that
+        produced an `eos_token_id` (default: the model's generation config)
+        is continued with `pad_token_id` (default: eos); generation stops
+        when every row has, or after `max_new_tokens`. Every row starts at
+        the same position (a batch of equal-length prompts)."""
+        sampling = Sampling(do_sample, temperature, top_k, top_p)
+        if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+            raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
+        ids = _token_ids(input_ids, self.vocab_size)
+        batch, length = ids.shape
+        if length + max_new_tokens > self.capacity + 1:
+            raise BindError(
+                f"{length} prompt tokens + {max_new_tokens} new need a cache of "
+                f"{length + max_new_tokens - 1}; it holds {self.capacity} (max_seq_len)"
+            )
+        eos = self._default("eos_token_id", eos_token_id)
+        eos_ids = np.array([] if eos is None else np.atleast_1d(eos), dtype=np.int64)
+        pad = self._default("pad_token_id", pad_token_id)
+        pad = int(eos_ids[0]) if pad is None and eos_ids.size else pad
+        rng = np.random.default_rng(seed)
+        out = [ids]
+        if max_new_tokens == 0:
+            return ids
+        logits = self._prefill(ids)
+        done = np.zeros(batch, dtype=bool)
+        for step in range(max_new_tokens):
+            token = sampling.next_tokens(logits, rng)
+            if eos_ids.size:
+                token = np.where(done, pad if pad is not None else token, token)
+                done |= np.isin(token, eos_ids)
+            out.append(token[:, None])
+            if done.all() or step == max_new_tokens - 1:
+                break
+            key = self._step(batch, 1)
+            logits = self._runner.step(key, token[:, None], length + step)
+        return np.concatenate(out, axis=1)

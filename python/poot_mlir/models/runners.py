@@ -1,0 +1,155 @@
+"""Running a CausalLM's compiled steps on one target, over one KV cache.
+
+A runner holds the compiled steps (one per `[batch, tokens]` shape), the
+weights and the cache state every step shares:
+
+- `CpuRunner`: the steps run in-process (`runtime.cpu`); the cache is one
+  set of numpy arrays every step writes in place (`run(donate=True)`), the
+  weights are read where they lie, never copied.
+- `GpuRunner`: the whole step as kernels (`compile_gpu`, `runtime.program`);
+  each shape's session holds the weights as constants (uploaded once, on
+  its first use) and the cache on the device. The cache moves between
+  sessions only when the shape changes (a prompt's last prefill chunk to
+  the first decode step): read back from one, written into the next.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from ..compiler import devices
+
+__all__ = ["CpuRunner", "GpuRunner", "make_runner"]
+
+Key = tuple[int, int]
+
+
+def _numpy_dtype(model: Any) -> np.dtype:
+    import torch
+
+    dtype = next(model.parameters()).dtype
+    if dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(str(dtype).removeprefix("torch."))
+
+
+def _step_inputs(ids: np.ndarray, pos: int) -> dict[str, Any]:
+    return {"input_ids": ids.astype(np.int32), "pos": np.int32(pos)}
+
+
+def _last_logits(result: Any) -> np.ndarray:
+    logits = np.asarray(result.named["logits"])
+    return logits[:, -1, :].astype(np.float32)
+
+
+class CpuRunner:
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self._steps: dict[Key, Any] = {}
+        self._weights: dict[str, np.ndarray] | None = None
+        self._state: dict[str, np.ndarray] = {}
+
+    numpy_dtype = staticmethod(_numpy_dtype)
+
+    def has(self, key: Key) -> bool:
+        return key in self._steps
+
+    def add(self, key: Key, module: Any, weights: Callable[[], dict[str, np.ndarray]]) -> None:
+        from ..compiler import compile_cpu
+        from ..runtime.cpu import CpuArtifact
+
+        path = compile_cpu(module, self.workdir / f"b{key[0]}_t{key[1]}")
+        self._steps[key] = CpuArtifact(path)
+        if self._weights is None:  # every shape reads the same weights
+            self._weights = weights()
+
+    def reset(self, state: dict[str, np.ndarray]) -> None:
+        self._state = state
+
+    def step(self, key: Key, ids: np.ndarray, pos: int) -> np.ndarray:
+        inputs = {**_step_inputs(ids, pos), **self._weights, **self._state}
+        result = self._steps[key].run(inputs, donate=True)
+        self._state.update(result.state)
+        return _last_logits(result)
+
+    def close(self) -> None:
+        for artifact in self._steps.values():
+            artifact.close()
+        self._steps.clear()
+
+
+class GpuRunner:
+    def __init__(self, device: "devices.Device", workdir: Path) -> None:
+        from ..runtime.program import make_device
+        from .targets import backend_of
+
+        self.device = device
+        self.workdir = workdir
+        self._backend = make_device(backend_of(device))
+        self._steps: dict[Key, Any] = {}
+        self._sessions: dict[Key, Any] = {}
+        self._weights: dict[str, np.ndarray] | None = None
+        self._state: dict[str, np.ndarray] | None = None  # host copy, when no session holds it
+        self._holder: Key | None = None  # the session holding the live cache
+
+    numpy_dtype = staticmethod(_numpy_dtype)
+
+    def has(self, key: Key) -> bool:
+        return key in self._steps
+
+    def add(self, key: Key, module: Any, weights: Callable[[], dict[str, np.ndarray]]) -> None:
+        from ..compiler.gpu import compile_gpu
+        from ..runtime.program import ProgramArtifact
+
+        path = compile_gpu(module, self.device, self.workdir / f"b{key[0]}_t{key[1]}")
+        self._steps[key] = ProgramArtifact(path, backend=self._backend)
+        if self._weights is None:
+            self._weights = weights()
+
+    def reset(self, state: dict[str, np.ndarray]) -> None:
+        self._state, self._holder = state, None
+
+    def _session(self, key: Key) -> Any:
+        """`key`'s session, holding the live cache."""
+        if self._holder == key:
+            return self._sessions[key]
+        state = self._state
+        if self._holder is not None:
+            state = self._sessions[self._holder].state  # read back from the last holder
+        if key not in self._sessions:
+            self._sessions[key] = self._steps[key].session(state, constants=self._weights)
+        else:
+            for name, value in state.items():
+                self._sessions[key].write_state(name, value)
+        self._holder, self._state = key, None
+        return self._sessions[key]
+
+    def step(self, key: Key, ids: np.ndarray, pos: int) -> np.ndarray:
+        return _last_logits(self._session(key).step(_step_inputs(ids, pos)))
+
+    def close(self) -> None:
+        for session in self._sessions.values():
+            session.close()
+        for artifact in self._steps.values():
+            artifact.close()
+        self._sessions.clear()
+        self._steps.clear()
+        self._backend.close()
+
+
+def make_runner(target: Any, workdir: Path) -> "CpuRunner | GpuRunner":
+    """The runner for `target`: "cpu", a GPU target name, or a Device."""
+    from .targets import GPU_TARGETS, describe
+
+    if isinstance(target, devices.Device):
+        return CpuRunner(workdir) if target.target == "cpu" else GpuRunner(target, workdir)
+    if target == "cpu":
+        return CpuRunner(workdir)
+    if target in GPU_TARGETS:
+        return GpuRunner(describe(target), workdir)
+    raise ValueError(f"unknown target {target!r}: 'cpu', one of {GPU_TARGETS}, or a Device")
