@@ -529,16 +529,6 @@ def test_unsupported_op_is_refused_naming_op_node_and_line(torch) -> None:
     assert "aten.cumprod.default" in str(error) and "# the refused line" in str(error)
 
 
-def test_exact_gelu_is_refused(torch) -> None:
-    class Gelu(torch.nn.Module):
-        def forward(self, x):
-            return torch.nn.functional.gelu(x)
-
-    error = _refusal(torch, Gelu(), (torch.randn(2, 3),))
-    assert isinstance(error, errors.UnsupportedTorchOp) and "erf" in str(error)
-    assert "approximate='tanh'" in str(error)
-
-
 def test_sdpa_dropout_is_refused(torch, models) -> None:
     class Dropout(torch.nn.Module):
         def forward(self, q, k, v):

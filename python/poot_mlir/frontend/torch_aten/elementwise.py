@@ -5,11 +5,15 @@ logic and selects (`where`, `masked_fill`, `triu`/`tril`), creation
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Callable
 
+import numpy as np
+
 from .. import composites as C
 from .. import primitives as P
+from ..dtypes import FLOAT_DTYPES
 from ..tensor import Tensor
 from ._table import Context, Emit, Meta, aten, bool_of, finish, to, zero_like
 
@@ -95,26 +99,32 @@ _POW_MAX = 8  # exponents up to this magnitude are multiplied out
 
 
 def _refuse_pow(a: dict[str, Any]) -> str | None:
-    exponent = a.get("exponent")
-    if isinstance(a.get("self"), (int, float)):  # pow.Scalar: base ** tensor
-        return None if a["self"] > 0 else f"a base of {a['self']} (only a positive scalar base)"
-    if not isinstance(exponent, (int, float)):
-        return "a tensor exponent (only a Python number)"
-    if exponent in (0.5, -0.5) or float(exponent).is_integer() and abs(exponent) <= _POW_MAX:
-        return None
-    return f"exponent {exponent!r} (only integers up to {_POW_MAX} in magnitude, 0.5 and -0.5)"
+    base, exponent = a.get("self"), a.get("exponent")
+    if isinstance(base, (int, float)) and isinstance(exponent, (int, float)):
+        return "pow of two Python numbers (not a tensor op)"
+    return None
 
 
 @aten("pow", refuse=_refuse_pow)
 def _pow(a, out, ctx):
+    """Small integer exponents multiplied out, 0.5 / -0.5 as sqrt / rsqrt, a
+    positive scalar base as `exp(x ln b)`; every other case (a tensor
+    exponent: Bloom's ALiBi slopes `pow(base, arange)`, a fractional one, a
+    negative base) through `_general_pow`."""
     base, exponent = a["self"], a["exponent"]
-    if not isinstance(base, Tensor):  # base ** x = exp(x * ln(base))
+    if out.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"an integer pow ({out.dtype} result; poot's pow chain is float only)")
+    if not isinstance(base, Tensor) and base > 0:  # base ** x = exp(x * ln(base))
         return P.exp(P.mul(to(exponent, out.dtype), math.log(base)))
+    if isinstance(exponent, Tensor) or not isinstance(base, Tensor):
+        return _general_pow(to(base, out.dtype), to(exponent, out.dtype), out, ctx)
     x = to(base, out.dtype)
     if exponent == 0.5:
         return P.sqrt(x)
     if exponent == -0.5:
         return P.rsqrt(x)
+    if not (float(exponent).is_integer() and abs(exponent) <= _POW_MAX):
+        return _general_pow(x, exponent, out, ctx)
     n = int(abs(exponent))
     if n == 0:
         return P.constant(1, out.dtype, shape=out.shape, tracer=ctx.tracer)
@@ -128,21 +138,120 @@ def _pow(a, out, ctx):
     return P.div(1.0, result) if exponent < 0 else result
 
 
-def _refuse_gelu(a: dict[str, Any]) -> str | None:
-    if a.get("approximate", "none") != "tanh":
-        return (
-            "approximate='none' (the exact GELU needs erf, which poot has no op for; "
-            "use approximate='tanh')"
-        )
-    return None
+# Beyond 2^24 every f32 is an even integer: the parity test clamps to it.
+_PARITY_RANGE = float(2**24)
 
 
-@aten("gelu", refuse=_refuse_gelu)
+def _is_integer(y: Tensor) -> Tensor:
+    """`y` is integer-valued (within +-2^24, truncation through i32)."""
+    clamped = P.minimum(P.maximum(y, -_PARITY_RANGE), _PARITY_RANGE)
+    return P.eq(P.convert(P.convert(clamped, "i32"), y.dtype), clamped)
+
+
+def _general_pow(x: Any, y: Any, out: Meta, ctx: Context) -> Tensor:
+    """torch's `x ** y` for any float operands: `exp(y ln|x|)`, negated for
+    a negative base and an odd integer exponent, NaN for a negative base and
+    a fractional exponent, 1 where `y == 0` (torch's `0 ** 0 = nan ** 0 =
+    1`); `0 ** y` is 0 or inf through `ln 0 = -inf`. Relative error about
+    `|y ln x|` f32 ulps (exp of a rounded product)."""
+    if not isinstance(x, Tensor):
+        x = P.constant(x, out.dtype, shape=out.shape, tracer=ctx.tracer)
+    if not isinstance(y, Tensor):
+        y = P.constant(y, out.dtype, shape=out.shape, tracer=ctx.tracer)
+    x, y = P.broadcast_to(x, out.shape), P.broadcast_to(y, out.shape)
+    magnitude = P.exp(P.mul(y, P.log(P.abs(x))))
+    integer = _is_integer(y)
+    odd = P.and_(integer, P.eq(_is_integer(P.mul(y, 0.5)), False))
+    negative = P.select(integer, P.select(odd, P.neg(magnitude), magnitude), float("nan"))
+    result = P.select(P.lt(x, 0.0), negative, magnitude)
+    return P.select(P.eq(y, 0.0), 1.0, result)
+
+
+# --- erf and the exact GELU --------------------------------------------------------------
+#
+# poot has no erf op: it is emitted from polynomials (mul, add, select), accurate to f32.
+#  * |x| < 0.75: the Taylor series erf(x) = 2/sqrt(pi) sum_n (-1)^n x^(2n+1) / (n! (2n+1)),
+#    10 terms (truncation < 1e-10 there): odd by construction, and relatively
+#    accurate near 0 (erf(x) ~ 1.128 x).
+#  * 0.75 <= |x| < 4: sign(x) (1 - erfc(|x|)), erfc by a degree-9 polynomial on each of
+#    [0.75, 1.5], [1.5, 2.5], [2.5, 4] (Chebyshev fits to math.erfc, computed once at
+#    import; fit error < 6e-10 absolute). erfc is small there, so its f32 rounding
+#    is far below 1's half ulp (6e-8), which `1 - erfc` rounds to.
+#  * |x| >= 4: exactly +-1 (erfc(4) = 1.5e-8, below f32's half ulp of 1).
+# No exp: every poot.exp reached from a matmul is an attention candidate, and the
+# rewrite would remark on each GELU's exp as an unfused softmax.
+# Measured against math.erf on 2.2 million points of [-6, 6] plus 0, +-1e-30, +-1e30,
+# +-3e38, +-inf: max abs error 1.6e-8 evaluated in float64 (the approximation's
+# bound), 1.3e-7 evaluated in float32 (2 ulp: f32 rounding of the Taylor terms near
+# 0.6); NaN stays NaN. f16/bf16 inputs compute in f32 and round once; f64 inputs
+# get the approximation's 1.6e-8, not f64 accuracy.
+
+_ERF_SPLIT = 0.75
+_ERF_SATURATED = 4.0
+_ERF_TAYLOR = [
+    2.0 / math.sqrt(math.pi) * (-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(10)
+]
+_ERFC_PIECES = ((0.75, 1.5), (1.5, 2.5), (2.5, 4.0))
+_ERFC_DEGREE = 9
+
+
+@functools.cache
+def _erfc_fits() -> list[tuple[float, float, float, list[float]]]:
+    """(lo, center, 1 / half-width, monomial coefficients in u = (z - center) /
+    half-width) of erfc on each piece: a Chebyshev interpolant at 64 nodes."""
+    from numpy.polynomial import chebyshev
+
+    fits = []
+    for lo, hi in _ERFC_PIECES:
+        center, half = (lo + hi) / 2, (hi - lo) / 2
+        nodes = np.cos(np.pi * (np.arange(64) + 0.5) / 64)
+        values = [math.erfc(center + half * u) for u in nodes]
+        series = chebyshev.chebfit(nodes, values, _ERFC_DEGREE)
+        fits.append((lo, center, 1.0 / half, [float(c) for c in chebyshev.cheb2poly(series)]))
+    return fits
+
+
+def _horner(x: Tensor, coefficients: list[float]) -> Tensor:
+    """sum_i c_i x^i (lowest degree first)."""
+    acc = P.add(P.mul(x, coefficients[-1]), coefficients[-2])
+    for c in reversed(coefficients[:-2]):
+        acc = P.add(P.mul(acc, x), c)
+    return acc
+
+
+def erf(x: Tensor) -> Tensor:
+    """erf(x) to f32 accuracy (see above), in x's dtype."""
+    dtype = x.dtype
+    if dtype in ("f16", "bf16"):
+        x = P.convert(x, "f32")
+    small = P.mul(x, _horner(P.mul(x, x), _ERF_TAYLOR))
+    z = P.minimum(P.abs(x), _ERF_SATURATED)
+    erfc = None
+    for lo, center, inverse, coefficients in _erfc_fits():
+        piece = _horner(P.mul(P.sub(z, center), inverse), coefficients)
+        erfc = piece if erfc is None else P.select(P.ge(z, lo), piece, erfc)
+    erfc = P.select(P.ge(z, _ERF_SATURATED), 0.0, erfc)
+    large = P.sub(1.0, erfc)
+    large = P.select(P.lt(x, 0.0), P.neg(large), large)
+    y = P.select(P.lt(z, _ERF_SPLIT), small, large)
+    y = P.select(P.ne(x, x), x, y)  # NaN stays NaN, whatever min does with it
+    return y if y.dtype == dtype else P.convert(y, dtype)
+
+
+@aten("erf")
+def _erf(a, out, ctx):
+    return erf(to(a["self"], out.dtype))
+
+
+@aten("gelu")
 def _gelu(a, out, ctx):
-    # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), torch's tanh form.
     x = a["self"]
-    inner = P.mul(P.add(x, P.mul(P.mul(P.mul(x, x), x), 0.044715)), math.sqrt(2.0 / math.pi))
-    return P.mul(P.mul(x, 0.5), P.add(P.tanh(inner), 1.0))
+    if a.get("approximate", "none") == "tanh":
+        # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), torch's tanh form.
+        inner = P.mul(P.add(x, P.mul(P.mul(P.mul(x, x), x), 0.044715)), math.sqrt(2.0 / math.pi))
+        return P.mul(P.mul(x, 0.5), P.add(P.tanh(inner), 1.0))
+    # The exact GELU: 0.5 x (1 + erf(x / sqrt(2))).
+    return P.mul(P.mul(x, 0.5), P.add(erf(P.mul(x, 1.0 / math.sqrt(2.0))), 1.0))
 
 
 # --- comparisons, logic, selects ------------------------------------------------------

@@ -125,19 +125,41 @@ def _normalized_axes(x: Tensor, normalized_shape: list[int]) -> list[int]:
     return list(range(x.rank - len(normalized_shape), x.rank))
 
 
+def _layer_norm_parts(a: dict[str, Any]) -> tuple[Tensor, Tensor, Tensor]:
+    """(y, mean, rstd) of LayerNorm over the trailing `normalized_shape`
+    axes (biased variance; mean and rstd keep those axes as 1, as
+    native_layer_norm returns them). `weight` and `bias` may be None
+    (elementwise_affine=False, bias=False). A 2-byte input normalizes in f32
+    and rounds once, as torch's CPU and CUDA kernels do."""
+    x = a["input"]
+    work = "f32" if x.dtype in ("f16", "bf16") else x.dtype
+    xw = to(x, work)
+    dims = _normalized_axes(x, a["normalized_shape"])
+    mean = P.div(_reduce_axes(xw, dims, P.reduce_sum), float(_count(x, dims)))
+    centered = P.sub(xw, mean)
+    var = P.div(_reduce_axes(P.mul(centered, centered), dims, P.reduce_sum), float(_count(x, dims)))
+    eps = a.get("eps")
+    rstd = P.rsqrt(P.add(var, float(1e-5 if eps is None else eps)))
+    y = P.mul(centered, rstd)
+    if a.get("weight") is not None:
+        y = P.mul(y, to(a["weight"], work))
+    if a.get("bias") is not None:
+        y = P.add(y, to(a["bias"], work))
+    return to(y, x.dtype), mean, rstd
+
+
 @aten("layer_norm")
 def _layer_norm(a, out, ctx):
-    x = a["input"]
-    dims = _normalized_axes(x, a["normalized_shape"])
-    mean = P.div(_reduce_axes(x, dims, P.reduce_sum), float(_count(x, dims)))
-    centered = P.sub(x, mean)
-    var = P.div(_reduce_axes(P.mul(centered, centered), dims, P.reduce_sum), float(_count(x, dims)))
-    y = P.mul(centered, P.rsqrt(P.add(var, float(a.get("eps", 1e-5)))))
-    if a.get("weight") is not None:
-        y = P.mul(y, a["weight"])
-    if a.get("bias") is not None:
-        y = P.add(y, a["bias"])
-    return y
+    return _layer_norm_parts(a)[0]
+
+
+@aten("native_layer_norm")
+def _native_layer_norm(a, out, ctx):
+    """The core-ATen LayerNorm: (out, mean, rstd); mean and rstd in the
+    input's dtype (torch's for f32/f64; in practice only `out` is used)."""
+    y, mean, rstd = _layer_norm_parts(a)
+    dtype = a["input"].dtype
+    return [y, to(mean, dtype), to(rstd, dtype)]
 
 
 # torch.finfo(dtype).eps, rms_norm's default.

@@ -207,3 +207,44 @@ def _index(a, out, ctx):
 @aten("embedding")
 def _embedding(a, out, ctx):
     return P.gather(a["weight"], to(a["indices"], "i32"), 0)
+
+
+@aten("index_select")
+def _index_select(a, out, ctx):
+    """`x.index_select(dim, index)`: a gather along `dim` (a 1-D index)."""
+    x = a["self"]
+    return finish(P.gather(x, to(a["index"], "i32"), axis(a["dim"], x.rank)), out)
+
+
+@aten("gather")
+def _gather_along(a, out, ctx):
+    """`torch.gather(x, dim, index)` (take-along-axis: out[i, j] =
+    x[i, index[i, j]] for dim 1): every output element's flat offset into x,
+    its own coordinates on the other axes (iotas over index's shape, which
+    may be smaller than x there) and `index` on `dim`, then one poot gather
+    from x flattened. BERT's token-type ids gather their buffer this way."""
+    x, index = a["self"], to(a["index"], "i32")
+    dim = axis(a["dim"], x.rank)
+    if index.rank != x.rank:
+        raise ValueError(f"a rank-{index.rank} index for a rank-{x.rank} input (torch needs equal)")
+    offset = None
+    stride = 1
+    for d in reversed(range(x.rank)):
+        coord = index if d == dim else P.iota(index.shape, d, tracer=ctx.tracer)
+        term = coord if stride == 1 else P.mul(coord, stride)
+        offset = term if offset is None else P.add(offset, term)
+        stride *= x.shape[d]
+    return P.gather(P.reshape(x, (math.prod(x.shape),)), offset, 0)
+
+
+@aten("repeat")
+def _repeat(a, out, ctx):
+    """`x.repeat(*sizes)` tiles x: out[i] = x[i mod n] on each axis. x
+    (left-padded with unit axes to len(sizes)) gets a unit axis before each
+    axis, broadcast to the repeat count, and the pairs merged (count-major)."""
+    x, sizes = a["self"], list(a["repeats"])
+    shape = (1,) * (len(sizes) - x.rank) + x.shape
+    interleaved = [d for n in shape for d in (1, n)]
+    tiled = [d for r, n in zip(sizes, shape) for d in (r, n)]
+    x = P.broadcast_to(P.reshape(x, interleaved), tiled)
+    return P.reshape(x, out.shape)
