@@ -552,16 +552,58 @@ def test_dynamic_shapes_are_refused(torch, models) -> None:
     assert "static shapes only" in str(error) and "q [1, 2, " in str(error)
 
 
-def test_buffer_mutation_is_refused(torch) -> None:
-    class Counter(torch.nn.Module):
+def test_written_buffers_are_state(torch, rng, tmp_path) -> None:
+    """A forward that writes buffers in place (a counter's `add_`, a cache's
+    `index_copy_` at `arange + pos`, an in-place update of an intermediate)
+    imports functionalized: each written buffer is a state of the step
+    (argument and result of its name), the read-only ones stay weights, and
+    a session carries the state across steps like torch's module does."""
+
+    class Cached(torch.nn.Module):
         def __init__(self):
             super().__init__()
             self.register_buffer("count", torch.zeros(1))
+            self.register_buffer("cache", torch.zeros(2, 8, 4))
+            self.register_buffer("scale", torch.full((4,), 0.5))
 
-        def forward(self, x):
+        def forward(self, x, pos):
             self.count.add_(1.0)
+            self.cache.index_copy_(1, torch.arange(x.shape[1]) + pos, x)
+            y = self.cache * self.scale
+            y += self.count  # in place on an intermediate
+            return y.sum(dim=1)
+
+    x0 = torch.from_numpy(rng.standard_normal((2, 3, 4)).astype(np.float32))
+    ep = torch.export.export(Cached(), (x0, torch.tensor(0)))
+    from poot_mlir.frontend.torch_export import exported_state, exported_weights, import_exported
+
+    tracer = import_exported(ep, pos="pos", max_pos=5)
+    module = tracer.finish()
+    assert tracer.argument_names == ["x", "pos", "scale", "count", "cache"]
+    assert tracer.result_names == ["out", "count", "cache"]
+    state = exported_state(ep)
+    assert sorted(state) == ["cache", "count"]
+    assert list(exported_weights(ep)) == ["scale"]
+    artifact = CpuArtifact(compile_cpu(module, tmp_path / "stateful"))
+    session = artifact.session(state)
+    reference = Cached()
+    for pos in (0, 3, 5):
+        x = torch.from_numpy(rng.standard_normal((2, 3, 4)).astype(np.float32))
+        with torch.no_grad():
+            want = reference(x, torch.tensor(pos)).numpy()
+        got = session.step({"x": x.numpy(), "pos": np.int32(pos), "scale": np.full(4, 0.5, np.float32)})
+        np.testing.assert_allclose(got.named["out"], want, rtol=F32_RTOL, atol=F32_RTOL)
+        np.testing.assert_array_equal(session.state["cache"], reference.cache.numpy())
+    # The position is declared: one past the capacity is refused at bind.
+    with pytest.raises(errors.RangeBindError):
+        session.step({"x": x.numpy(), "pos": np.int32(6), "scale": np.full(4, 0.5, np.float32)})
+
+
+def test_input_mutation_is_refused(torch) -> None:
+    class WritesInput(torch.nn.Module):
+        def forward(self, x):
+            x.add_(1.0)
             return x * 2
 
-    error = _refusal(torch, Counter(), (torch.randn(3),))
-    assert error.op == "aten.add_.Tensor" and "stateless" in str(error)
-    assert "self.count.add_(1.0)" in str(error)
+    error = _refusal(torch, WritesInput(), (torch.randn(3),))
+    assert "only buffers may be written" in str(error) and "USER_INPUT_MUTATION" in str(error)
