@@ -30,7 +30,8 @@ import time
 import numpy as np
 
 from .. import oracle
-from ..compiler import compile_cpu, devices
+from ..compiler import compile_cpu
+from ..models import targets
 from ..runtime.cpu import CpuArtifact
 from .decoder import DecoderConfig, build_decoder, init_state, init_weights
 
@@ -62,26 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             from ..compiler.gpu import compile_gpu
             from ..runtime.program import ProgramArtifact
 
-            if args.target == "vulkan":
-                from ..runtime.vulkan import Device
-
-                with Device() as probe:  # plan for the device we will run on
-                    device = devices.from_vulkan_properties(probe.properties)
-            elif args.target == "wgpu":
-                from ..runtime import wgpu
-
-                with wgpu.Device() as probe:  # the adapter's WebGPU limits
-                    props = probe.properties
-                    device = devices.from_wgpu_limits(
-                        props["limits"], name=f"wgpu {props['device_name']}",
-                        compute_units=props["compute_units"] or 1,
-                        subgroup_size=props["subgroup_size"],
-                    )
-            else:
-                from ..runtime.cuda import CudaBackend
-
-                with CudaBackend() as probe:
-                    device = probe.device_description()
+            device = targets.describe(args.target)  # plan for the device we run on
             path = compile_gpu(module, device, out)
             artifact = ProgramArtifact(path, backend=args.target)
             where = f"{device.name} (the whole step as kernels, state on the device)"
