@@ -75,6 +75,9 @@ _DTYPES: dict[torch.dtype, str] = {
     torch.int64: "i32",
     torch.bool: "i1",
 }
+# complex64 intermediates (DeepSeek-V2's RoPE) are carried as (re, im) f32
+# pairs (torch_aten.values.Complex); never a step's input or output.
+_COMPLEX_DTYPES: dict[torch.dtype, str] = {torch.complex64: torch_aten.COMPLEX}
 _TORCH_OF = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
              "f64": torch.float64, "i32": torch.int64, "i1": torch.bool}  # fmt: skip
 _WEIGHT_KINDS = (InputKind.PARAMETER, InputKind.BUFFER)
@@ -375,14 +378,15 @@ class _Program:
         val = node.meta.get("val")
         for v in val if isinstance(val, (list, tuple)) else [val]:
             if isinstance(v, torch.Tensor):
-                if v.dtype not in _DTYPES:
+                if v.dtype not in _DTYPES and v.dtype not in _COMPLEX_DTYPES:
                     raise _node_error(
                         UnsupportedTorchOp, node, f"a {v.dtype} result (poot has {_dtype_list()})"
                     )
-                if 0 in v.shape:
+                if 0 in v.shape and not _only_concatenated(node):
                     raise _node_error(
-                        UnsupportedTorchOp, node, f"a zero-sized result {list(v.shape)}"
-                    )
+                        UnsupportedTorchOp, node, f"a zero-sized result {list(v.shape)} "
+                        "(only a `cat` may read one: it drops it)",
+                    )  # fmt: skip
 
     # --- inputs and weights ------------------------------------------------------
 
@@ -435,6 +439,8 @@ class _Program:
         for v in values:
             if not isinstance(v, torch.fx.Node) or not isinstance(v.meta.get("val"), torch.Tensor):
                 raise TorchImportError(f"output {v!r} is not a tensor (only tensor outputs import)")
+            if v.meta["val"].dtype in _COMPLEX_DTYPES:
+                raise UnsupportedTorchOp(f"output {v.name!r} is complex (poot has no complex type)")
         return values
 
     # --- emission ----------------------------------------------------------------
@@ -499,8 +505,10 @@ class _Program:
         return [_resolve(v, inner) for v in (out if isinstance(out, (list, tuple)) else [out])]
 
     def _emit_node(self, node, packet: str, env: dict[str, Any], context) -> Any:
-        args = {k: _resolve(v, env) for k, v in _bind(node).items()}
         meta = _meta(node)
+        if meta is not None and 0 in meta.shape:  # only a cat reads it (_check_node)
+            return torch_aten.Empty(meta.shape, meta.dtype)
+        args = {k: _resolve(v, env) for k, v in _bind(node).items()}
         file, line, _ = _source(node)
         position = source_position(file, line) if file else contextlib.nullcontext()
         try:
@@ -517,6 +525,15 @@ class _Program:
 
 
 # --- helpers -------------------------------------------------------------------------
+
+
+def _only_concatenated(node: "torch.fx.Node") -> bool:
+    """Every reader of `node` is a `cat`, which drops a zero-sized operand
+    (Phi-3's `cat([rotated, x[..., rot:]])` with rot the whole head)."""
+    return bool(node.users) and all(
+        user.op == "call_function" and _packet(user) in torch_aten.DROPS_EMPTY
+        for user in node.users
+    )
 
 
 def _packet(node: "torch.fx.Node") -> str | None:
@@ -567,7 +584,8 @@ def _tensor_meta(node: "torch.fx.Node") -> tuple[tuple[int, ...], str]:
 def _meta(node: "torch.fx.Node") -> torch_aten.Meta | None:
     val = node.meta.get("val")
     if isinstance(val, torch.Tensor):
-        return torch_aten.Meta(tuple(int(d) for d in val.shape), _DTYPES[val.dtype])
+        dtype = _DTYPES.get(val.dtype) or _COMPLEX_DTYPES[val.dtype]
+        return torch_aten.Meta(tuple(int(d) for d in val.shape), dtype)
     return None
 
 
@@ -575,6 +593,10 @@ def _check_result(node, result: Any, meta: torch_aten.Meta | None) -> None:
     """The importer's result must be what torch.export says the node is (a
     mismatch is an importer bug, reported with the node)."""
     if meta is None:
+        return
+    if isinstance(result, torch_aten.Complex) and meta.dtype == torch_aten.COMPLEX:
+        for part in (result.re, result.im):  # each part: the node's shape, f32
+            _check_result(node, part, torch_aten.Meta(meta.shape, "f32"))
         return
     if not isinstance(result, Tensor) or (result.shape, result.dtype) != (meta.shape, meta.dtype):
         got = (

@@ -15,13 +15,18 @@ scores gives f32 scores, as in torch).
 
 The table is split by op family, one module each: `elementwise`, `shapes`,
 `reductions`, `linalg` (contractions and attention); `_table` holds the
-registry they fill and the helpers they share. Importing the package
+registry they fill and the helpers they share; `values` the importer's
+non-Tensor values (zero-sized and complex intermediates) and the dispatch
+around every emitter that handles them. Importing the package
 registers every family.
 """
 
 from __future__ import annotations
 
 from . import elementwise, linalg, reductions, shapes, writes  # noqa: F401  (they register)
+from . import values  # noqa: F401,E402  (last: wraps every emitter for complex values)
 from ._table import EMITTERS, IGNORED, REFUSALS, Context, Meta, aten
+from .values import COMPLEX, DROPS_EMPTY, Complex, Empty
 
-__all__ = ["EMITTERS", "IGNORED", "REFUSALS", "Context", "Meta", "aten"]
+__all__ = ["COMPLEX", "DROPS_EMPTY", "EMITTERS", "IGNORED", "REFUSALS", "Complex", "Context",
+           "Empty", "Meta", "aten"]

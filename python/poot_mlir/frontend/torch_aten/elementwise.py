@@ -346,6 +346,14 @@ def _zeros(a, out, ctx):
     return P.constant(0, out.dtype, shape=out.shape, tracer=ctx.tracer)
 
 
+@aten("empty", "empty_like", "new_empty", "empty_strided", "new_empty_strided")
+def _empty(a, out, ctx):
+    """An uninitialized tensor: torch leaves its contents unspecified (a model
+    writes every element before reading: DeepSeek's `new_empty` + `copy_`
+    into slices, functionalized to slice_scatter); zeros are one such content."""
+    return P.constant(0, out.dtype, shape=out.shape, tracer=ctx.tracer)
+
+
 @aten("ones", "ones_like", "new_ones")
 def _ones(a, out, ctx):
     return P.constant(1, out.dtype, shape=out.shape, tracer=ctx.tracer)

@@ -175,3 +175,25 @@ def _rms_norm(a, out, ctx):
     ms = P.div(_reduce_axes(P.mul(x, x), dims, P.reduce_sum), float(_count(x, dims)))
     y = P.mul(x, P.rsqrt(P.add(ms, float(eps))))
     return y if a.get("weight") is None else P.mul(y, a["weight"])
+
+
+def _refuse_topk(a: dict[str, Any]) -> str | None:
+    if not a.get("largest", True):
+        return "largest=False (poot.top_k takes the largest)"
+    return None
+
+
+@aten("topk", refuse=_refuse_topk)
+def _topk(a, out, ctx):
+    """(values, indices) of the k largest along `dim` (poot.top_k: the last
+    axis, descending, ties to the lower index; `sorted=False` leaves torch's
+    order unspecified, and the MoE routers that use it only pair the two),
+    transposed around another axis."""
+    x, k = a["self"], int(a["k"])
+    d = axis(a.get("dim", -1), x.rank)
+    if d == x.rank - 1:
+        return list(P.top_k(x, k))
+    perm = list(range(x.rank))
+    perm[d], perm[-1] = perm[-1], perm[d]
+    values, indices = P.top_k(P.transpose(x, perm), k)
+    return [P.transpose(values, perm), P.transpose(indices, perm)]

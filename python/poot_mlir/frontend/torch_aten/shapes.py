@@ -95,7 +95,9 @@ def _select(a, out, ctx):
 
 @aten("cat", "concat")
 def _cat(a, out, ctx):
-    tensors = [to(t, out.dtype) for t in a["tensors"]]
+    # A zero-sized operand (values.Empty, Phi-3's empty rotary pass-through)
+    # adds nothing: dropped.
+    tensors = [to(t, out.dtype) for t in a["tensors"] if 0 not in t.shape]
     if len(tensors) == 1:
         return tensors[0]
     return P.concat(tensors, axis(a.get("dim", 0), tensors[0].rank))
@@ -248,3 +250,73 @@ def _repeat(a, out, ctx):
     tiled = [d for r, n in zip(sizes, shape) for d in (r, n)]
     x = P.broadcast_to(P.reshape(x, interleaved), tiled)
     return P.reshape(x, out.shape)
+
+
+@aten("slice_scatter")
+def _slice_scatter(a, out, ctx):
+    """`x` with `x[start:end]` along `dim` replaced by `src` (what an in-place
+    copy into a slice functionalizes to): the pieces of x before and after
+    the slice concatenated around src; a step other than 1 is refused."""
+    x, src = a["self"], to(a["src"], a["self"].dtype)
+    dim = axis(a.get("dim", 0), x.rank)
+    n = x.shape[dim]
+    start, end, step = a.get("start"), a.get("end"), a.get("step", 1) or 1
+    if step != 1:
+        raise TypeError(f"slice_scatter with step={step} (only a contiguous slice)")
+    start = 0 if start is None else start
+    end = n if end is None else end
+    start, end = (min(max(v + n if v < 0 else v, 0), n) for v in (start, end))
+    pieces = [_slice_of(x, dim, 0, start)] if start > 0 else []
+    pieces.append(src)
+    if end < n:
+        pieces.append(_slice_of(x, dim, end, n))
+    return pieces[0] if len(pieces) == 1 else P.concat(pieces, dim)
+
+
+@aten("copy")
+def _copy(a, out, ctx):
+    """The functional `copy(self, src)` (an in-place `copy_` functionalized):
+    src broadcast to self's shape, in self's dtype; self's values are gone."""
+    src = to(a["src"], out.dtype)
+    return src if src.shape == out.shape else P.broadcast_to(src, out.shape)
+
+
+@aten("repeat_interleave")
+def _repeat_interleave(a, out, ctx):
+    """`x.repeat_interleave(r, dim)` with a Python int r: each element r times
+    in a row (out[i] = x[i // r]): a unit axis after `dim` broadcast to r and
+    merged (element-major). A tensor of repeats is data-dependent: refused;
+    dim=None flattens first."""
+    x, repeats = a["self"], a.get("repeats")
+    if not isinstance(repeats, int):
+        raise TypeError("repeat_interleave by a tensor of repeats (only a Python int)")
+    if a.get("dim") is None:
+        x = P.reshape(x, (math.prod(x.shape),))
+    dim = axis(a.get("dim") or 0, x.rank)
+    lifted = x.shape[: dim + 1] + (1,) + x.shape[dim + 1 :]
+    spread = x.shape[: dim + 1] + (repeats,) + x.shape[dim + 1 :]
+    return P.reshape(P.broadcast_to(P.reshape(x, lifted), spread), out.shape)
+
+
+@aten("scatter")
+def _scatter(a, out, ctx):
+    """`x.scatter(dim, index, value)` with a scalar value (DeepSeek-V3's
+    group mask: `zeros.scatter_(1, group_idx, 1)`): position g along `dim`
+    takes `value` where any index on that row equals g, as a one-hot compare
+    of index (a new axis of x's length after `dim`) reduced over the index
+    axis; index must match x on the other axes. A tensor `src` (whose
+    duplicate indices torch leaves unordered) and `reduce=` are refused."""
+    x, index = a["self"], to(a["index"], "i32")
+    if "src" in a or a.get("reduce") is not None:
+        raise TypeError("scatter of a src tensor or with reduce= (only a scalar value)")
+    dim = axis(a["dim"], x.rank)
+    if index.rank != x.rank or any(
+        index.shape[d] != x.shape[d] for d in range(x.rank) if d != dim
+    ):
+        raise ValueError(f"a scatter index {index.shape} unlike x {x.shape} off axis {dim}")
+    n = x.shape[dim]
+    pairs = index.shape[: dim + 1] + (n,) + index.shape[dim + 1 :]
+    spread = P.broadcast_to(P.reshape(index, index.shape[: dim + 1] + (1,) + index.shape[dim + 1 :]), pairs)
+    onehot = P.convert(P.eq(spread, P.iota(pairs, dim + 1, tracer=ctx.tracer)), "i32")
+    hit = P.gt(P.reshape(P.reduce_max(onehot, axis=dim, keepdim=True), x.shape), 0)
+    return P.select(hit, to(a["value"], out.dtype) if isinstance(a["value"], Tensor) else a["value"], x)
