@@ -104,7 +104,20 @@ def test_llama_generates_on_lavapipe(hf, backend) -> None:
     ids = prompt(hf)
     with CausalLM.from_hf(model, backend, max_seq_len=32) as lm:
         got = lm.generate(ids, max_new_tokens=NEW, eos_token_id=None)
-    np.testing.assert_array_equal(got, hf_generate(hf, model, ids))
+        np.testing.assert_array_equal(got, hf_generate(hf, model, ids))
+        # A second prompt: the prefill chunks (4 + 2 + 1) and the decode step
+        # share one cache and one copy of the weights on the device, so the
+        # host writes only the zeroed cache and each step's ids and position,
+        # and reads back only each step's logits.
+        traffic = lm._runner._backend.traffic
+        written, read = traffic.written, traffic.read
+        np.testing.assert_array_equal(lm.generate(ids, max_new_tokens=NEW, eos_token_id=None), got)
+        rows, layers = 2, COMMON["num_hidden_layers"]
+        cache = 2 * layers * rows * 2 * 32 * 16 * 4  # K and V, [2, 2 kv heads, 32, 16] f32
+        steps = [4, 2, 1] + [1] * (NEW - 1)
+        step_inputs = sum(rows * n * 4 + 4 for n in steps)  # i32 ids and pos
+        assert traffic.written - written == cache + step_inputs
+        assert traffic.read - read == len(steps) * rows * COMMON["vocab_size"] * 4
 
 
 def test_prompt_lengths_and_int_types(hf, llama) -> None:

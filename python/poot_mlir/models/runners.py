@@ -7,10 +7,10 @@ weights and the cache state every step shares:
   set of numpy arrays every step writes in place (`run(donate=True)`), the
   weights are read where they lie, never copied.
 - `GpuRunner`: the whole step as kernels (`compile_gpu`, `runtime.program`);
-  each shape's session holds the weights as constants (uploaded once, on
-  its first use) and the cache on the device. The cache moves between
-  sessions only when the shape changes (a prompt's last prefill chunk to
-  the first decode step): read back from one, written into the next.
+  the first shape's session uploads the weights (as constants) and the
+  cache once; every other shape's session shares those device buffers
+  (`session(share=...)`), so a prompt's chunks and the decode steps read
+  and write one cache and nothing moves between them.
 """
 
 from __future__ import annotations
@@ -93,9 +93,8 @@ class GpuRunner:
         self._backend = make_device(backend_of(device))
         self._steps: dict[Key, Any] = {}
         self._sessions: dict[Key, Any] = {}
-        self._weights: dict[str, np.ndarray] | None = None
-        self._state: dict[str, np.ndarray] | None = None  # host copy, when no session holds it
-        self._holder: Key | None = None  # the session holding the live cache
+        self._weights: dict[str, Any] | None = None
+        self._first: Any = None  # the session that owns the cache and the weights
 
     numpy_dtype = staticmethod(_numpy_dtype)
 
@@ -112,21 +111,29 @@ class GpuRunner:
             self._weights = weights()
 
     def reset(self, state: dict[str, np.ndarray]) -> None:
-        self._state, self._holder = state, None
+        """A new cache: written into the owning session's buffers (every
+        session shares them), or the first session made from it."""
+        if self._first is not None and self._cache_shapes == {k: v.shape for k, v in state.items()}:
+            for name, value in state.items():
+                self._first.write_state(name, value)
+            return
+        for session in self._sessions.values():
+            session.close()
+        self._sessions.clear()
+        self._first, self._pending = None, state
+        self._cache_shapes = {k: v.shape for k, v in state.items()}
 
     def _session(self, key: Key) -> Any:
-        """`key`'s session, holding the live cache."""
-        if self._holder == key:
-            return self._sessions[key]
-        state = self._state
-        if self._holder is not None:
-            state = self._sessions[self._holder].state  # read back from the last holder
+        """`key`'s session; every one shares the first's cache and weights
+        (`session(share=...)`): switching shapes moves nothing."""
         if key not in self._sessions:
-            self._sessions[key] = self._steps[key].session(state, constants=self._weights)
-        else:
-            for name, value in state.items():
-                self._sessions[key].write_state(name, value)
-        self._holder, self._state = key, None
+            artifact = self._steps[key]
+            if self._first is None:
+                self._first = artifact.session(self._pending, constants=self._weights)
+                self._pending = None
+                self._sessions[key] = self._first
+            else:
+                self._sessions[key] = artifact.session(share=self._first)
         return self._sessions[key]
 
     def step(self, key: Key, ids: np.ndarray, pos: int) -> np.ndarray:

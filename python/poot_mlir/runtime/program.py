@@ -20,6 +20,7 @@ before anything is allocated).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -37,6 +38,16 @@ from . import binding
 from .manifest import MANIFEST, listed_file, manifest_field, manifest_signature, read_manifest
 
 
+@dataclass
+class Traffic:
+    """Bytes a device's host side moved: written to it (inputs, state,
+    constants) and read back from it (outputs, validation flags, state
+    reads). Device-to-device copies are not counted: they never cross."""
+
+    written: int = 0
+    read: int = 0
+
+
 class _Vulkan:
     """The program's device operations on runtime.vulkan."""
 
@@ -48,6 +59,7 @@ class _Vulkan:
 
         self.vk = vk
         self.device = vk.Device(prefer=prefer)
+        self.traffic = Traffic()
 
     def alloc(self, nbytes: int) -> Any:
         return self.device.zeros(max(int(nbytes), 16))
@@ -56,10 +68,13 @@ class _Vulkan:
         return self.vk.buffer.BufferSlice(buf, offset, nbytes)
 
     def write(self, buf: Any, array: np.ndarray) -> None:
-        buf.write(np.ascontiguousarray(array).reshape(-1))
+        array = np.ascontiguousarray(array)
+        self.traffic.written += array.nbytes
+        buf.write(array.reshape(-1))
 
     def read(self, buf: Any, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
         count = int(np.prod(shape)) if shape else 1
+        self.traffic.read += count * np.dtype(dtype).itemsize
         return buf.read(dtype, (count,)).reshape(shape)
 
     def kernel(self, payload: bytes, entry: str, num_args: int, block: list[int]) -> Any:
@@ -94,6 +109,7 @@ class _Wgpu(_Vulkan):
 
         self.vk = wg
         self.device = wg.Device(prefer=prefer)
+        self.traffic = Traffic()
 
     def slice(self, buf: Any, offset: int, nbytes: int) -> Any:
         return self.vk.BufferSlice(buf, offset, nbytes)
@@ -116,6 +132,7 @@ class _Cuda:
         self.ordinal = 0  # the device CudaBackend() opens
         self.backend = CudaBackend(self.ordinal)
         self._buffer = DeviceBuffer
+        self.traffic = Traffic()
 
     def alloc(self, nbytes: int) -> Any:
         buf = self.backend.alloc(max(int(nbytes), 16))
@@ -126,10 +143,13 @@ class _Cuda:
         return self._buffer(int(buf.ptr) + offset, nbytes, None, keep=buf)
 
     def write(self, buf: Any, array: np.ndarray) -> None:
-        self.backend.write(buf, np.ascontiguousarray(array))
+        array = np.ascontiguousarray(array)
+        self.traffic.written += array.nbytes
+        self.backend.write(buf, array)
 
     def read(self, buf: Any, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
         count = int(np.prod(shape)) if shape else 1
+        self.traffic.read += count * np.dtype(dtype).itemsize
         return self.backend.download(buf, dtype, count).reshape(shape)
 
     def kernel(self, payload: bytes, entry: str, num_args: int, block: list[int]) -> Any:
@@ -362,14 +382,21 @@ class ProgramArtifact:
         constants: Mapping[str, Any] | None = None,
         *,
         graph: bool | None = None,
+        share: "Session | None" = None,
     ) -> "Session":
         """A device-resident session from `state`; `constants` (inputs that do
         not change between steps, such as weights) are bound and uploaded once
         (CUDA tensors: borrowed, not copied) and are not given to `step`.
         `graph` (CUDA; default on): replay each step as one CUDA graph.
         `state` gives the initial value of every state (a missing one is a
-        MissingStateError naming it)."""
-        return Session(self, state, constants, graph=graph)
+        MissingStateError naming it).
+
+        `share`: a session of another artifact on the same device whose
+        device buffers this one uses for every state and constant of the
+        same name and type -- one KV cache and one copy of the weights for
+        the several step shapes of a model (a prefill chunk and the decode
+        step): a step of either reads what the other wrote, nothing moves."""
+        return Session(self, state, constants, graph=graph, share=share)
 
     def run(self, inputs: Mapping[str, Any]) -> binding.Result:
         """One step from the given state (inputs by name, state included);
@@ -447,6 +474,7 @@ class Session:
         constants: Mapping[str, Any] | None = None,
         *,
         graph: bool | None = None,
+        share: "Session | None" = None,
     ) -> None:
         self.artifact = artifact
         self._closed = False
@@ -454,8 +482,10 @@ class Session:
         signature = artifact.signature
         dev = artifact.device
         state = dict(state or {})
+        shared = self._shared(share) if share is not None else {}
         specs = {p.state: p.spec() for p in signature.args if p.state is not None}
-        binding.check_session_state(signature.state_names, state, specs)
+        unshared = tuple(n for n in signature.state_names if ("state", n) not in shared)
+        binding.check_session_state(unshared, state, {n: specs[n] for n in unshared})
         self._constant: set[str] = set()
         self._graph = hasattr(dev, "capture") if graph is None else bool(graph)
         if self._graph and not hasattr(dev, "capture"):
@@ -463,20 +493,65 @@ class Session:
         self._built: dict[tuple, Any] = {}
         #: Arguments bound to memory the caller owns (CUDA tensors): index -> buffer.
         self._borrowed: dict[int, Any] = {}
-        host, device = self._bind(constants or {}, only=set(constants or {}))
-        self._args = [
-            None if i in device else dev.alloc(int(np.prod(p.shape)) * p.dtype.itemsize)
-            for i, p in enumerate(signature.args)
-        ]
+        constants = dict(constants or {})
+        # Constants the shared session holds and this call does not give.
+        reused = {
+            p.key: shared[("constant", p.key)]
+            for p in signature.args
+            if p.state is None and ("constant", p.key) in shared and p.key not in constants
+        }
+        host, device = self._bind(constants, only=set(constants))
+        self._args = []
+        for i, p in enumerate(signature.args):
+            buf = None
+            if p.state is not None:
+                buf = shared.get(("state", p.state))
+            elif p.key in reused:
+                buf = reused[p.key]
+            if buf is None and i not in device:
+                buf = dev.alloc(int(np.prod(p.shape)) * p.dtype.itemsize)
+            self._args.append(buf)
         self._arena = dev.alloc(artifact.arena_bytes) if artifact.arena_bytes else None
         for i, port in enumerate(signature.args):
-            if port.state is not None:
+            if port.state is not None and port.state in state and ("state", port.state) not in shared:
                 dev.write(self._args[i], binding.normalize(port, state[port.state]))
         self._constants_buffers = {name: self._constant_buffers(p) for name, p in artifact.programs.items()}
         for i, array in host:
             dev.write(self._args[i], array)
         self._fixed = dict(device)  # constants given as device tensors stay borrowed
-        self._constant = set(constants or {})
+        self._constant = set(constants) | set(reused)
+
+    def _shared(self, share: "Session") -> dict[tuple[str, str], Any]:
+        """The buffers `share` lends this session: ("state", name) and
+        ("constant", key) -> buffer, for each state and constant of the same
+        name, shape and dtype in both signatures (a same-named one of
+        another type is a BindError: the two steps disagree on it)."""
+        share._check_open()
+        if share.artifact.device is not self.artifact.device:
+            raise BindError(
+                "share: the shared session runs on another device object (open the artifacts on "
+                "one device: ProgramArtifact(path, make_device(backend)))"
+            )
+        theirs = {}
+        for i, port in enumerate(share.artifact.signature.args):
+            buf = share._fixed.get(i, share._args[i])
+            if port.state is not None:
+                theirs[("state", port.state)] = (port, buf)
+            elif port.key in share._constant:
+                theirs[("constant", port.key)] = (port, buf)
+        lent = {}
+        for port in self.artifact.signature.args:
+            key = ("state", port.state) if port.state is not None else ("constant", port.key)
+            if key not in theirs:
+                continue
+            other, buf = theirs[key]
+            if (other.shape, other.dtype) != (port.shape, port.dtype):
+                raise BindError(
+                    f"share: {key[0]} {key[1]!r} is {other.spec()} in the shared session but "
+                    f"{port.spec()} here"
+                )
+            lent[key] = buf
+        return lent
 
     @property
     def closed(self) -> bool:
@@ -678,6 +753,34 @@ class Session:
                 self.artifact.device.write(buf, binding.normalize(port, value))
                 return
         raise BindError(f"unknown state {name!r} (the function's state: {list(self.artifact.signature.state_names)})")
+
+    def copy_state_rows(self, name: str, src: int, dst: int, count: int) -> None:
+        """Copy rows `[src, src + count)` of state `name` (its leading axis:
+        a pool's slots) onto rows `[dst, dst + count)`, on the device: the
+        serving engine's copy-on-write of a shared block, nothing read back."""
+        self._check_open()
+        for port, buf in zip(self.artifact.signature.args, self._args):
+            if port.state != name:
+                continue
+            rows = port.shape[0] if port.shape else 0
+            if min(src, dst, count) < 0 or max(src, dst) + count > rows:
+                raise BindError(
+                    f"copy_state_rows: rows [{src}, {src + count}) -> [{dst}, {dst + count}) "
+                    f"outside state {name!r} ({rows} rows)"
+                )
+            row = int(np.prod(port.shape[1:])) * port.dtype.itemsize
+            dev = self.artifact.device
+            if count:
+                dev.copy(dev.slice(buf, src * row, count * row), dev.slice(buf, dst * row, count * row),
+                         count * row)  # fmt: skip
+            return
+        raise BindError(f"unknown state {name!r} (the function's state: {list(self.artifact.signature.state_names)})")
+
+    def check(self, inputs: Mapping[str, Any]) -> None:
+        """Bind `inputs` as `step` would (every refusal `step` raises for
+        them), without writing or running anything."""
+        self._check_open()
+        self._bind(inputs)
 
     @property
     def state(self) -> dict[str, np.ndarray]:
