@@ -238,7 +238,7 @@ def erf(x: Tensor) -> Tensor:
     return y if y.dtype == dtype else P.convert(y, dtype)
 
 
-@aten("erf")
+@aten("erf", "special_erf")
 def _erf(a, out, ctx):
     return erf(to(a["self"], out.dtype))
 
