@@ -161,7 +161,7 @@ def test_sampling_is_seeded(hf, llama) -> None:
 
 def test_sampling_filters() -> None:
     """top_k / top_p keep exactly the tokens transformers' processors keep."""
-    from poot_mlir.models.sampling import Sampling
+    from poot_mlir.driver.sampling import Sampling
 
     rng = np.random.default_rng(0)
     logits = np.log(np.array([[0.5, 0.3, 0.15, 0.05]]))

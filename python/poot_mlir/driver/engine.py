@@ -47,6 +47,7 @@ from .adapters import AdapterTable
 from .blocks import BLOCK_SIZE
 from .cache import Copy, PagedKVCache
 from .prefix import WeightsIdentity
+from .sampling import Sampling
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,10 @@ class Request:
     max_new_tokens: int
     adapter: str | None = None
     arrival: int = 0  # the step at which it arrives
+    #: How its tokens are chosen (None: greedy) and the seed of its draws: a
+    #: request's tokens depend on its own seed only, not on its batch.
+    sampling: Sampling | None = None
+    seed: int | None = None
 
 
 @dataclass
@@ -80,7 +85,7 @@ class Completion:
     prompt: list[int]
     adapter: str | None
     identity: WeightsIdentity
-    tokens: list[int]  # generated, greedy
+    tokens: list[int]  # generated (greedy, or drawn by the request's sampling)
     logits: list[np.ndarray]  # one [vocab] row per generated token
     reused: int  # prompt tokens taken from the prefix cache
     admitted: int
@@ -117,6 +122,15 @@ class _Live:
     fed: int  # prompt tokens whose K/V are in the cache
     generated: list[int] = field(default_factory=list)
     logits: list[np.ndarray] = field(default_factory=list)
+    rng: np.random.Generator | None = None
+
+    def choose(self, logits: np.ndarray) -> int:
+        sampling = self.request.sampling
+        if sampling is None:
+            return int(np.argmax(logits))
+        if self.rng is None:
+            self.rng = np.random.default_rng(self.request.seed)
+        return int(sampling.next_tokens(logits[None, :], self.rng)[0])
 
     @property
     def final_blocks(self) -> int:
@@ -165,7 +179,7 @@ class Engine:
         cache: PagedKVCache,
         shape: StepShape,
         *,
-        weights: Mapping[str, np.ndarray],
+        weights: Mapping[str, np.ndarray] | None = None,
         pools: Sequence[str],
         base: WeightsIdentity | None = None,
         adapters: AdapterTable | None = None,
@@ -181,7 +195,11 @@ class Engine:
                 f"(PagedKVCache(max_tokens=...)), got {cache.max_tokens}"
             )
         self.runner, self.cache, self.shape = runner, cache, shape
-        self.weights = dict(weights)
+        # A runner that holds the weights itself (driver.runners: bound once,
+        # on the device as session constants) takes none per step.
+        self.weights = dict(weights or {})
+        if weights is None and not hasattr(runner, "constants"):
+            raise KVCacheError("Engine: give weights= (or a runner that holds them: driver.runners)")
         self.pools = list(pools)
         self.base = adapters.base if adapters is not None else base
         self.adapters = adapters
@@ -398,11 +416,15 @@ class Engine:
         self, rows: list[_Live]
     ) -> tuple[dict[str, np.ndarray], list[tuple[_Live, RowPlan]]]:
         s = self.shape
-        tokens = np.zeros((s.rows, s.tokens), np.int32)
+        # A step where every row decodes runs the runner's 1-token bucket
+        # when it has one: no padding tokens.
+        decoding = all(live.fed >= len(live.request.prompt) for live in rows)
+        width = 1 if decoding and 1 in getattr(self.runner, "buckets", ()) else s.tokens
+        tokens = np.zeros((s.rows, width), np.int32)
         pos = np.zeros(s.rows, np.int32)
         count = np.ones(s.rows, np.int32)
         read = np.zeros((s.rows, s.cap), np.int32)
-        write = np.full(s.rows * s.tokens, -1, np.int32)
+        write = np.full(s.rows * width, -1, np.int32)
         adapter = np.zeros(s.rows, np.int32)
         layout = []
         for r, live in enumerate(rows):
@@ -415,7 +437,7 @@ class Engine:
             slots = self.cache.append(rid, chunk)
             tokens[r, : len(chunk)] = chunk
             pos[r], count[r], adapter[r] = start, len(chunk), live.slot
-            write[r * s.tokens : r * s.tokens + len(chunk)] = slots
+            write[r * width : r * width + len(chunk)] = slots
             read[r] = self.cache.read_row(rid, s.cap)
             layout.append((live, RowPlan(rid, kind, start, len(chunk))))
         inputs = {"tokens": tokens, "pos": pos, "count": count, "read": read, "write": write}
@@ -446,7 +468,11 @@ class Engine:
         }
         try:
             if plan.copies:
-                if self.bind is not None:  # refuse before a copy touches a pool
+                # Refuse before a copy touches a pool: the runner's own check
+                # needs no pool (a device runner reads nothing back).
+                if hasattr(self.runner, "check"):
+                    self.runner.check(inputs)
+                elif self.bind is not None:
                     self.bind({**inputs, **self.runner.state})
                 self._apply_copies(plan.copies)
             start, cpu = time.perf_counter(), time.thread_time()
@@ -458,6 +484,9 @@ class Engine:
         return self._finish_step(plan, result.named[self.logits], seconds, cpu)
 
     def _apply_copies(self, copies: Sequence[Copy]) -> None:
+        if hasattr(self.runner, "copy_rows"):  # in place, where the pools live
+            self.runner.copy_rows(self.pools, copies)
+            return
         # The runner's own arrays (its `state` is read-only views).
         writable = getattr(self.runner, "writable_state", None)
         state = writable() if writable is not None else self.runner.state
@@ -480,7 +509,7 @@ class Engine:
                     continue
             out = np.array(logits[r, row.count - 1], copy=True)
             live.logits.append(out)
-            live.generated.append(int(np.argmax(out)))
+            live.generated.append(live.choose(out))
             if len(live.generated) == live.request.max_new_tokens:
                 finished.append(live)
         for live in finished:

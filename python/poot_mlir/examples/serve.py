@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import tempfile
 import time
@@ -34,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .. import oracle
-from ..compiler import compile_cpu, devices, fuse_attention
+from ..compiler import compile_cpu, fuse_attention
 from ..driver import (
     AdapterTable,
     Completion,
@@ -45,7 +46,8 @@ from ..driver import (
     StepShape,
     weights_fingerprint,
 )
-from ..runtime import binding
+from ..driver.runners import DeviceRunner, HostRunner
+from ..models import targets
 from .decoder import DecoderConfig, build_decoder, init_state, init_weights
 from .paged_decoder import (
     ServeShape,
@@ -98,52 +100,31 @@ def scenario(vocab: int, seed: int, max_tokens: int) -> Scenario:
 
 
 def make_runner(
-    target: str, module: Any, out: Path, state: dict[str, np.ndarray]
+    target: str,
+    modules: dict[int, Any],
+    out: Path,
+    state: dict[str, np.ndarray],
+    weights: dict[str, np.ndarray],
 ) -> tuple[Any, str]:
-    """A stateful session of the compiled step for `target`: the hook where a
-    GPU target plugs in (it needs only `.step`, `.state` and a signature)."""
+    """The compiled step's buckets (tokens per row -> module) as one runner
+    over one set of pools, the weights bound once: in-process on the CPU,
+    or the whole step as kernels on a device (pools and weights resident
+    there, copy-on-write a device-side copy)."""
     if target == "cpu":
         from ..runtime.cpu import CpuArtifact
 
-        return CpuArtifact(compile_cpu(module, out)).session(state), "the CPU"
-    if target == "vulkan":
-        from ..compiler.gpu import compile_gpu
-        from ..runtime.program import ProgramArtifact
-        from ..runtime.vulkan import Device
+        artifacts = {n: CpuArtifact(compile_cpu(m, out / f"t{n}")) for n, m in modules.items()}
+        return HostRunner(artifacts, state, weights), "the CPU"
+    from ..compiler.gpu import compile_gpu
+    from ..runtime.program import ProgramArtifact, make_device
 
-        with Device() as probe:
-            device = devices.from_vulkan_properties(probe.properties)
-        artifact = ProgramArtifact(compile_gpu(module, device, out), backend="vulkan")
-        return DeviceRunner(artifact.session(state)), f"{device.name} (the whole step as SPIR-V)"
-    raise ValueError(f"unknown target {target!r}")
-
-
-class DeviceRunner:
-    """A device-resident session for the engine. The engine edits pool rows
-    on the host between steps (copy-on-write block copies, through
-    `writable_state`); those edits go back to the device before the next
-    step."""
-
-    def __init__(self, session: Any) -> None:
-        self.session = session
-        self.artifact = session.artifact
-        self._edited: "dict[str, np.ndarray] | None" = None
-
-    @property
-    def state(self) -> dict[str, np.ndarray]:
-        return self._edited if self._edited is not None else self.session.state
-
-    def writable_state(self) -> dict[str, np.ndarray]:
-        if self._edited is None:
-            self._edited = self.session.state
-        return self._edited
-
-    def step(self, inputs: Any) -> Any:
-        if self._edited is not None:
-            for name, array in self._edited.items():
-                self.session.write_state(name, array)
-            self._edited = None
-        return self.session.step(inputs)
+    device = targets.describe(target)
+    backend = make_device(target)
+    artifacts = {
+        n: ProgramArtifact(compile_gpu(m, device, out / f"t{n}"), backend=backend)
+        for n, m in modules.items()
+    }
+    return DeviceRunner(artifacts, state, weights), f"{device.name} (the whole step as kernels)"
 
 
 # --- the single-request reference ----------------------------------------------
@@ -216,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--blocks", type=int, default=12, help="16-token blocks in the pool")
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0, help="weights and prompts seed")
-    parser.add_argument("--target", default="cpu", choices=["cpu", "vulkan"])
+    parser.add_argument("--target", default="cpu", choices=["cpu", "vulkan", "wgpu", "cuda"])
     parser.add_argument(
         "--check", action="store_true", help="verify every request against the oracle"
     )
@@ -228,12 +209,17 @@ def main(argv: list[str] | None = None) -> int:
     step_shape = StepShape(shape.rows, shape.tokens, shape.cap)
     # The dense reference's capacity is the longest sequence the step allows.
     config = DecoderConfig(layers=args.layers, cap=step_shape.max_tokens)
-    tracer = build_paged_decoder(config, shape)
-    module = tracer.finish()
-    report = fuse_attention(module)
+    # Two buckets: [rows, tokens] for steps with prefill chunks, [rows, 1]
+    # for steps where every row decodes (no padding tokens).
+    modules = {
+        n: build_paged_decoder(config, dataclasses.replace(shape, tokens=n)).finish()
+        for n in sorted({1, shape.tokens})
+    }
+    report = fuse_attention(modules[shape.tokens])
     print(
-        f"traced a {config.layers}-layer serving step [{shape.rows} rows x {shape.tokens} tokens], "
-        f"pool {shape.pool_blocks} blocks x 16 slots; fused {report.attention} paged attention ops"
+        f"traced a {config.layers}-layer serving step [{shape.rows} rows x {shape.tokens} tokens] "
+        f"(and [{shape.rows} x 1] for decode-only steps), pool {shape.pool_blocks} blocks x 16 "
+        f"slots; fused {report.attention} paged attention ops"
     )
 
     weights = init_weights(config, args.seed)
@@ -252,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="poot-serve-") as out:
         t0 = time.perf_counter()
         runner, where = make_runner(
-            args.target, module, Path(out) / "step", init_pools(config, shape)
+            args.target, modules, Path(out) / "step", init_pools(config, shape), weights
         )
         print(f"compiled for {where} in {time.perf_counter() - t0:.2f} s")
         cache = PagedKVCache(shape.pool_blocks, max_tokens=step_shape.max_tokens)
@@ -260,10 +246,8 @@ def main(argv: list[str] | None = None) -> int:
             runner,
             cache,
             step_shape,
-            weights=weights,
             pools=init_pools(config, shape).keys(),
             adapters=adapters,
-            bind=lambda inputs: binding.bind(runner.artifact.signature, inputs),
         )
         plan = scenario(config.vocab, args.seed, step_shape.max_tokens)
         for request in plan.requests:

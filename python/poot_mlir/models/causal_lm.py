@@ -28,7 +28,7 @@ import numpy as np
 from ..errors import BindError
 from .hf_export import cache_shape, export_step
 from .runners import make_runner
-from .sampling import Sampling
+from ..driver.sampling import Sampling
 
 __all__ = ["CausalLM"]
 

@@ -769,10 +769,17 @@ class Session:
                     f"outside state {name!r} ({rows} rows)"
                 )
             row = int(np.prod(port.shape[1:])) * port.dtype.itemsize
-            dev = self.artifact.device
-            if count:
-                dev.copy(dev.slice(buf, src * row, count * row), dev.slice(buf, dst * row, count * row),
-                         count * row)  # fmt: skip
+            dev, nbytes = self.artifact.device, count * row
+            if not count or src == dst:
+                return
+            source, target = dev.slice(buf, src * row, nbytes), dev.slice(buf, dst * row, nbytes)
+            if dev.client == "wgpu" or abs(src - dst) < count:
+                # WebGPU copies between two buffers only; overlapping rows
+                # must be read whole before any is written: via a scratch.
+                scratch = dev.alloc(nbytes)
+                dev.copy(source, dev.slice(scratch, 0, nbytes), nbytes)
+                source = dev.slice(scratch, 0, nbytes)
+            dev.copy(source, target, nbytes)
             return
         raise BindError(f"unknown state {name!r} (the function's state: {list(self.artifact.signature.state_names)})")
 
