@@ -77,7 +77,14 @@ def _configs(T) -> dict:
         "gpt_neox": (T.GPTNeoXConfig(**decoder), T.GPTNeoXForCausalLM),
         "falcon": (T.FalconConfig(num_hidden_layers=LAYERS, hidden_size=32, num_attention_heads=4,
                                   vocab_size=VOCAB), T.FalconForCausalLM),  # fmt: skip
-        "bloom": (T.BloomConfig(n_layer=LAYERS, hidden_size=32, n_head=4, vocab_size=VOCAB),
+        # Falcon-RW's ALiBi (an integer cumsum of the mask, a broadcasting
+        # masked_fill) with the new decoder architecture's grouped KV heads.
+        "falcon_alibi": (T.FalconConfig(num_hidden_layers=LAYERS, hidden_size=32,
+                                        num_attention_heads=4, vocab_size=VOCAB, alibi=True,
+                                        new_decoder_architecture=True, num_kv_heads=2),
+                         T.FalconForCausalLM),  # fmt: skip
+        # 6 heads: ALiBi slopes from two pow(base, arange) (not a power of 2).
+        "bloom": (T.BloomConfig(n_layer=LAYERS, hidden_size=48, n_head=6, vocab_size=VOCAB),
                   T.BloomForCausalLM),  # fmt: skip
         "bert": (T.BertConfig(**decoder), T.BertModel),
         "deepseek_v2": (T.DeepseekV2Config(**mla, q_lora_rank=None), T.DeepseekV2ForCausalLM),
@@ -97,7 +104,7 @@ def _configs(T) -> dict:
 CASES = [
     ("gpt2", "eager", False), ("gpt2", "sdpa", True),
     ("gpt_neox", "eager", False), ("gpt_neox", "sdpa", False),
-    ("falcon", "eager", False), ("falcon", "sdpa", False),
+    ("falcon", "eager", False), ("falcon", "sdpa", False), ("falcon_alibi", "sdpa", False),
     ("bloom", "eager", False),
     ("bert", "eager", True), ("bert", "sdpa", False),
     ("deepseek_v2", "eager", True), ("deepseek_v2", "sdpa", False),
@@ -266,3 +273,21 @@ def test_complex_value_reaching_an_op_without_a_complex_form_is_refused(torch) -
     error = _refusal(torch, Angle(), (torch.randn(2, 4),))
     assert isinstance(error, errors.UnsupportedTorchOp) and error.op == "aten.exp.default"
     assert "complex" in str(error)
+
+
+def test_grouped_mm_experts_are_refused_naming_the_op(torch, transformers) -> None:
+    """DeepSeek's default experts (grouped_mm) sort the tokens by expert into
+    groups whose sizes depend on the routing: a data-dependent shape poot's
+    static steps cannot hold. The import refuses the first such op by name
+    (batched_mm experts, above, import)."""
+    from poot_mlir.frontend.torch_export import import_exported
+
+    config, cls = _configs(transformers)["deepseek_v3"]
+    config = copy.deepcopy(config)
+    config._experts_implementation = "grouped_mm"
+    torch.manual_seed(1234)
+    model = _stateless(torch, cls._from_config(config).eval())
+    ep = torch.export.export(model, (torch.randint(0, VOCAB, (1, SEQ)),))
+    with pytest.raises(errors.UnsupportedTorchOp) as info:
+        import_exported(ep)
+    assert info.value.op == "aten.sort.default", info.value

@@ -306,6 +306,8 @@ def _where(a, out, ctx):
 @aten("masked_fill")
 def _masked_fill(a, out, ctx):
     x, mask, value = to(a["self"], out.dtype), bool_of(a["mask"]), a["value"]
+    if x.shape != out.shape:  # out of place, torch broadcasts x with the mask (Falcon's ALiBi)
+        x = P.broadcast_to(x, out.shape)
     if isinstance(value, Tensor):
         return P.select(mask, to(value, out.dtype), x)
     return C.masked_fill(x, mask, value)

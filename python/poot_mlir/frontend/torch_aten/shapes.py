@@ -162,17 +162,30 @@ def _diff(a, out, ctx):
     return x
 
 
+def _shifted_sums(x: Tensor, dim: int) -> Tensor:
+    """The running sum of an integer tensor along `dim`, exact: log2(n)
+    doubling steps `x += x shifted by s` (zeros shifted in), s = 1, 2, 4, ...
+    (Hillis-Steele; i32 arithmetic wraps as torch's int32 does)."""
+    n, shift = x.shape[dim], 1
+    while shift < n:
+        pad = P.constant(0, x.dtype, shape=x.shape[:dim] + (shift,) + x.shape[dim + 1 :],
+                         tracer=x.tracer)  # fmt: skip
+        x = P.add(x, P.concat([pad, _slice_of(x, dim, 0, n - shift)], dim))
+        shift *= 2
+    return x
+
+
 @aten("cumsum")
 def _cumsum(a, out, ctx):
     """poot has no scan: the running sum along `dim` is a matmul by the upper
     triangle of ones (`out[i] = sum_{j <= i} x[j]`), in f32 for a bool input
     (counts up to the axis length, exact) and in the dtype for floats; an
-    integer input is refused (its sums could pass f32's exact range)."""
+    integer input (Falcon's ALiBi positions, `mask.cumsum(-1)`) sums exactly
+    by doubling steps instead (its sums could pass f32's exact range)."""
     x = a["self"]
-    if x.dtype == "i32":
-        raise TypeError("cumsum of an integer tensor (only bool or float: poot has no scan, the "
-                        "importer sums through a matmul)")  # fmt: skip
     dim = axis(a["dim"], x.rank)
+    if x.dtype == "i32" or out.dtype == "i32":
+        return _shifted_sums(to(x, "i32"), dim)
     work = "f32" if x.dtype == "i1" else out.dtype
     n = x.shape[dim]
     triangle = P.constant(np.triu(np.ones((n, n))), work, tracer=ctx.tracer)
