@@ -46,7 +46,7 @@ def cache_shape(model: Any, batch: int, capacity: int) -> tuple[int, int, int, i
 class _StaticCacheStep(torch.nn.Module):
     """`model` over a StaticCache whose tensors are this module's buffers."""
 
-    def __init__(self, model: Any, batch: int, capacity: int) -> None:
+    def __init__(self, model: Any, batch: int, capacity: int, device: str = "cpu") -> None:
         from transformers import StaticCache
         from transformers.cache_utils import StaticLayer
 
@@ -62,7 +62,7 @@ class _StaticCacheStep(torch.nn.Module):
                 self.cache.layers[i] = StaticLayer(max_cache_len=capacity)
         _, kv_heads, _, head_dim = cache_shape(model, batch, capacity)
         dtype = next(model.parameters()).dtype
-        self.cache.early_initialization(batch, kv_heads, head_dim, dtype, torch.device("cpu"))
+        self.cache.early_initialization(batch, kv_heads, head_dim, dtype, torch.device(device))
         for i, layer in enumerate(self.cache.layers):
             self.register_buffer(f"cache_k{i}", layer.keys, persistent=False)
             self.register_buffer(f"cache_v{i}", layer.values, persistent=False)
@@ -82,10 +82,14 @@ class _StaticCacheStep(torch.nn.Module):
         return logits[:, -1:, :]
 
 
-def export_step(model: Any, batch: int, tokens: int, capacity: int) -> "torch.export.ExportedProgram":
+def export_step(
+    model: Any, batch: int, tokens: int, capacity: int, device: str = "cpu"
+) -> "torch.export.ExportedProgram":
     """The exported step of `model` for `[batch, tokens]` token ids at a
-    position (its buffers `cache_k{i}` / `cache_v{i}` are the KV cache)."""
-    step = _StaticCacheStep(model, batch, capacity).eval()
-    ids = torch.zeros((batch, tokens), dtype=torch.long)
+    position (its buffers `cache_k{i}` / `cache_v{i}` are the KV cache).
+    `device="meta"` exports a model built on the meta device (no weight
+    memory: for compiling steps whose weights are bound elsewhere)."""
+    step = _StaticCacheStep(model, batch, capacity, device).eval()
+    ids = torch.zeros((batch, tokens), dtype=torch.long, device=device)
     with torch.no_grad():
-        return torch.export.export(step, (ids, torch.tensor(0)), strict=False)
+        return torch.export.export(step, (ids, torch.tensor(0, device=device)), strict=False)
