@@ -112,8 +112,9 @@ def _pow(a, out, ctx):
     exponent: Bloom's ALiBi slopes `pow(base, arange)`, a fractional one, a
     negative base) through `_general_pow`."""
     base, exponent = a["self"], a["exponent"]
-    if out.dtype not in FLOAT_DTYPES:
-        raise TypeError(f"an integer pow ({out.dtype} result; poot's pow chain is float only)")
+    small = isinstance(exponent, (int, float)) and float(exponent).is_integer()
+    if out.dtype not in FLOAT_DTYPES and not (small and 0 <= exponent <= _POW_MAX):
+        raise TypeError(f"an integer pow other than x ** 0..{_POW_MAX} ({out.dtype} result)")
     if not isinstance(base, Tensor) and base > 0:  # base ** x = exp(x * ln(base))
         return P.exp(P.mul(to(exponent, out.dtype), math.log(base)))
     if isinstance(exponent, Tensor) or not isinstance(base, Tensor):
