@@ -242,6 +242,26 @@ def test_new_ops_match_float64(torch, rng, tmp_path) -> None:
     assert float(got[0][0, 1]) == pytest.approx(2.25)
 
 
+def test_complex_arithmetic_matches_float64(torch, rng, tmp_path) -> None:
+    """complex64 intermediates as (re, im) pairs: view_as_complex, polar,
+    complex * complex, + complex, - real scalar * complex, shape ops on each
+    part, view_as_real, and a complex-to-real `to` (the real part)."""
+
+    class Complex(torch.nn.Module):
+        def forward(self, x, angle):
+            c = torch.view_as_complex(x.reshape(2, 3, 2))
+            p = torch.polar(torch.ones_like(angle), angle)
+            y = (c * p + c - 2.0 * p).unsqueeze(0).transpose(1, 2)
+            return torch.view_as_real(y).flatten(2), (c * p).to(torch.float32)
+
+    x, angle = (torch.from_numpy(rng.standard_normal(s).astype(np.float32)) for s in [(2, 6), (2, 3)])
+    got = _compile_run(torch, Complex(), [x, angle], tmp_path, ["x", "angle"])
+    with torch.no_grad():
+        want = Complex()(x.double(), angle.double())
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g, np.float64), w.real.numpy(), rtol=1e-6, atol=1e-6)
+
+
 def _refusal(torch, module, args) -> errors.TorchImportError:
     from poot_mlir.frontend.torch_export import import_exported
 

@@ -101,8 +101,11 @@ def _dispatch(packet: str, emit: Emit) -> Emit:
                 "values as (re, im) pairs through polar, view_as_complex/view_as_real, "
                 "mul/add/sub and shape ops only)"
             )
-        if packet in ("to", "_to_copy") and out.dtype == COMPLEX:
-            x = a["self"]  # complex64 to itself, or a real tensor widened to complex
+        if packet in ("to", "_to_copy"):
+            x = a["self"]
+            if out.dtype != COMPLEX:  # complex to real keeps the real part, as torch
+                return to(x.re, out.dtype)
+            # complex64 to itself, or a real tensor widened to complex
             return x if isinstance(x, Complex) else Complex(*(
                 _materialize(p, out, ctx) for p in _parts(x)))  # fmt: skip
         part = None if out is None else Meta(out.shape, PART)
