@@ -35,7 +35,22 @@ ARCHITECTURES = {
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 16, "sliding_window": 6}),
     "phi3": ("Phi3Config", "Phi3ForCausalLM", {"pad_token_id": 0, "eos_token_id": 1}),
+    # Beyond the list: each its own attention, norm, position scheme.
+    "gpt2": ("GPT2Config", "GPT2LMHeadModel", {"n_embd": 64, "n_layer": 2, "n_head": 4, "n_positions": 128}),
+    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", {"num_key_value_heads": None}),
+    "falcon": ("FalconConfig", "FalconForCausalLM", {"num_key_value_heads": None}),
+    "bloom": ("BloomConfig", "BloomForCausalLM", {"n_layer": 2, "n_head": 4}),  # ALiBi
+    "gemma": ("GemmaConfig", "GemmaForCausalLM", {"head_dim": 16}),
+    "gemma3": ("Gemma3TextConfig", "Gemma3ForCausalLM", {"head_dim": 16, "sliding_window": 6}),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 16}),  # q/k norms
+    "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {}),
+    "phi": ("PhiConfig", "PhiForCausalLM", {}),  # partial rotary, parallel block
+    "starcoder2": ("Starcoder2Config", "Starcoder2ForCausalLM", {}),
+    "granite": ("GraniteConfig", "GraniteForCausalLM", {}),  # embedding/residual/logit multipliers
+    "stablelm": ("StableLmConfig", "StableLmForCausalLM", {}),
 }
+# Configs that name their sizes differently drop COMMON's names they reject.
+_OWN_NAMES = {"gpt2": {"vocab_size"}, "bloom": {"vocab_size", "hidden_size"}}
 PROMPT, NEW = 7, 12
 
 
@@ -52,7 +67,10 @@ def hf():
 def build(hf, name: str, seed: int = 0):
     torch, transformers = hf
     config_class, model_class, extra = ARCHITECTURES[name]
-    config = getattr(transformers, config_class)(**COMMON, **extra)
+    keep = _OWN_NAMES.get(name)
+    common = {k: v for k, v in COMMON.items() if keep is None or k in keep}
+    common.update(extra)
+    config = getattr(transformers, config_class)(**{k: v for k, v in common.items() if v is not None})
     if name == "gemma2":
         config._attn_implementation = "eager"  # softcapping needs eager attention
     torch.manual_seed(seed)

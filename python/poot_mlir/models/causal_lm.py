@@ -26,13 +26,24 @@ from typing import Any
 import numpy as np
 
 from ..errors import BindError
-from .hf_export import cache_shape, export_step
+from .hf_export import cache_shapes, export_step
 from .runners import make_runner
 from ..driver.sampling import Sampling
 
 __all__ = ["CausalLM"]
 
 _DTYPE_NAMES = {"f32": "float32", "bf16": "bfloat16", "f16": "float16"}
+
+
+class _FromConfig:
+    """The default of `eos_token_id` / `pad_token_id`: the model's generation
+    config (an explicit None means none, as in transformers)."""
+
+    def __repr__(self) -> str:
+        return "<from the generation config>"
+
+
+FROM_CONFIG: Any = _FromConfig()
 
 
 def _torch_dtype(dtype: Any) -> Any:
@@ -85,6 +96,7 @@ class CausalLM:
         self.vocab_size = int(config.vocab_size)
         self._generation = getattr(model, "generation_config", None)
         self._batch: int | None = None
+        self._shapes: list | None = None  # per layer (K, V) cache shapes of `_batch` rows
 
     # --- construction -------------------------------------------------------------------
 
@@ -155,13 +167,13 @@ class CausalLM:
     def _reset(self, batch: int) -> None:
         """An empty cache for `batch` rows (every slot is written before a
         query can see it: the mask hides the slots past the position)."""
-        shape = cache_shape(self.model, batch, self.capacity)
+        if self._shapes is None or self._batch != batch:
+            self._shapes = cache_shapes(self.model, batch, self.capacity)
         dtype = self._runner.numpy_dtype(self.model)
-        layers = self.model.config.get_text_config(decoder=True).num_hidden_layers
         state = {}
-        for i in range(layers):
-            state[f"cache_k{i}"] = np.zeros(shape, dtype)
-            state[f"cache_v{i}"] = np.zeros(shape, dtype)
+        for i, (k_shape, v_shape) in enumerate(self._shapes):
+            state[f"cache_k{i}"] = np.zeros(k_shape, dtype)
+            state[f"cache_v{i}"] = np.zeros(v_shape, dtype)
         self._runner.reset(state)
         self._batch = batch
 
@@ -185,9 +197,9 @@ class CausalLM:
     # --- generation ---------------------------------------------------------------------
 
     def _default(self, name: str, value: Any) -> Any:
-        if value is not None or self._generation is None:
+        if value is not FROM_CONFIG:
             return value
-        return getattr(self._generation, name, None)
+        return getattr(self._generation, name, None) if self._generation is not None else None
 
     def generate(
         self,
@@ -199,15 +211,16 @@ class CausalLM:
         top_k: int | None = None,
         top_p: float | None = None,
         seed: int | None = None,
-        eos_token_id: "int | list[int] | None" = None,
-        pad_token_id: int | None = None,
+        eos_token_id: "int | list[int] | None" = FROM_CONFIG,
+        pad_token_id: "int | None" = FROM_CONFIG,
     ) -> np.ndarray:
         """The prompt and its continuation, `[B, L + new]` int64, as
         transformers' `generate`: greedy by default; with `do_sample`,
         temperature / top_k / top_p sampling drawn from `seed`. A row that
         produced an `eos_token_id` (default: the model's generation config)
-        is continued with `pad_token_id` (default: eos); generation stops
-        when every row has, or after `max_new_tokens`. Every row starts at
+        is continued with `pad_token_id` (default: the generation config's,
+        else the first eos); generation stops when every row has, or after
+        `max_new_tokens`. An explicit None turns either off. Every row starts at
         the same position (a batch of equal-length prompts)."""
         sampling = Sampling(do_sample, temperature, top_k, top_p)
         if not isinstance(max_new_tokens, int) or max_new_tokens < 0:

@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["cache_shape", "export_step"]
+__all__ = ["cache_shapes", "export_step"]
 
 
 def _text_config(model: Any) -> Any:
@@ -34,19 +34,36 @@ def _text_config(model: Any) -> Any:
     return config.get_text_config(decoder=True) if hasattr(config, "get_text_config") else config
 
 
-def cache_shape(model: Any, batch: int, capacity: int) -> tuple[int, int, int, int]:
-    """`[batch, kv_heads, capacity, head_dim]` of one layer's key cache."""
-    config = _text_config(model)
-    heads = config.num_attention_heads
-    kv_heads = getattr(config, "num_key_value_heads", None) or heads
-    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
-    return batch, kv_heads, capacity, head_dim
+Shape = tuple[int, int, int, int]
+
+
+def cache_shapes(model: Any, batch: int, capacity: int) -> list[tuple[Shape, Shape]]:
+    """Each layer's key and value cache shapes `[batch, heads, capacity,
+    head_dim]`, read from what the model itself caches for one token (a
+    forward with its default dynamic cache, on the model's device: free on
+    the meta device). The model knows its own heads and widths: GQA's KV
+    heads, Gemma's head_dim, DeepSeek's absorbed MLA (one head, the latent
+    as the key and the RoPE part as the value), per-layer variations."""
+    device = next(model.parameters()).device
+    ids = torch.zeros((1, 1), dtype=torch.long, device=device)
+    with torch.no_grad():
+        out = model(input_ids=ids, use_cache=True)
+    cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+    if cache is None or not getattr(cache, "layers", None):
+        raise TypeError(f"{type(model).__name__} returned no KV cache layers (a causal LM with a KV cache?)")
+    shapes = []
+    for layer in cache.layers:
+        k, v = layer.keys, layer.values
+        shapes.append(((batch, k.shape[1], capacity, k.shape[-1]), (batch, v.shape[1], capacity, v.shape[-1])))
+    return shapes
 
 
 class _StaticCacheStep(torch.nn.Module):
     """`model` over a StaticCache whose tensors are this module's buffers."""
 
-    def __init__(self, model: Any, batch: int, capacity: int, device: str = "cpu") -> None:
+    def __init__(
+        self, model: Any, batch: int, capacity: int, shapes: list[tuple[Shape, Shape]], device: str
+    ) -> None:
         from transformers import StaticCache
         from transformers.cache_utils import StaticLayer
 
@@ -60,9 +77,14 @@ class _StaticCacheStep(torch.nn.Module):
         for i, layer in enumerate(self.cache.layers):
             if not isinstance(layer, StaticLayer) or type(layer) is not StaticLayer:
                 self.cache.layers[i] = StaticLayer(max_cache_len=capacity)
-        _, kv_heads, _, head_dim = cache_shape(model, batch, capacity)
         dtype = next(model.parameters()).dtype
-        self.cache.early_initialization(batch, kv_heads, head_dim, dtype, torch.device(device))
+        for layer, (k_shape, v_shape) in zip(self.cache.layers, shapes):
+            # Allocate each layer's full-capacity tensors now (export needs
+            # them before the first update): what the cache's own lazy
+            # initialization does, given empty states of the right widths.
+            empty_k = torch.zeros(k_shape[:2] + (0, k_shape[3]), dtype=dtype, device=device)
+            empty_v = torch.zeros(v_shape[:2] + (0, v_shape[3]), dtype=dtype, device=device)
+            layer.lazy_initialization(empty_k, empty_v)
         for i, layer in enumerate(self.cache.layers):
             self.register_buffer(f"cache_k{i}", layer.keys, persistent=False)
             self.register_buffer(f"cache_v{i}", layer.values, persistent=False)
@@ -89,7 +111,8 @@ def export_step(
     position (its buffers `cache_k{i}` / `cache_v{i}` are the KV cache).
     `device="meta"` exports a model built on the meta device (no weight
     memory: for compiling steps whose weights are bound elsewhere)."""
-    step = _StaticCacheStep(model, batch, capacity, device).eval()
+    shapes = cache_shapes(model, batch, capacity)
+    step = _StaticCacheStep(model, batch, capacity, shapes, device).eval()
     ids = torch.zeros((batch, tokens), dtype=torch.long, device=device)
     with torch.no_grad():
         return torch.export.export(step, (ids, torch.tensor(0, device=device)), strict=False)
