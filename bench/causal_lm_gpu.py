@@ -15,7 +15,7 @@ Two phases, because the GPU machine has no MLIR:
 Per case: a prompt of `prompt` tokens (one prefill chunk), then greedy
 decode. ms/token is the slope of the whole generate's time between two
 lengths (32 and 160 new tokens), so it is the decode step as a user gets it
-(poot: the host writes the token id and position, reads nothing: the
+(poot: the host writes the position, reads nothing: the
 argmax runs on the device beside it). The floor: the bytes a decode step
 must read (every weight but the embedding, and the live KV) over the
 measured copy bandwidth. Correctness: the prompt's last logits of poot and
@@ -53,7 +53,7 @@ def build(out: Path, names: list[str]) -> None:
 
     from poot_mlir.compiler import devices
     from poot_mlir.compiler.gpu import compile_gpu
-    from poot_mlir.frontend.torch_export import import_exported
+    from poot_mlir.frontend.torch_export import import_exported, packed_weights
     from poot_mlir.models.hf_export import export_step
 
     for name in names:
@@ -66,15 +66,18 @@ def build(out: Path, names: list[str]) -> None:
             t0 = time.perf_counter()
             ep = export_step(model, rows, tokens, cap, device="meta")
             tracer = import_exported(ep, name=f"step_t{tokens}", output_names=["logits"],
-                                     pos="pos", max_pos=cap - tokens)  # fmt: skip
-            weights = [a for a in tracer.argument_names if a not in ("input_ids", "pos")]
-            state = [n for n in weights if n.startswith("cache_")]
-            weights = [n for n in weights if n not in state]
+                                     pos="pos", max_pos=cap - tokens, pack_weights=True)  # fmt: skip
+            arguments = {a: shape for a, shape, _ in tracer.arguments() if a not in ("input_ids", "pos")}
+            state = [n for n in arguments if n.startswith("cache_")]
+            weights = [n for n in arguments if n not in state]
+            # Weights stored transposed ([in, out]: pack_weights): the GPU
+            # side transposes the torch model's tensors once to bind them.
+            packed = sorted(packed_weights(ep))
             path = compile_gpu(tracer.finish(), devices.SM_90, out / name / f"t{tokens}")
             print(f"{name} t{tokens}: {time.perf_counter() - t0:.1f} s -> {path}", file=sys.stderr)
         (out / name / "case.json").write_text(json.dumps(
             {"config": config_dict, "rows": rows, "prompt": prompt, "cap": cap, "weights": weights,
-             "state": state}, indent=1))  # fmt: skip
+             "packed": packed, "state": state}, indent=1))  # fmt: skip
 
 
 def _copy_bandwidth() -> float:
@@ -108,7 +111,11 @@ class PootGenerate:
         self.torch, self.np = torch, np
         self.device = make_device("cuda")
         named = dict(model.named_parameters()) | dict(model.named_buffers())
-        constants = {n: named[n.removeprefix("model.")].contiguous() for n in case["weights"]}
+        packed = set(case["packed"])
+        constants = {}
+        for n in case["weights"]:
+            tensor = named[n.removeprefix("model.")]
+            constants[n] = (tensor.t() if n in packed else tensor).contiguous()
         rows, cap = case["rows"], case["cap"]
         cfg = case["config"]
         hd = cfg["hidden_size"] // cfg["num_attention_heads"]

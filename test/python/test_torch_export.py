@@ -607,3 +607,47 @@ def test_input_mutation_is_refused(torch) -> None:
 
     error = _refusal(torch, WritesInput(), (torch.randn(3),))
     assert "only buffers may be written" in str(error) and "USER_INPUT_MUTATION" in str(error)
+
+
+def test_pack_weights_stores_transposed_weights(torch, rng, tmp_path) -> None:
+    """`pack_weights=True`: a 2-D weight every reader transposes (a
+    Linear's, `x @ w.t()`, square or not) is an input `[in, out]` of the
+    same name, bound from `exported_weights(ep, pack_weights=True)`; a
+    weight also read as is (a tied embedding, gathered) stays as it is;
+    the step computes the same values either way."""
+    from poot_mlir.frontend.torch_export import (
+        exported_weights,
+        import_exported,
+        packed_weights,
+    )
+
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = torch.nn.Embedding(11, 8)
+            self.square = torch.nn.Linear(8, 8)
+            self.wide = torch.nn.Parameter(torch.randn(24, 8))
+
+        def forward(self, ids):
+            h = self.square(self.embed(ids))
+            h = torch.relu(h @ self.wide.t())[..., :8]
+            return h @ self.embed.weight.t()  # tied: read as is and transposed
+
+    model = Tied().eval()
+    ids = torch.from_numpy(rng.integers(0, 11, (1, 5)))
+    ep = torch.export.export(model, (ids,))
+    assert packed_weights(ep) == {"square.weight", "wide"}
+    outs = []
+    for pack in (False, True):
+        tracer = import_exported(ep, pack_weights=pack)
+        shapes = {name: shape for name, shape, _ in tracer.arguments()}
+        assert shapes["wide"] == ((8, 24) if pack else (24, 8))
+        assert shapes["embed.weight"] == (11, 8)
+        weights = exported_weights(ep, pack_weights=pack)
+        assert weights["wide"].shape == shapes["wide"] and weights["wide"].flags.c_contiguous
+        path = compile_cpu(tracer.finish(), tmp_path / f"packed{pack}")
+        outs.append(CpuArtifact(path).run({"ids": ids.numpy(), **weights}).named["out"])
+    with torch.no_grad():
+        want = copy.deepcopy(model).double()(ids).numpy()
+    for out in outs:
+        np.testing.assert_allclose(out, want, rtol=F32_RTOL, atol=F32_RTOL * np.abs(want).max())

@@ -63,6 +63,7 @@ __all__ = [
     "exported_state",
     "exported_weights",
     "import_exported",
+    "packed_weights",
     "import_module",
 ]
 
@@ -105,6 +106,7 @@ def import_exported(
     output_names: Sequence[str] | None = None,
     pos: str | None = None,
     max_pos: int | None = None,
+    pack_weights: bool = False,
 ) -> Tracer:
     """A Tracer (not finished) holding `ep`'s forward as poot primitives.
 
@@ -124,6 +126,12 @@ def import_exported(
     import too. `pos` names a 0-d integer user input that is the decode
     position: it becomes the step's `pos` argument, declared in `[0,
     max_pos]` (every binder refuses a position outside it).
+
+    `pack_weights=True` stores each 2-D weight the forward only reads
+    transposed (`nn.Linear`'s `[out, in]`, read as `x @ W.T`) as an input of
+    the transposed shape `[in, out]` under the same name: the layout the
+    matmul lowerings stream (a decode step's GEMVs read it row by row);
+    `exported_weights(ep, pack_weights=True)` gives the arrays to bind.
     """
     if weights not in _WEIGHT_MODES:
         raise TorchImportError(
@@ -144,8 +152,9 @@ def import_exported(
             for node in program.user_inputs()
         }
         if weights == "inputs":
+            packed = program.transposed_weights() if pack_weights else set()
             bound: Mapping[str, Tensor] | str = {
-                target: tracer.input(target, *_tensor_meta(node))
+                target: _weight_input(tracer, node, target, target in packed)
                 for node, target in program.weights()
             }
         else:
@@ -205,13 +214,57 @@ def emit_exported(
     return program.emit(tensors[0].tracer, inputs, weights)[0]
 
 
-def exported_weights(ep: ExportedProgram) -> dict[str, np.ndarray]:
+def exported_weights(ep: ExportedProgram, *, pack_weights: bool = False) -> dict[str, np.ndarray]:
     """The value of every parameter and buffer input `import_exported` makes
     (weights="inputs"), by its input name: numpy arrays in the input's dtype
-    (bfloat16 as `ml_dtypes.bfloat16`, int64 as int32). Buffers the forward
-    writes are state, not weights: `exported_state`."""
+    (bfloat16 as `ml_dtypes.bfloat16`, int64 as int32); with `pack_weights`,
+    the transposed ones transposed (contiguous), as `import_exported(ep,
+    pack_weights=True)` declares them. Buffers the forward writes are
+    state, not weights: `exported_state`."""
     program = _Program(ep)
-    return {target: _to_numpy(program.value_of(target)) for _, target in program.weights()}
+    packed = program.transposed_weights() if pack_weights else set()
+    out = {}
+    for _, target in program.weights():
+        value = program.value_of(target)
+        out[target] = _to_numpy(value.t() if target in packed else value)
+    return out
+
+
+def packed_weights(ep: ExportedProgram) -> set[str]:
+    """The weights `pack_weights=True` stores transposed (`[in, out]`): for
+    a caller binding its own tensors (torch's, on a device) instead of
+    `exported_weights`."""
+    return _Program(ep).transposed_weights()
+
+
+def _weight_input(tracer: Tracer, node: "torch.fx.Node", target: str, packed: bool) -> Tensor:
+    """The traced value of weight `target`: its input, or with `packed` the
+    transpose of an input stored `[in, out]` (the forward's own transposes
+    of it then compose with this one and fold away)."""
+    shape, dtype = _tensor_meta(node)
+    if not packed:
+        return tracer.input(target, shape, dtype)
+    stored = tracer.input(target, shape[::-1], dtype)
+    return P.transpose(stored, [1, 0])
+
+
+def _reads_transposed(user: "torch.fx.Node", weight: "torch.fx.Node") -> bool:
+    """Whether `user` reads the 2-D `weight` only as its transpose: a
+    linear's weight, `t`, `permute([1, 0])` or a transpose of its two axes."""
+    if user.op != "call_function" or not isinstance(user.target, torch._ops.OpOverload):
+        return False
+    packet = _packet(user)
+    args = _bind(user)
+    if packet == "linear":
+        return args.get("weight") is weight and args.get("input") is not weight
+    if packet in ("t", "numpy_T"):
+        return True
+    if packet == "permute":
+        return [d % 2 for d in args["dims"]] == [1, 0]
+    if packet in ("transpose", "swapaxes"):
+        dims = {args.get("dim0", args.get("axis0")) % 2, args.get("dim1", args.get("axis1")) % 2}
+        return dims == {0, 1}
+    return False
 
 
 def exported_state(ep: ExportedProgram) -> dict[str, np.ndarray]:
@@ -415,6 +468,16 @@ class _Program:
             for s in self.ep.graph_signature.input_specs
             if s.kind in _WEIGHT_KINDS and s.target not in written
         ]
+
+    def transposed_weights(self) -> set[str]:
+        """The 2-D weights every reader reads transposed (`pack_weights`)."""
+        out = set()
+        for node, target in self.weights():
+            shape = tuple(node.meta["val"].shape)
+            users = list(node.users)
+            if len(shape) == 2 and users and all(_reads_transposed(u, node) for u in users):
+                out.add(target)
+        return out
 
     def state_buffers(self) -> list[tuple["torch.fx.Node", str]]:
         """The buffers the forward writes (the step's state), in input order."""

@@ -159,9 +159,9 @@ class CausalLM:
             ep = export_step(self.model, batch, tokens, self.capacity)
             tracer = import_exported(
                 ep, name=f"step_b{batch}_t{tokens}", output_names=["logits"],
-                pos="pos", max_pos=self.capacity - tokens,
+                pos="pos", max_pos=self.capacity - tokens, pack_weights=True,
             )  # fmt: skip
-            self._runner.add(key, tracer.finish(), lambda: exported_weights(ep))
+            self._runner.add(key, tracer.finish(), lambda: exported_weights(ep, pack_weights=True))
         return key
 
     def _reset(self, batch: int) -> None:
