@@ -388,3 +388,43 @@ def test_sampled_requests_are_seeded_per_request(artifact, rng) -> None:
     greedy = run([Request("s", prompt, 6)])
     assert greedy["s"].tokens == [int(np.argmax(row)) for row in greedy["s"].logits]
     assert len({tuple(alone["s"].tokens), tuple(other["s"].tokens), tuple(greedy["s"].tokens)}) > 1
+
+
+def test_preemption_by_recompute_when_the_pool_runs_out(artifact, rng) -> None:
+    """`preempt=True` admits a request when its prompt fits (not its final
+    length); when the running requests outgrow the pool, the youngest gives
+    its blocks back and is recomputed later (its prompt plus what it had
+    generated, its full blocks reused from the prefix cache). Every request
+    still matches running it alone (float64 oracle), and more run at once
+    than under reservation."""
+    weights = init_weights(CONFIG, int(rng.integers(1 << 30)))
+    step = StepShape(SHAPE.rows, SHAPE.tokens, SHAPE.cap)
+    prompts = [[int(t) for t in rng.integers(0, CONFIG.vocab, 10)] for _ in range(3)]
+
+    def serve_all(preempt: bool):
+        engine = Engine(
+            artifact.session(init_pools(CONFIG, SHAPE)),
+            PagedKVCache(4, max_tokens=step.max_tokens),  # 4 blocks: 64 slots for 3 x 21 tokens
+            step, weights=weights, pools=init_pools(CONFIG, SHAPE).keys(),
+            adapters=AdapterTable(weights_fingerprint(weights), SHAPE.adapter_slots, lora_shapes(CONFIG, 2)),
+            bind=lambda inputs: binding.bind(artifact.signature, inputs), preempt=preempt,
+        )  # fmt: skip
+        for i, prompt in enumerate(prompts):
+            engine.submit(Request(f"p{i}", prompt, 12))
+        most = 0
+        while not engine.idle:
+            report = engine.step()
+            if report is not None:
+                most = max(most, len(report.rows))
+            assert not engine.cache.check()
+        return engine, most
+
+    reserved, most_reserved = serve_all(False)
+    engine, most = serve_all(True)
+    assert reserved.preemptions == 0 and engine.preemptions >= 1
+    assert most == 3 > most_reserved
+    for rid, c in engine.completions.items():
+        assert c.prompt == prompts[int(rid[1:])] and len(c.tokens) == 12
+        assert c.tokens == reserved.completions[rid].tokens
+        ok, err, message = serve.check_completion(CONFIG, weights, c, 1e-4)
+        assert ok, f"{rid}: {message}"

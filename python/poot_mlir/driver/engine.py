@@ -123,6 +123,13 @@ class _Live:
     generated: list[int] = field(default_factory=list)
     logits: list[np.ndarray] = field(default_factory=list)
     rng: np.random.Generator | None = None
+    #: The request as submitted: `request` differs from it after a
+    #: preemption (its prompt then carries the tokens generated before).
+    original: Request | None = None
+
+    @property
+    def submitted(self) -> Request:
+        return self.original or self.request
 
     def choose(self, logits: np.ndarray) -> int:
         sampling = self.request.sampling
@@ -149,6 +156,9 @@ class StepPlan:
     admitted: list[_Live]
     copies: list[Copy]
     snapshot: Any
+    #: Running requests taken out to free blocks for this step (recomputed
+    #: later); they leave the running set when the step is committed.
+    preempted: list[_Live] = field(default_factory=list)
 
 
 #: The widest token id a step's `tokens [rows, T] i32` can carry.
@@ -186,6 +196,7 @@ class Engine:
         logits: str = "logits",
         bind: Callable[[Mapping[str, Any]], Any] | None = None,
         vocab: int | None = None,
+        preempt: bool = False,
     ) -> None:
         if adapters is None and base is None:
             raise KVCacheError("Engine: give the base weights identity (base=) or an AdapterTable")
@@ -218,6 +229,12 @@ class Engine:
         self._running: list[_Live] = []
         self.completions: dict[Hashable, Completion] = {}
         self._rids: set[Hashable] = set()
+        # Admission: reserve each request's final blocks (never preempt), or
+        # (`preempt=True`) admit when its prompt fits and, when the pool runs
+        # out, preempt the youngest running request by recompute.
+        self.preempt = preempt
+        self.preemptions = 0
+        self._resumed: dict[Hashable, _Live] = {}  # preempted, waiting to resume
 
     def _signature(self) -> Any:
         runner = self.runner
@@ -344,6 +361,7 @@ class Engine:
                 # Not admitted yet: it holds no block and no adapter slot.
                 self._waiting = deque(r for r in self._waiting if r is not request)
                 self._rids.discard(rid)
+                self._resumed.pop(rid, None)  # a preempted one drops what it generated
                 return
         for live in self._running:
             if live.request.rid == rid:
@@ -367,6 +385,13 @@ class Engine:
             for live in lives
         )
 
+    def _step_blocks(self, live: _Live) -> int:
+        """New blocks `live`'s next chunk needs (its prefill chunk or one token)."""
+        prompt = live.request.prompt
+        chunk = min(self.shape.tokens, len(prompt) - live.fed) if live.fed < len(prompt) else 1
+        table = self.cache.table(live.request.rid)
+        return max(0, -(-(len(table) + chunk) // BLOCK_SIZE) - len(table.blocks))
+
     def _admit(self, rows: list[_Live]) -> list[_Live]:
         admitted: list[_Live] = []
         while self._waiting and len(rows) < self.shape.rows:
@@ -380,14 +405,25 @@ class Engine:
             )
             matched = self.cache.match(request.prompt, identity)
             pinned_cached = sum(1 for b in matched if self.cache.allocator.is_cached(b))
-            final = -(-(len(request.prompt) + request.max_new_tokens - 1) // BLOCK_SIZE)
-            free = self.cache.allocator.available - pinned_cached - self._reserved(rows)
-            if final - len(matched) > free:
+            if self.preempt:
+                # The prompt's blocks, beside what the running rows need now.
+                need = -(-len(request.prompt) // BLOCK_SIZE)
+                held = sum(self._step_blocks(live) for live in rows)
+            else:
+                need = -(-(len(request.prompt) + request.max_new_tokens - 1) // BLOCK_SIZE)
+                held = self._reserved(rows)
+            free = self.cache.allocator.available - pinned_cached - held
+            if need - len(matched) > free:
                 break  # waits for blocks (FIFO: nobody overtakes it)
             reused = self.cache.admit(request.rid, request.prompt, identity)
             if self.adapters is not None:
                 self.adapters.hold(slot)
             live = _Live(request, slot, identity, reused, self.step_index, fed=reused)
+            resumed = self._resumed.pop(request.rid, None)
+            if resumed is not None:  # recomputing a preempted request
+                live.generated, live.logits = resumed.generated, resumed.logits
+                live.rng, live.original = resumed.rng, resumed.submitted
+                live.admitted = resumed.admitted
             self._waiting.popleft()
             admitted.append(live)
             rows.append(live)
@@ -399,18 +435,42 @@ class Engine:
         snapshot = self.cache.snapshot()
         waiting = deque(self._waiting)
         rows = list(self._running)
+        preempted: list[_Live] = []
         try:
             admitted = self._admit(rows)
             if not rows:
                 return None
-            inputs, layout = self._layout(rows)
+            inputs, layout = self._layout_preempting(rows, admitted, preempted)
         except BaseException:
-            self._undo(snapshot, waiting, rows[len(self._running) :])
+            # The requests admitted so far (preempted ones never left `_running`).
+            self._undo(snapshot, waiting, [live for live in rows if live not in self._running])
             raise
         self._planned = StepPlan(
-            self.step_index, inputs, layout, admitted, self.cache.take_copies(), (snapshot, waiting)
+            self.step_index, inputs, layout, admitted, self.cache.take_copies(), (snapshot, waiting),
+            preempted,
         )
         return self._planned
+
+    def _layout_preempting(
+        self, rows: list[_Live], admitted: list[_Live], preempted: list[_Live]
+    ) -> tuple[dict[str, np.ndarray], list[tuple[_Live, RowPlan]]]:
+        """`_layout(rows)`; with `preempt`, when the pool runs out, the
+        youngest running request (not one admitted this step) gives its
+        blocks back (full ones stay cached: its recompute reuses them) and
+        leaves the step, until the rest fit."""
+        while True:
+            inner = self.cache.snapshot()
+            try:
+                return self._layout(rows)
+            except PoolExhausted:
+                victims = [live for live in rows if live not in admitted]
+                if not self.preempt or len(victims) < 1 or len(rows) < 2:
+                    raise
+                self.cache.restore(inner)
+                victim = max(victims, key=lambda live: (live.admitted, rows.index(live)))
+                rows.remove(victim)
+                self.cache.free(victim.request.rid)
+                preempted.append(victim)
 
     def _layout(
         self, rows: list[_Live]
@@ -444,6 +504,21 @@ class Engine:
         if self.adapters is not None:
             inputs["adapter"] = adapter
         return inputs, layout
+
+    def _requeue(self, live: _Live) -> None:
+        """A preempted request back at the head of the queue, to be
+        recomputed: its prompt then carries the tokens it generated (the
+        last one not yet fed), its sampling state and results are kept."""
+        if self.adapters is not None:
+            self.adapters.release(live.slot)
+        self._running.remove(live)
+        r = live.request
+        remaining = live.submitted.max_new_tokens - len(live.generated)
+        prompt = list(live.submitted.prompt) + live.generated
+        self._waiting.appendleft(dataclasses.replace(
+            r, prompt=prompt, max_new_tokens=remaining, arrival=self.step_index))  # fmt: skip
+        self._resumed[r.rid] = live
+        self.preemptions += 1
 
     def abort(self, plan: StepPlan) -> None:
         """Undo a planned step that did not run."""
@@ -500,6 +575,8 @@ class Engine:
     ) -> StepReport:
         self.cache.commit()
         self._planned = None
+        for live in plan.preempted:
+            self._requeue(live)
         self._running.extend(plan.admitted)
         finished = []
         for r, (live, row) in enumerate(plan.rows):
@@ -510,7 +587,7 @@ class Engine:
             out = np.array(logits[r, row.count - 1], copy=True)
             live.logits.append(out)
             live.generated.append(live.choose(out))
-            if len(live.generated) == live.request.max_new_tokens:
+            if len(live.generated) == live.submitted.max_new_tokens:
                 finished.append(live)
         for live in finished:
             self._complete(live, plan.step)
@@ -528,7 +605,7 @@ class Engine:
         return report
 
     def _complete(self, live: _Live, step: int) -> None:
-        r = live.request
+        r = live.submitted
         self.cache.free(r.rid)
         if self.adapters is not None:
             self.adapters.release(live.slot)
