@@ -165,10 +165,14 @@ class CausalLM:
         return key
 
     def _reset(self, batch: int) -> None:
-        """An empty cache for `batch` rows (every slot is written before a
-        query can see it: the mask hides the slots past the position)."""
-        if self._shapes is None or self._batch != batch:
-            self._shapes = cache_shapes(self.model, batch, self.capacity)
+        """A cache for `batch` rows. A new prompt reuses the last one's cache
+        as it is: every slot a query can see (up to its position) is written
+        first, and the mask hides the rest, whose old finite values weigh 0
+        -- so nothing is cleared or uploaded between prompts. A new batch
+        size allocates a zeroed cache."""
+        if self._shapes is not None and self._batch == batch:
+            return
+        self._shapes = cache_shapes(self.model, batch, self.capacity)
         dtype = self._runner.numpy_dtype(self.model)
         state = {}
         for i, (k_shape, v_shape) in enumerate(self._shapes):
