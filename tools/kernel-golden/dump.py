@@ -213,6 +213,23 @@ def dump_bench(out: Path) -> None:
         compile_gpu(tracer.finish(), decode_step_h200._device(), root / "step" / name)
 
 
+def normalize(out: Path) -> None:
+    """What varies between two runs of the same build, made constant: the
+    NVVM serializer's timing property in gpu.binary, the order in which
+    `poot-opt --help` lists LLVM's options (it changes run to run), and the
+    dump's own folder in messages that name a file."""
+    timing = re.compile(rb"LLVMIRToISATimeInMs = \d+")
+    for path in out.rglob("*"):
+        if not path.is_file() or path.name == "SHA256SUMS":
+            continue
+        data = path.read_bytes()
+        new = timing.sub(b"LLVMIRToISATimeInMs = <ms>", data).replace(str(out).encode(), b"<OUT>")
+        if path.name.endswith(".out") and b"USAGE: poot-opt" in new:
+            new = b"".join(sorted(new.splitlines(keepends=True)))
+        if new != data:
+            path.write_bytes(new)
+
+
 def sums(out: Path) -> list[str]:
     lines = []
     for path in sorted(p for p in out.rglob("*") if p.is_file() and p.name != "SHA256SUMS"):
@@ -225,6 +242,8 @@ def main() -> None:
     ap.add_argument("out", nargs="?")
     ap.add_argument("--only", choices=["lit", "python", "bench"], action="append")
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"))
+    ap.add_argument("--renormalize", action="store_true",
+                    help="only normalize OUT (a dump of an older version of this script) and rewrite its sums")
     args = ap.parse_args()
     if args.compare:
         a, b = (dict(reversed(l.split("  ", 1)) for l in Path(d, "SHA256SUMS").read_text().splitlines())
@@ -235,6 +254,12 @@ def main() -> None:
         print(f"{len(a)} files before, {len(b)} after, {len(diff)} differ")
         sys.exit(1 if diff else 0)
     out = Path(args.out)
+    if args.renormalize:
+        normalize(out)
+        lines = sums(out)
+        (out / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+        print(f"{len(lines)} files in {out}")
+        return
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -245,6 +270,7 @@ def main() -> None:
         dump_python(out)
     if "bench" in only:
         dump_bench(out)
+    normalize(out)
     lines = sums(out)
     (out / "SHA256SUMS").write_text("\n".join(lines) + "\n")
     print(f"{len(lines)} files in {out}")
