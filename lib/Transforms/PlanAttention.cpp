@@ -12,6 +12,7 @@
 #include "lib/Transforms/PlanCommon.h"
 #include "lib/Transforms/PlanPrefill.h"
 #include "lib/Transforms/PlanSelection.h"
+#include "lib/Transforms/PlanTail.h"
 
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/bit.h"
@@ -184,45 +185,30 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
                     /*workgroupsPerSplit=*/rows, /*unroll=*/0);
   }
 
-  /// The tail every GPU schedule of the seed's form shares: keeps `splits`
-  /// only while its scratch (rows x splits states) fits a buffer and its
-  /// workgroups fit the grid, refuses a scratch past the device's largest
-  /// allocation, folds the grid and records the request on `op`. A split
-  /// streaming schedule becomes split_kv; warp_decode stays itself.
+  /// The tail of the seed's GPU schedules and warp decode: the planner tail
+  /// (PlanTail.h) keeps or drops `splits` and folds the grid; the request is
+  /// recorded on `op`. A split streaming schedule becomes split_kv;
+  /// warp_decode stays itself.
   LogicalResult planTail(AttentionOp op, AttentionRequestAttr shape,
                          AttentionSchedule schedule, int64_t lanes,
                          int64_t splits, int64_t workgroupsPerSplit,
                          int64_t unroll, int64_t rowLanes = 0) {
-    int64_t rows = shape.getRows();
-    int64_t laneBytes = shape.getStateFloats() * kFloatBytes;
-    if (splits > 1) {
-      // A scratch whose size overflows fits no buffer.
-      int64_t scratchBytes =
-          mul(mul(rows, splits), laneBytes).value_or(INT64_MAX);
-      bool fitsBuffer = scratchBytes <= maxBufferBytes;
-      std::optional<int64_t> workgroups = mul(workgroupsPerSplit, splits);
-      bool fitsGrid =
-          workgroups && foldGrid(*workgroups, maxGridX, maxGridY).has_value();
-      if (!fitsBuffer || !fitsGrid) {
-        splits = 1;
-      } else if (scratchBytes > maxAllocBytes) {
-        return op.emitError()
-               << "ScratchBytes: the split-KV scratch needs " << scratchBytes
-               << " bytes (" << rows << " rows x " << splits << " splits x "
-               << laneBytes << " bytes); the device can allocate "
-               << maxAllocBytes.getValue() << " bytes";
-      }
-    }
+    SplitCost cost;
+    cost.rows = shape.getRows();
+    cost.stateBytes = shape.getStateFloats() * kFloatBytes;
+    cost.workgroupsPerSplit = workgroupsPerSplit;
+    FailureOr<int64_t> kept = keepSplits(op, deviceLimits(), splits, cost);
+    if (failed(kept))
+      return failure();
+    splits = *kept;
     int64_t keyLen = shape.getKeyLen();
     int64_t chunk = llvm::divideCeil(keyLen, splits);
 
     // splits > 1 only when the workgroups fit the grid (checked above).
-    std::optional<Grid> grid =
-        foldGrid(workgroupsPerSplit * splits, maxGridX, maxGridY);
-    if (!grid)
-      return op.emitError() << "GridLimit: " << workgroupsPerSplit * splits
-                            << " workgroups do not fit a " << maxGridX.getValue() << " x "
-                            << maxGridY.getValue() << " grid";
+    FailureOr<Grid> grid =
+        foldLaunch(op, deviceLimits(), workgroupsPerSplit * splits);
+    if (failed(grid))
+      return failure();
     if (schedule == AttentionSchedule::Streaming && splits > 1)
       schedule = AttentionSchedule::SplitKV;
     op.setRequestAttr(withSchedule(shape, schedule, lanes, splits, chunk, *grid,
@@ -321,13 +307,15 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
             ? 1
             : std::min<int64_t>(items * splits,
                                 std::max<int64_t>(1, computeUnits));
-    int64_t scratchBytes =
-        mul(mul(rows, splits), laneBytes).value_or(INT64_MAX);
-    if (splits > 1 && scratchBytes > maxAllocBytes)
-      return op.emitError()
-             << "ScratchBytes: the split-KV scratch needs " << scratchBytes
-             << " bytes; the device can allocate " << maxAllocBytes.getValue()
-             << " bytes";
+    // The scratch is host memory and the items are loop iterations: only
+    // the largest allocation bounds the split.
+    SplitCost cost;
+    cost.rows = rows;
+    cost.stateBytes = laneBytes;
+    cost.deviceBuffer = false;
+    cost.detailed = false;
+    if (failed(keepSplits(op, deviceLimits(), splits, cost)))
+      return failure();
     op.setRequestAttr(AttentionRequestAttr::get(
                     op.getContext(), batch, qHeads, kvHeads, qLen, keyLen,
                     keyWidth, sharedWidth, valueWidth,

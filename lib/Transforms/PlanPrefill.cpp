@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Transforms/PlanPrefill.h"
+#include "lib/Transforms/PlanTail.h"
 
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/bit.h"
@@ -38,14 +39,9 @@ withTiledLaunch(AttentionOp op, AttentionRequestAttr base,
                 int64_t lanes, int64_t splits, int64_t chunk,
                 int64_t workgroups, int64_t rows, int64_t tile,
                 StringRef kind = "") {
-  std::optional<Grid> grid =
-      foldGrid(workgroups, device.maxGridX, device.maxGridY);
-  if (!grid) {
-    op.emitError() << "GridLimit: " << workgroups << " " << kind
-                   << "workgroups do not fit a " << device.maxGridX << " x "
-                   << device.maxGridY << " grid";
+  FailureOr<Grid> grid = foldLaunch(op, device, workgroups, kind);
+  if (failed(grid))
     return failure();
-  }
   return AttentionRequestAttr::get(
       op.getContext(), base.getBatch(), base.getQHeads(), base.getKvHeads(),
       base.getQLen(), base.getKeyLen(), base.getKeyWidth(),
@@ -144,23 +140,17 @@ withWideHeadSplits(AttentionOp op, AttentionRequestAttr base,
     chunk = llvm::alignTo(llvm::divideCeil(keyLen, splits), tile);
     splits = llvm::divideCeil(keyLen, chunk);
   }
-  if (splits > 1) {
-    // A scratch whose size overflows fits no buffer.
-    int64_t scratchBytes =
-        mul(mul(mul(rowCount, splits), dv + 2), floatBytes).value_or(INT64_MAX);
-    std::optional<int64_t> workgroups = mul(perSplit, splits);
-    if (scratchBytes > device.maxBufferBytes || !workgroups ||
-        !foldGrid(*workgroups, device.maxGridX, device.maxGridY)) {
-      splits = 1;
-      chunk = keyLen;
-    } else if (scratchBytes > device.maxAllocBytes) {
-      op.emitError() << "ScratchBytes: the wide-head split-KV scratch needs "
-                     << scratchBytes << " bytes (" << rowCount << " rows x "
-                     << splits << " splits x " << (dv + 2) * floatBytes
-                     << " bytes); the device can allocate "
-                     << device.maxAllocBytes << " bytes";
-      return failure();
-    }
+  SplitCost cost;
+  cost.rows = rowCount;
+  cost.stateBytes = (dv + 2) * floatBytes;
+  cost.workgroupsPerSplit = perSplit;
+  cost.scratchName = "wide-head split-KV";
+  FailureOr<int64_t> kept = keepSplits(op, device, splits, cost);
+  if (failed(kept))
+    return failure();
+  if (*kept != splits) {
+    splits = 1;
+    chunk = keyLen;
   }
   return withTiledLaunch(op, base, device, schedule, lanes, splits, chunk,
                          perSplit * splits, rows, tile, "wide-head ");
