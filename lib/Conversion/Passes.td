@@ -545,7 +545,11 @@ def PootGenerateAttentionKernels
     For each `poot.attention` carrying a `#poot.attention_request`
     (`poot-plan-attention`), emits a `gpu.module` holding the schedule's
     kernels and records their symbols on the op as `poot.kernels`; the op
-    itself stays (the host program launches the kernels). One emitter
+    itself stays (the host program launches the kernels). The kernels of
+    each schedule (names, launches, workgroups, workgroup memory, body) are
+    its `ScheduleInfo` in the schedule registry
+    (lib/Conversion/AttentionKernels/Schedules/, docs/attention-schedules.md);
+    this pass emits what the request's schedule lists. One emitter
     (AttentionEmitter) serves every target, phase and head width:
 
     - streaming: one kernel, one workgroup of `lanes` threads per
