@@ -1102,7 +1102,8 @@ def PootGPUHostToParallel
   let options = [
     Option<"threadsPerBlock", "threads", "int64_t", /*default=*/"128",
            "Threads per block of each elementwise kernel">,
-    Option<"maxBlocks", "max-blocks", "int64_t", /*default=*/"65535",
+    Option<"maxBlocks", "max-blocks", "int64_t",
+           /*default=*/"::mlir::poot::kDefaultDevice.maxGridX",
            "Most blocks of one launch (the device's grid X limit, >= 1)">,
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
@@ -1136,7 +1137,8 @@ def PootGPUCheckStepTypes
   }];
   let options = [
     Option<"maxBufferBytes", "max-buffer-bytes", "int64_t",
-           /*default=*/"int64_t(1) << 27", "Largest single buffer in bytes">,
+           /*default=*/"::mlir::poot::kDefaultDevice.maxBufferBytes",
+           "Largest single buffer in bytes">,
     Option<"maxElements", "max-elements", "int64_t", /*default=*/"0",
            "Most elements of one buffer (0: no limit beyond the bytes)">,
   ];

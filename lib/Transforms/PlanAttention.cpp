@@ -373,10 +373,23 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
                                     : 0);
   }
 
-  DeviceLimits deviceLimits() {
-    return {target,       workgroupMemory, maxGridX,      maxGridY,
-            computeUnits, maxBufferBytes,  maxAllocBytes, maxSplits,
-            mmaSm,        wideHeadMma};
+  /// The device the options describe (the schedules' rules read it).
+  DeviceDescription deviceLimits() {
+    DeviceDescription device;
+    device.target = target;
+    device.workgroupMemory = workgroupMemory;
+    device.maxGridX = maxGridX;
+    device.maxGridY = maxGridY;
+    device.computeUnits = computeUnits;
+    device.vectorWidth = vectorWidth;
+    device.maxBufferBytes = maxBufferBytes;
+    device.maxAllocBytes = maxAllocBytes;
+    device.maxSplits = maxSplits;
+    device.mmaSm = mmaSm;
+    device.wideHeadMma = wideHeadMma;
+    device.maxUnroll = maxUnroll;
+    device.maxKeysPerLoad = maxKeysPerLoad;
+    return device;
   }
 
   /// The device description, checked once before anything is planned: the
@@ -416,3 +429,22 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
 };
 
 } // namespace
+
+PootPlanAttentionOptions
+mlir::poot::planAttentionOptions(const DeviceDescription &device) {
+  PootPlanAttentionOptions plan;
+  plan.target = device.target;
+  plan.workgroupMemory = device.workgroupMemory;
+  plan.maxGridX = device.maxGridX;
+  plan.maxGridY = device.maxGridY;
+  plan.computeUnits = device.computeUnits;
+  plan.vectorWidth = device.vectorWidth;
+  plan.maxBufferBytes = device.maxBufferBytes;
+  plan.maxAllocBytes = device.maxAllocBytes;
+  plan.maxSplits = device.maxSplits;
+  plan.mmaSm = device.mmaSm;
+  plan.wideHeadMma = device.wideHeadMma;
+  plan.maxUnroll = device.maxUnroll;
+  plan.maxKeysPerLoad = device.maxKeysPerLoad;
+  return plan;
+}

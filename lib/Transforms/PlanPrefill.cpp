@@ -35,7 +35,7 @@ using namespace mlir::poot;
 /// workgroups in the error ("wide-head ", or nothing).
 static FailureOr<AttentionRequestAttr>
 withTiledLaunch(AttentionOp op, AttentionRequestAttr base,
-                const DeviceLimits &device, AttentionSchedule schedule,
+                const DeviceDescription &device, AttentionSchedule schedule,
                 int64_t lanes, int64_t splits, int64_t chunk,
                 int64_t workgroups, int64_t rows, int64_t tile,
                 StringRef kind = "") {
@@ -54,7 +54,7 @@ withTiledLaunch(AttentionOp op, AttentionRequestAttr base,
 /// does not take it (the caller plans the FFMA tiled schedule).
 static std::optional<FailureOr<AttentionRequestAttr>>
 planTiledPrefillMma(AttentionOp op, AttentionRequestAttr base,
-                    const DeviceLimits &device) {
+                    const DeviceDescription &device) {
   constexpr int64_t wordBytes = 4, threads = 32 * kMmaPrefillWarps;
   Type element = getElementTypeOrSelf(op.getQuery().getType());
   int64_t dk = base.getKeyWidth(), ds = base.getSharedWidth(),
@@ -78,7 +78,7 @@ planTiledPrefillMma(AttentionOp op, AttentionRequestAttr base,
 
 std::optional<FailureOr<AttentionRequestAttr>>
 poot::planTiledPrefill(AttentionOp op, AttentionRequestAttr base,
-                       const DeviceLimits &device) {
+                       const DeviceDescription &device) {
   constexpr int64_t floatBytes = 4, maxScores = 32, maxOutputs = 64;
   int64_t qLen = base.getQLen();
   if (device.target == DeviceTarget::CPU || qLen < kTiledPrefillMinRows)
@@ -119,7 +119,7 @@ poot::planTiledPrefill(AttentionOp op, AttentionRequestAttr base,
 /// max-alloc-bytes, GridLimit when even the unsplit grid does not fit.
 static FailureOr<AttentionRequestAttr>
 withWideHeadSplits(AttentionOp op, AttentionRequestAttr base,
-                   const DeviceLimits &device, AttentionSchedule schedule,
+                   const DeviceDescription &device, AttentionSchedule schedule,
                    int64_t lanes, int64_t rows, int64_t tile) {
   constexpr int64_t floatBytes = 4, workgroupsPerUnit = 4, minChunk = 128,
                     maxWideSplits = 128;
@@ -167,7 +167,7 @@ withWideHeadSplits(AttentionOp op, AttentionRequestAttr base,
 // workgroup memory (wideHeadMmaWords) fits.
 static std::optional<FailureOr<AttentionRequestAttr>>
 planWideHeadMma(AttentionOp op, AttentionRequestAttr base,
-                const DeviceLimits &device) {
+                const DeviceDescription &device) {
   constexpr int64_t wordBytes = 4, maxRegisters = 64;
   Type element = getElementTypeOrSelf(op.getQuery().getType());
   int64_t dk = base.getKeyWidth(), ds = base.getSharedWidth(),
@@ -205,7 +205,7 @@ planWideHeadMma(AttentionOp op, AttentionRequestAttr base,
 // Splits: withWideHeadSplits.
 std::optional<FailureOr<AttentionRequestAttr>>
 poot::planWideHead(AttentionOp op, AttentionRequestAttr base,
-                   const DeviceLimits &device) {
+                   const DeviceDescription &device) {
   constexpr int64_t floatBytes = 4, maxScores = 32, maxOutputs = 64;
   int64_t qLen = base.getQLen(), nRep = base.getNumRep();
   if (device.target == DeviceTarget::CPU || qLen >= kTiledPrefillMinRows ||

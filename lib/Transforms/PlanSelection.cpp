@@ -43,7 +43,7 @@ int64_t lanesFitting(int64_t wordsPerLane, int64_t workgroupMemory,
   return lanes;
 }
 
-LogicalResult planBlockTopK(BlockTopKOp op, const DeviceLimits &device) {
+LogicalResult planBlockTopK(BlockTopKOp op, const DeviceDescription &device) {
   auto scores = tensorOf(op.getScores());
   if (!scores.getElementType().isF32())
     return op.emitError() << "DtypeLowering: the generated block top-k kernel "
@@ -71,7 +71,7 @@ LogicalResult planBlockTopK(BlockTopKOp op, const DeviceLimits &device) {
 }
 
 LogicalResult planSelectedAttention(SelectedAttentionOp op,
-                                    const DeviceLimits &device) {
+                                    const DeviceDescription &device) {
   auto q = tensorOf(op.getQuery());
   auto k = tensorOf(op.getKey());
   auto v = tensorOf(op.getValue());
@@ -158,7 +158,7 @@ LogicalResult planSelectedAttention(SelectedAttentionOp op,
 } // namespace
 
 LogicalResult mlir::poot::planSelectionOp(Operation *op,
-                                          const DeviceLimits &device) {
+                                          const DeviceDescription &device) {
   if (auto topk = dyn_cast<BlockTopKOp>(op))
     return planBlockTopK(topk, device);
   if (auto selected = dyn_cast<SelectedAttentionOp>(op))

@@ -9,7 +9,7 @@
 using namespace mlir;
 using namespace mlir::poot;
 
-FailureOr<int64_t> poot::keepSplits(Operation *op, const DeviceLimits &device,
+FailureOr<int64_t> poot::keepSplits(Operation *op, const DeviceDescription &device,
                                     int64_t splits, const SplitCost &cost) {
   if (splits <= 1)
     return splits;
@@ -36,7 +36,7 @@ FailureOr<int64_t> poot::keepSplits(Operation *op, const DeviceLimits &device,
   return failure();
 }
 
-FailureOr<Grid> poot::foldLaunch(Operation *op, const DeviceLimits &device,
+FailureOr<Grid> poot::foldLaunch(Operation *op, const DeviceDescription &device,
                                  int64_t workgroups, StringRef kind) {
   if (std::optional<Grid> grid =
           foldGrid(workgroups, device.maxGridX, device.maxGridY))

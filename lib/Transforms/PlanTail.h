@@ -42,12 +42,12 @@ struct SplitCost {
 /// a buffer or the split grid does not fit), or failure after a
 /// ScratchBytes error on `op` when the scratch fits a buffer but not an
 /// allocation.
-FailureOr<int64_t> keepSplits(Operation *op, const DeviceLimits &device,
+FailureOr<int64_t> keepSplits(Operation *op, const DeviceDescription &device,
                               int64_t splits, const SplitCost &cost);
 
 /// `workgroups` folded onto the device's grid, or failure after a
 /// GridLimit error on `op` ("<n> <kind>workgroups do not fit ...").
-FailureOr<Grid> foldLaunch(Operation *op, const DeviceLimits &device,
+FailureOr<Grid> foldLaunch(Operation *op, const DeviceDescription &device,
                            int64_t workgroups, StringRef kind = "");
 
 } // namespace mlir::poot
