@@ -87,6 +87,12 @@ struct ScheduleInfo {
   /// NVIDIA tensor-core code (mma.sync): generated for NVVM only.
   bool nvvmOnly = false;
   LoopForm loops = LoopForm::None;
+  /// The tiled walk packs the KV group's query heads into its row block
+  /// (packed row p is head g * n_rep + p / Lq): the wide head, either form.
+  bool packsKvGroup = false;
+  /// K and V tiles share one staging region and the S step splits the head
+  /// width over slices (TiledPrefillKernel.h): the FFMA wide head.
+  bool sharesKeyValueStaging = false;
 };
 
 /// Every schedule, in the enum's order (Registry.cpp).

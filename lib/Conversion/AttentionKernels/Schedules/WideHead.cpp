@@ -29,6 +29,8 @@ static SmallVector<GpuKernel, 2> wideHeadKernels(AttentionRequestAttr req) {
 
 const ScheduleInfo &poot::wideHeadSchedule() {
   static const ScheduleInfo info{AttentionSchedule::WideHead, wideHeadKernels,
-                                 /*nvvmOnly=*/false, LoopForm::None};
+                                 /*nvvmOnly=*/false, LoopForm::None,
+                                 /*packsKvGroup=*/true,
+                                 /*sharesKeyValueStaging=*/true};
   return info;
 }

@@ -31,6 +31,6 @@ static SmallVector<GpuKernel, 2> wideHeadMmaKernels(AttentionRequestAttr req) {
 const ScheduleInfo &poot::wideHeadMmaSchedule() {
   static const ScheduleInfo info{AttentionSchedule::WideHeadMma,
                                  wideHeadMmaKernels, /*nvvmOnly=*/true,
-                                 LoopForm::None};
+                                 LoopForm::None, /*packsKvGroup=*/true};
   return info;
 }
