@@ -7,8 +7,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/CAPI/Targets.h"
+#include "lib/Transforms/DeviceDescription.h"
 #include "mlir/Bindings/Python/Nanobind.h"
 #include "mlir/Bindings/Python/NanobindAdaptors.h"
+#include "nanobind/stl/map.h"
 #include "nanobind/stl/optional.h"
 #include "nanobind/stl/string.h"
 
@@ -51,4 +53,23 @@ NB_MODULE(_pootTargets, m) {
       nb::arg("context"), nb::arg("text"), nb::arg("name"),
       "The diagnostic for MLIR text MLIR 22 would abort on instead of "
       "diagnosing (\"<name>:<line>: ...\"), else None.");
+  m.def(
+      "device_defaults",
+      [] {
+        const mlir::poot::DeviceDescription &d = mlir::poot::kDefaultDevice;
+        return std::map<std::string, int64_t>{
+            {"workgroup_memory", d.workgroupMemory},
+            {"max_grid_x", d.maxGridX},
+            {"max_grid_y", d.maxGridY},
+            {"compute_units", d.computeUnits},
+            {"vector_width", d.vectorWidth},
+            {"max_buffer_bytes", d.maxBufferBytes},
+            {"max_alloc_bytes", d.maxAllocBytes},
+            {"max_splits", d.maxSplits},
+            {"wide_head_mma", d.wideHeadMma},
+            {"max_unroll", d.maxUnroll},
+            {"max_keys_per_load", d.maxKeysPerLoad}};
+      },
+      "The one set of device defaults (lib/Transforms/DeviceDescription.h "
+      "kDefaultDevice) by compiler.devices.Device field name.");
 }

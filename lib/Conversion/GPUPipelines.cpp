@@ -36,22 +36,12 @@ int64_t mmaSmOf(StringRef chip) {
 template <typename Options>
 void addPlanAndGenerate(OpPassManager &pm, DeviceTarget target,
                         const Options &o) {
-  PootPlanAttentionOptions plan;
-  plan.target = target;
-  plan.workgroupMemory = o.workgroupMemory;
-  plan.maxGridX = o.maxGridX;
-  plan.maxGridY = o.maxGridY;
-  plan.computeUnits = o.computeUnits;
-  plan.maxBufferBytes = o.maxBufferBytes;
-  plan.maxAllocBytes = o.maxAllocBytes;
-  plan.maxSplits = o.maxSplits;
+  DeviceDescription device = o.describe(target);
   if constexpr (std::is_same_v<Options, PootNVVMPipelineOptions>) {
-    plan.mmaSm = o.tensorCores ? mmaSmOf(o.chip) : 0;
-    plan.wideHeadMma = o.wideHeadMma;
+    device.mmaSm = o.tensorCores ? mmaSmOf(o.chip) : 0;
+    device.wideHeadMma = o.wideHeadMma;
   }
-  plan.maxUnroll = o.maxUnroll;
-  plan.maxKeysPerLoad = o.maxKeysPerLoad;
-  pm.addPass(createPootPlanAttention(plan));
+  pm.addPass(createPootPlanAttention(planAttentionOptions(device)));
   PootGenerateAttentionKernelsOptions generate;
   generate.target = target;
   pm.addPass(createPootGenerateAttentionKernels(generate));

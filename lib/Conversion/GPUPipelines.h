@@ -20,53 +20,71 @@
 #ifndef POOT_LIB_CONVERSION_GPUPIPELINES_H
 #define POOT_LIB_CONVERSION_GPUPIPELINES_H
 
+#include "lib/Transforms/DeviceDescription.h"
 #include "mlir/Pass/PassOptions.h"
 
 namespace mlir {
 class OpPassManager;
 namespace poot {
 
-/// The device description the planner reads, shared by the three targets.
+/// The device description (DeviceDescription.h) as pipeline options, shared
+/// by the three GPU targets, with its one set of defaults (kDefaultDevice).
 template <typename Derived>
 struct PootDeviceOptions : public PassPipelineOptions<Derived> {
   using Opt = mlir::detail::PassOptions;
+  /// The device these options describe, for `target`. mma-sm and
+  /// wide-head-mma are NVVM's (PootNVVMPipelineOptions sets them).
+  DeviceDescription describe(DeviceTarget target) const {
+    DeviceDescription device;
+    device.target = target;
+    device.workgroupMemory = workgroupMemory;
+    device.maxGridX = maxGridX;
+    device.maxGridY = maxGridY;
+    device.computeUnits = computeUnits;
+    device.maxBufferBytes = maxBufferBytes;
+    device.maxAllocBytes = maxAllocBytes;
+    device.maxSplits = maxSplits;
+    device.maxUnroll = maxUnroll;
+    device.maxKeysPerLoad = maxKeysPerLoad;
+    return device;
+  }
   Opt::Option<int64_t> workgroupMemory{
       *this, "workgroup-memory",
       llvm::cl::desc("Workgroup memory per workgroup in bytes"),
-      llvm::cl::init(32768)};
+      llvm::cl::init(kDefaultDevice.workgroupMemory)};
   Opt::Option<int64_t> maxGridX{
       *this, "max-grid-x",
       llvm::cl::desc("Largest workgroup count in X (>= 1)"),
-      llvm::cl::init(65535)};
+      llvm::cl::init(kDefaultDevice.maxGridX)};
   Opt::Option<int64_t> maxGridY{
       *this, "max-grid-y",
       llvm::cl::desc("Largest workgroup count in Y (>= 1)"),
-      llvm::cl::init(65535)};
+      llvm::cl::init(kDefaultDevice.maxGridY)};
   Opt::Option<int64_t> computeUnits{
       *this, "compute-units", llvm::cl::desc("Compute units of the device"),
-      llvm::cl::init(1)};
+      llvm::cl::init(kDefaultDevice.computeUnits)};
   Opt::Option<int64_t> maxBufferBytes{
       *this, "max-buffer-bytes", llvm::cl::desc("Largest single buffer"),
-      llvm::cl::init(int64_t(1) << 27)};
+      llvm::cl::init(kDefaultDevice.maxBufferBytes)};
   Opt::Option<int64_t> maxAllocBytes{
       *this, "max-alloc-bytes", llvm::cl::desc("Largest allocation"),
-      llvm::cl::init(int64_t(1) << 32)};
+      llvm::cl::init(kDefaultDevice.maxAllocBytes)};
   Opt::Option<int64_t> maxSplits{
       *this, "max-splits",
       llvm::cl::desc("Most split-KV partitions per row (1: never split)"),
-      llvm::cl::init(128)};
+      llvm::cl::init(kDefaultDevice.maxSplits)};
   Opt::Option<int64_t> maxUnroll{
       *this, "max-unroll",
       llvm::cl::desc("Warp decode: N >= 1 (default 4) 16-byte loads and up to "
                      "N keys a warp step; 0 the scalar one-key form"),
-      llvm::cl::init(4)};
+      llvm::cl::init(kDefaultDevice.maxUnroll)};
   Opt::Option<int64_t> maxKeysPerLoad{
       *this, "max-keys-per-load",
       llvm::cl::desc("Warp decode of two-byte keys: N >= 2 (default 2) "
                      "half-warp (32 / N lane) rows of 16-byte loads where a "
                      "whole warp's would be narrower (bf16/f16 D = 128); 1 a "
                      "whole warp per key row"),
-      llvm::cl::init(2)};
+      llvm::cl::init(kDefaultDevice.maxKeysPerLoad)};
 };
 
 /// Who reads the SPIR-V: a Vulkan driver, or wgpu, whose shader translator
@@ -115,7 +133,7 @@ struct PootNVVMPipelineOptions
       llvm::cl::desc("With tensor-cores: plan two-byte wide-head decodes "
                      "(MQA / absorbed MLA) on mma.sync (wide_head_mma, the "
                      "default; verified on the H200); off: the FFMA wide_head"),
-      llvm::cl::init(true)};
+      llvm::cl::init(kDefaultDevice.wideHeadMma)};
   Opt::Option<bool> warpReductions{
       *this, "warp-reductions",
       llvm::cl::desc("Whole steps: spread the long reductions of kernels "
@@ -156,9 +174,9 @@ struct WholeStepTarget {
   /// Kernels may load and store vectors (NVVM, ROCDL; not SPIR-V).
   bool vectorMemory = false;
   /// The device's grid X limit: a launch gets at most this many blocks.
-  int64_t maxGridX = 65535;
+  int64_t maxGridX = kDefaultDevice.maxGridX;
   /// One device buffer's limits (0 elements: no count limit).
-  int64_t maxBufferBytes = int64_t(1) << 27;
+  int64_t maxBufferBytes = kDefaultDevice.maxBufferBytes;
   int64_t maxElements = 0;
   /// Lanes of one warp that combine a reduction by shuffles
   /// (poot-gpu-warp-reductions); 0: not used (SPIR-V: the subgroup size is

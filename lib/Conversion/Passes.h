@@ -3,7 +3,7 @@
 #define POOT_LIB_CONVERSION_PASSES_H
 
 #include "dialect/PootDialect.h"
-#include "lib/Transforms/DeviceTarget.h"
+#include "lib/Transforms/DeviceDescription.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"

@@ -545,7 +545,11 @@ def PootGenerateAttentionKernels
     For each `poot.attention` carrying a `#poot.attention_request`
     (`poot-plan-attention`), emits a `gpu.module` holding the schedule's
     kernels and records their symbols on the op as `poot.kernels`; the op
-    itself stays (the host program launches the kernels). One emitter
+    itself stays (the host program launches the kernels). The kernels of
+    each schedule (names, launches, workgroups, workgroup memory, body) are
+    its `ScheduleInfo` in the schedule registry
+    (lib/Conversion/AttentionKernels/Schedules/, docs/attention-schedules.md);
+    this pass emits what the request's schedule lists. One emitter
     (AttentionEmitter) serves every target, phase and head width:
 
     - streaming: one kernel, one workgroup of `lanes` threads per
@@ -1098,7 +1102,8 @@ def PootGPUHostToParallel
   let options = [
     Option<"threadsPerBlock", "threads", "int64_t", /*default=*/"128",
            "Threads per block of each elementwise kernel">,
-    Option<"maxBlocks", "max-blocks", "int64_t", /*default=*/"65535",
+    Option<"maxBlocks", "max-blocks", "int64_t",
+           /*default=*/"::mlir::poot::kDefaultDevice.maxGridX",
            "Most blocks of one launch (the device's grid X limit, >= 1)">,
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::arith::ArithDialect",
@@ -1132,7 +1137,8 @@ def PootGPUCheckStepTypes
   }];
   let options = [
     Option<"maxBufferBytes", "max-buffer-bytes", "int64_t",
-           /*default=*/"int64_t(1) << 27", "Largest single buffer in bytes">,
+           /*default=*/"::mlir::poot::kDefaultDevice.maxBufferBytes",
+           "Largest single buffer in bytes">,
     Option<"maxElements", "max-elements", "int64_t", /*default=*/"0",
            "Most elements of one buffer (0: no limit beyond the bytes)">,
   ];

@@ -10,6 +10,7 @@
 #ifndef POOT_LIB_CONVERSION_PIPELINES_H
 #define POOT_LIB_CONVERSION_PIPELINES_H
 
+#include "lib/Transforms/DeviceDescription.h"
 #include "mlir/Pass/PassOptions.h"
 
 namespace mlir {
@@ -34,17 +35,18 @@ struct PootToLLVMCPUPipelineOptions
       llvm::cl::desc("The step function's name; it gets the C interface "
                      "(empty: every public function)"),
       llvm::cl::init("")};
-  // The CPU as a device for the attention planner: lanes are loop
-  // iterations, so workgroup memory is plentiful; one compute unit means the
-  // streaming schedule (more forces split-KV, as on a GPU).
+  // The CPU as a device for the attention planner (kCpuLoopsDevice in
+  // DeviceDescription.h): lanes are loop iterations, so workgroup memory is
+  // plentiful; one compute unit means the streaming schedule (more forces
+  // split-KV, as on a GPU).
   PassOptions::Option<int64_t> workgroupMemory{
       *this, "workgroup-memory",
       llvm::cl::desc("Workgroup memory the planner may give a workgroup"),
-      llvm::cl::init(1 << 20)};
+      llvm::cl::init(kCpuLoopsDevice.workgroupMemory)};
   PassOptions::Option<int64_t> computeUnits{
       *this, "compute-units",
       llvm::cl::desc("Compute units the planner fills with split-KV"),
-      llvm::cl::init(1)};
+      llvm::cl::init(kCpuLoopsDevice.computeUnits)};
   PassOptions::Option<CPUAttention> attention{
       *this, "attention", llvm::cl::desc("How poot.attention runs"),
       llvm::cl::init(CPUAttention::Loops),
@@ -59,7 +61,7 @@ struct PootToLLVMCPUPipelineOptions
       *this, "vector-width",
       llvm::cl::desc("f32 lanes of the host's vectors (0: GPU schedules as "
                      "loops)"),
-      llvm::cl::init(0)};
+      llvm::cl::init(kCpuLoopsDevice.vectorWidth)};
   PassOptions::Option<CPUParallel> parallel{
       *this, "parallel", llvm::cl::desc("How scf.parallel runs"),
       llvm::cl::init(CPUParallel::Serial),
@@ -71,11 +73,11 @@ struct PootToLLVMCPUPipelineOptions
   PassOptions::Option<int64_t> maxSplits{
       *this, "max-splits",
       llvm::cl::desc("Most split-KV partitions per row (1: never split)"),
-      llvm::cl::init(128)};
+      llvm::cl::init(kCpuLoopsDevice.maxSplits)};
   PassOptions::Option<int64_t> maxGridX{
       *this, "max-grid-x",
       llvm::cl::desc("Largest workgroup count per grid dimension (>= 1)"),
-      llvm::cl::init(int64_t(1) << 31)};
+      llvm::cl::init(kCpuLoopsDevice.maxGridX)};
   PassOptions::Option<int64_t> maxAllocBytes{
       *this, "max-alloc-bytes",
       llvm::cl::desc("Largest arena of temporaries the runtime allocates "

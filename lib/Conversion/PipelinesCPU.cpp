@@ -99,15 +99,16 @@ void poot::buildPootToLLVMCPUPipeline(
   // anything relies on it.
   pm.addPass(createPootVerifyDriverContract());
   pm.addPass(createPootSplitValidation());
-  PootPlanAttentionOptions plan;
-  plan.target = DeviceTarget::CPU;
-  plan.workgroupMemory = options.workgroupMemory;
-  plan.computeUnits = options.computeUnits;
-  plan.maxGridX = options.maxGridX;
-  plan.maxGridY = int64_t(1) << 31; // loops: only the X fold is recorded
-  plan.vectorWidth = options.vectorWidth;
-  plan.maxSplits = options.maxSplits;
-  pm.addPass(createPootPlanAttention(plan));
+  // The CPU preset with what the options describe (its max-alloc-bytes
+  // bounds the arena, not the planner's scratch). Loops: only the X fold
+  // of the grid is recorded, Y keeps the preset's bound.
+  DeviceDescription device = kCpuLoopsDevice;
+  device.workgroupMemory = options.workgroupMemory;
+  device.computeUnits = options.computeUnits;
+  device.maxGridX = options.maxGridX;
+  device.vectorWidth = options.vectorWidth;
+  device.maxSplits = options.maxSplits;
+  pm.addPass(createPootPlanAttention(planAttentionOptions(device)));
   // What the manifest reports about each fused op (compiler/cpu.py reads it).
   pm.addPass(createPootRecordFusedOps());
   if (options.attention == CPUAttention::Offload)

@@ -3,7 +3,7 @@
 #define POOT_LIB_TRANSFORMS_PASSES_H
 
 #include "dialect/PootDialect.h"
-#include "lib/Transforms/DeviceTarget.h"
+#include "lib/Transforms/DeviceDescription.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
@@ -16,6 +16,10 @@ namespace mlir::poot {
 
 #define GEN_PASS_REGISTRATION
 #include "lib/Transforms/Passes.h.inc"
+
+/// poot-plan-attention's options for `device`: how a pipeline plans for the
+/// device it was given (field by field, in one place).
+PootPlanAttentionOptions planAttentionOptions(const DeviceDescription &device);
 
 //===----------------------------------------------------------------------===//
 // Pipelines

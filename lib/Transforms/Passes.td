@@ -60,7 +60,9 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
   let description = [{
     The planner. For every `poot.attention` it picks the schedule and records
     a `#poot.attention_request` (the plan key) as the op's declared `request`
-    attribute, from the device description given as options:
+    attribute, from the device description given as options (their
+    defaults are lib/Transforms/DeviceDescription.h `kDefaultDevice`, the one
+    set the GPU pipelines and Python's `Device` share):
 
     - lanes: the widest power of two <= 64 whose running state
       `lanes * (Dv + 2)` f32 fits `workgroup-memory`; if not even one lane
@@ -156,7 +158,7 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"target", "target", "::mlir::poot::DeviceTarget",
-           /*default=*/"::mlir::poot::DeviceTarget::CPU",
+           /*default=*/"::mlir::poot::kDefaultDevice.target",
            "Lowering target", [{::llvm::cl::values(
              clEnumValN(::mlir::poot::DeviceTarget::CPU, "cpu",
                         "CPU loops (poot-attention-to-loops)"),
@@ -166,39 +168,39 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
                         "PTX kernels for NVIDIA GPUs"),
              clEnumValN(::mlir::poot::DeviceTarget::ROCDL, "rocdl",
                         "ROCDL kernels for AMD GPUs"))}]>,
-    Option<"workgroupMemory", "workgroup-memory", "int64_t", /*default=*/"65536",
+    Option<"workgroupMemory", "workgroup-memory", "int64_t", /*default=*/"::mlir::poot::kDefaultDevice.workgroupMemory",
            "Workgroup (shared/LDS) memory per workgroup, in bytes">,
-    Option<"maxGridX", "max-grid-x", "int64_t", /*default=*/"65535",
+    Option<"maxGridX", "max-grid-x", "int64_t", /*default=*/"::mlir::poot::kDefaultDevice.maxGridX",
            "Largest workgroup count in X (>= 1)">,
-    Option<"maxGridY", "max-grid-y", "int64_t", /*default=*/"65535",
+    Option<"maxGridY", "max-grid-y", "int64_t", /*default=*/"::mlir::poot::kDefaultDevice.maxGridY",
            "Largest workgroup count in Y (>= 1)">,
-    Option<"computeUnits", "compute-units", "int64_t", /*default=*/"1",
+    Option<"computeUnits", "compute-units", "int64_t", /*default=*/"::mlir::poot::kDefaultDevice.computeUnits",
            "Compute units (SMs, CUs, cores) a launch can fill">,
-    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"::mlir::poot::kDefaultDevice.vectorWidth",
            "CPU only: f32 lanes of the host's SIMD registers; > 0 plans the "
            "CPU schedule (cpu_tiled), 0 the GPU schedules as loops">,
-    Option<"maxBufferBytes", "max-buffer-bytes", "int64_t", /*default=*/"1073741824",
+    Option<"maxBufferBytes", "max-buffer-bytes", "int64_t", /*default=*/"::mlir::poot::kDefaultDevice.maxBufferBytes",
            "Largest single buffer (storage buffer range) in bytes">,
-    Option<"maxAllocBytes", "max-alloc-bytes", "int64_t", /*default=*/"4294967296",
+    Option<"maxAllocBytes", "max-alloc-bytes", "int64_t", /*default=*/"::mlir::poot::kDefaultDevice.maxAllocBytes",
            "Largest allocation the device can make, in bytes">,
-    Option<"maxSplits", "max-splits", "int64_t", /*default=*/"128",
+    Option<"maxSplits", "max-splits", "int64_t", /*default=*/"::mlir::poot::kDefaultDevice.maxSplits",
            "Most split-KV partitions per row any schedule may use (>= 1; 1: "
            "never split). Each schedule has its own smaller bound too">,
-    Option<"mmaSm", "mma-sm", "int64_t", /*default=*/"0",
+    Option<"mmaSm", "mma-sm", "int64_t", /*default=*/"::mlir::poot::kDefaultDevice.mmaSm",
            "NVVM only: the SM version (80 and up) whose warp-level "
            "mma.sync m16n8k16 a two-byte prefill may use "
            "(tiled_prefill_mma); 0: no tensor cores">,
-    Option<"wideHeadMma", "wide-head-mma", "bool", /*default=*/"false",
+    Option<"wideHeadMma", "wide-head-mma", "bool", /*default=*/"::mlir::poot::kDefaultDevice.wideHeadMma",
            "NVVM with mma-sm >= 80: plan two-byte wide-head decodes on tensor "
-           "cores (wide_head_mma); off (default): the FFMA wide_head">,
-    Option<"maxUnroll", "max-unroll", "int64_t", /*default=*/"4",
+           "cores (wide_head_mma, the default); off: the FFMA wide_head">,
+    Option<"maxUnroll", "max-unroll", "int64_t", /*default=*/"::mlir::poot::kDefaultDevice.maxUnroll",
            "NVIDIA warp decode: N >= 1 (default 4) reads K/V as 16-byte "
            "vectors and loads up to N keys a warp step before using any "
            "(verified on the H200; 4 was the fastest at B=1 4k/128k and "
            "B=16 8k); 0 keeps the scalar one-key-a-step form. The planner "
            "takes fewer when the loaded rows would not fit the register "
            "budget">,
-    Option<"maxKeysPerLoad", "max-keys-per-load", "int64_t", /*default=*/"2",
+    Option<"maxKeysPerLoad", "max-keys-per-load", "int64_t", /*default=*/"::mlir::poot::kDefaultDevice.maxKeysPerLoad",
            "NVIDIA warp decode of two-byte keys: N >= 2 (default 2) lets rows "
            "that a whole warp would not read as 16-byte vectors (bf16/f16 "
            "D = 128) take 32 / N lanes, N keys a load (half-warp rows, "

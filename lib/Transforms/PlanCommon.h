@@ -1,7 +1,7 @@
 //===- PlanCommon.h - what every planner shares -------------------*- C++ -*-===//
 //
-// The device description the planners read (the options of
-// poot-plan-attention) and the launch-grid fold every schedule uses.
+// The launch-grid fold and the fit rules the planners share. The device
+// they plan for is DeviceDescription.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,7 +10,7 @@
 
 #include "dialect/AttentionLayout.h"
 #include "dialect/PootDialect.h"
-#include "lib/Transforms/DeviceTarget.h"
+#include "lib/Transforms/DeviceDescription.h"
 
 #include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/MathExtras.h"
@@ -21,19 +21,6 @@
 #include <optional>
 
 namespace mlir::poot {
-
-/// A device as the planner sees it (poot-plan-attention's options).
-struct DeviceLimits {
-  DeviceTarget target;
-  int64_t workgroupMemory, maxGridX, maxGridY, computeUnits, maxBufferBytes,
-      maxAllocBytes, maxSplits;
-  /// NVVM: the SM version whose mma.sync the two-byte prefill may use (0:
-  /// none; PlanPrefill.cpp).
-  int64_t mmaSm = 0;
-  /// NVVM with mmaSm >= 80: the two-byte wide-head decode may take its
-  /// tensor-core form (wide_head_mma; PlanPrefill.cpp).
-  bool wideHeadMma = false;
-};
 
 struct Grid {
   int64_t x = 0, y = 0;

@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Transforms/PlanPrefill.h"
+#include "lib/Transforms/PlanTail.h"
 
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/bit.h"
@@ -34,18 +35,13 @@ using namespace mlir::poot;
 /// workgroups in the error ("wide-head ", or nothing).
 static FailureOr<AttentionRequestAttr>
 withTiledLaunch(AttentionOp op, AttentionRequestAttr base,
-                const DeviceLimits &device, AttentionSchedule schedule,
+                const DeviceDescription &device, AttentionSchedule schedule,
                 int64_t lanes, int64_t splits, int64_t chunk,
                 int64_t workgroups, int64_t rows, int64_t tile,
                 StringRef kind = "") {
-  std::optional<Grid> grid =
-      foldGrid(workgroups, device.maxGridX, device.maxGridY);
-  if (!grid) {
-    op.emitError() << "GridLimit: " << workgroups << " " << kind
-                   << "workgroups do not fit a " << device.maxGridX << " x "
-                   << device.maxGridY << " grid";
+  FailureOr<Grid> grid = foldLaunch(op, device, workgroups, kind);
+  if (failed(grid))
     return failure();
-  }
   return AttentionRequestAttr::get(
       op.getContext(), base.getBatch(), base.getQHeads(), base.getKvHeads(),
       base.getQLen(), base.getKeyLen(), base.getKeyWidth(),
@@ -58,7 +54,7 @@ withTiledLaunch(AttentionOp op, AttentionRequestAttr base,
 /// does not take it (the caller plans the FFMA tiled schedule).
 static std::optional<FailureOr<AttentionRequestAttr>>
 planTiledPrefillMma(AttentionOp op, AttentionRequestAttr base,
-                    const DeviceLimits &device) {
+                    const DeviceDescription &device) {
   constexpr int64_t wordBytes = 4, threads = 32 * kMmaPrefillWarps;
   Type element = getElementTypeOrSelf(op.getQuery().getType());
   int64_t dk = base.getKeyWidth(), ds = base.getSharedWidth(),
@@ -82,7 +78,7 @@ planTiledPrefillMma(AttentionOp op, AttentionRequestAttr base,
 
 std::optional<FailureOr<AttentionRequestAttr>>
 poot::planTiledPrefill(AttentionOp op, AttentionRequestAttr base,
-                       const DeviceLimits &device) {
+                       const DeviceDescription &device) {
   constexpr int64_t floatBytes = 4, maxScores = 32, maxOutputs = 64;
   int64_t qLen = base.getQLen();
   if (device.target == DeviceTarget::CPU || qLen < kTiledPrefillMinRows)
@@ -123,7 +119,7 @@ poot::planTiledPrefill(AttentionOp op, AttentionRequestAttr base,
 /// max-alloc-bytes, GridLimit when even the unsplit grid does not fit.
 static FailureOr<AttentionRequestAttr>
 withWideHeadSplits(AttentionOp op, AttentionRequestAttr base,
-                   const DeviceLimits &device, AttentionSchedule schedule,
+                   const DeviceDescription &device, AttentionSchedule schedule,
                    int64_t lanes, int64_t rows, int64_t tile) {
   constexpr int64_t floatBytes = 4, workgroupsPerUnit = 4, minChunk = 128,
                     maxWideSplits = 128;
@@ -144,23 +140,17 @@ withWideHeadSplits(AttentionOp op, AttentionRequestAttr base,
     chunk = llvm::alignTo(llvm::divideCeil(keyLen, splits), tile);
     splits = llvm::divideCeil(keyLen, chunk);
   }
-  if (splits > 1) {
-    // A scratch whose size overflows fits no buffer.
-    int64_t scratchBytes =
-        mul(mul(mul(rowCount, splits), dv + 2), floatBytes).value_or(INT64_MAX);
-    std::optional<int64_t> workgroups = mul(perSplit, splits);
-    if (scratchBytes > device.maxBufferBytes || !workgroups ||
-        !foldGrid(*workgroups, device.maxGridX, device.maxGridY)) {
-      splits = 1;
-      chunk = keyLen;
-    } else if (scratchBytes > device.maxAllocBytes) {
-      op.emitError() << "ScratchBytes: the wide-head split-KV scratch needs "
-                     << scratchBytes << " bytes (" << rowCount << " rows x "
-                     << splits << " splits x " << (dv + 2) * floatBytes
-                     << " bytes); the device can allocate "
-                     << device.maxAllocBytes << " bytes";
-      return failure();
-    }
+  SplitCost cost;
+  cost.rows = rowCount;
+  cost.stateBytes = (dv + 2) * floatBytes;
+  cost.workgroupsPerSplit = perSplit;
+  cost.scratchName = "wide-head split-KV";
+  FailureOr<int64_t> kept = keepSplits(op, device, splits, cost);
+  if (failed(kept))
+    return failure();
+  if (*kept != splits) {
+    splits = 1;
+    chunk = keyLen;
   }
   return withTiledLaunch(op, base, device, schedule, lanes, splits, chunk,
                          perSplit * splits, rows, tile, "wide-head ");
@@ -177,7 +167,7 @@ withWideHeadSplits(AttentionOp op, AttentionRequestAttr base,
 // workgroup memory (wideHeadMmaWords) fits.
 static std::optional<FailureOr<AttentionRequestAttr>>
 planWideHeadMma(AttentionOp op, AttentionRequestAttr base,
-                const DeviceLimits &device) {
+                const DeviceDescription &device) {
   constexpr int64_t wordBytes = 4, maxRegisters = 64;
   Type element = getElementTypeOrSelf(op.getQuery().getType());
   int64_t dk = base.getKeyWidth(), ds = base.getSharedWidth(),
@@ -215,7 +205,7 @@ planWideHeadMma(AttentionOp op, AttentionRequestAttr base,
 // Splits: withWideHeadSplits.
 std::optional<FailureOr<AttentionRequestAttr>>
 poot::planWideHead(AttentionOp op, AttentionRequestAttr base,
-                   const DeviceLimits &device) {
+                   const DeviceDescription &device) {
   constexpr int64_t floatBytes = 4, maxScores = 32, maxOutputs = 64;
   int64_t qLen = base.getQLen(), nRep = base.getNumRep();
   if (device.target == DeviceTarget::CPU || qLen >= kTiledPrefillMinRows ||

@@ -29,7 +29,7 @@ constexpr int64_t kTiledPrefillMinRows = 16;
 /// fit). A launch past the grid is a GridLimit error.
 std::optional<FailureOr<AttentionRequestAttr>>
 planTiledPrefill(AttentionOp op, AttentionRequestAttr base,
-                 const DeviceLimits &device);
+                 const DeviceDescription &device);
 
 /// KV groups from which a GPU decode is planned as the wide-head schedule.
 constexpr int64_t kWideHeadMinHeads = 8;
@@ -43,7 +43,7 @@ constexpr int64_t kWideHeadMinHeads = 8;
 /// error.
 std::optional<FailureOr<AttentionRequestAttr>>
 planWideHead(AttentionOp op, AttentionRequestAttr base,
-             const DeviceLimits &device);
+             const DeviceDescription &device);
 
 } // namespace mlir::poot
 

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Transforms/PlanSelection.h"
+#include "lib/Transforms/PlanTail.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -42,14 +43,7 @@ int64_t lanesFitting(int64_t wordsPerLane, int64_t workgroupMemory,
   return lanes;
 }
 
-LogicalResult gridRefusal(Operation *op, int64_t count,
-                          const DeviceLimits &device) {
-  return op->emitError() << "GridLimit: " << count
-                         << " workgroups do not fit a " << device.maxGridX
-                         << " x " << device.maxGridY << " grid";
-}
-
-LogicalResult planBlockTopK(BlockTopKOp op, const DeviceLimits &device) {
+LogicalResult planBlockTopK(BlockTopKOp op, const DeviceDescription &device) {
   auto scores = tensorOf(op.getScores());
   if (!scores.getElementType().isF32())
     return op.emitError() << "DtypeLowering: the generated block top-k kernel "
@@ -67,9 +61,9 @@ LogicalResult planBlockTopK(BlockTopKOp op, const DeviceLimits &device) {
                           << " bytes of workgroup memory; the device has "
                           << device.workgroupMemory << " bytes";
   int64_t rows = batch * qLen;
-  std::optional<Grid> grid = foldGrid(rows, device.maxGridX, device.maxGridY);
-  if (!grid)
-    return gridRefusal(op, rows, device);
+  FailureOr<Grid> grid = foldLaunch(op, device, rows);
+  if (failed(grid))
+    return failure();
   op.setRequestAttr(BlockTopKRequestAttr::get(
       op.getContext(), batch, qLen, blocks, op.getK(), op.getBlockSize(),
       AttentionSchedule::Streaming, lanes, grid->x, grid->y));
@@ -77,7 +71,7 @@ LogicalResult planBlockTopK(BlockTopKOp op, const DeviceLimits &device) {
 }
 
 LogicalResult planSelectedAttention(SelectedAttentionOp op,
-                                    const DeviceLimits &device) {
+                                    const DeviceDescription &device) {
   auto q = tensorOf(op.getQuery());
   auto k = tensorOf(op.getKey());
   auto v = tensorOf(op.getValue());
@@ -114,15 +108,15 @@ LogicalResult planSelectedAttention(SelectedAttentionOp op,
     int64_t splits = std::min<int64_t>(
         warpDecodeSplits(groups, visited, device.computeUnits),
         device.maxSplits);
-    int64_t scratchBytes = rows * splits * (valueWidth + 2) * kWordBytes;
-    if (splits > 1 && (scratchBytes > device.maxBufferBytes ||
-                       !foldGrid(groups * splits, device.maxGridX, device.maxGridY)))
-      splits = 1;
-    if (splits > 1 && scratchBytes > device.maxAllocBytes)
-      return op.emitError()
-             << "ScratchBytes: the split-KV scratch needs " << scratchBytes
-             << " bytes; the device can allocate " << device.maxAllocBytes
-             << " bytes";
+    SplitCost cost;
+    cost.rows = rows;
+    cost.stateBytes = (valueWidth + 2) * kWordBytes;
+    cost.workgroupsPerSplit = groups;
+    cost.detailed = false;
+    FailureOr<int64_t> kept = keepSplits(op, device, splits, cost);
+    if (failed(kept))
+      return failure();
+    splits = *kept;
     if (std::optional<Grid> grid =
             foldGrid(groups * splits, device.maxGridX, device.maxGridY))
       return record(AttentionSchedule::WarpDecode, 128, splits, *grid);
@@ -145,24 +139,17 @@ LogicalResult planSelectedAttention(SelectedAttentionOp op,
     if (splits < 2)
       splits = 1;
   }
-  if (splits > 1) {
-    int64_t scratchBytes = rows * splits * laneBytes;
-    bool fitsBuffer = scratchBytes <= device.maxBufferBytes;
-    bool fitsGrid =
-        foldGrid(rows * splits, device.maxGridX, device.maxGridY).has_value();
-    if (!fitsBuffer || !fitsGrid)
-      splits = 1;
-    else if (scratchBytes > device.maxAllocBytes)
-      return op.emitError()
-             << "ScratchBytes: the split-KV scratch needs " << scratchBytes
-             << " bytes (" << rows << " rows x " << splits << " splits x "
-             << laneBytes << " bytes); the device can allocate "
-             << device.maxAllocBytes << " bytes";
-  }
-  std::optional<Grid> grid =
-      foldGrid(rows * splits, device.maxGridX, device.maxGridY);
-  if (!grid)
-    return gridRefusal(op, rows * splits, device);
+  SplitCost cost;
+  cost.rows = rows;
+  cost.stateBytes = laneBytes;
+  cost.workgroupsPerSplit = rows;
+  FailureOr<int64_t> kept = keepSplits(op, device, splits, cost);
+  if (failed(kept))
+    return failure();
+  splits = *kept;
+  FailureOr<Grid> grid = foldLaunch(op, device, rows * splits);
+  if (failed(grid))
+    return failure();
   return record(splits > 1 ? AttentionSchedule::SplitKV
                            : AttentionSchedule::Streaming,
                 lanes, splits, *grid);
@@ -171,7 +158,7 @@ LogicalResult planSelectedAttention(SelectedAttentionOp op,
 } // namespace
 
 LogicalResult mlir::poot::planSelectionOp(Operation *op,
-                                          const DeviceLimits &device) {
+                                          const DeviceDescription &device) {
   if (auto topk = dyn_cast<BlockTopKOp>(op))
     return planBlockTopK(topk, device);
   if (auto selected = dyn_cast<SelectedAttentionOp>(op))

@@ -18,7 +18,7 @@ namespace mlir::poot {
 /// Records the request of `op` when it is a poot.block_topk or a
 /// poot.selected_attention (any other op: success, nothing recorded); a
 /// refusal is an error whose message starts with its reason tag.
-LogicalResult planSelectionOp(Operation *op, const DeviceLimits &device);
+LogicalResult planSelectionOp(Operation *op, const DeviceDescription &device);
 
 } // namespace mlir::poot
 

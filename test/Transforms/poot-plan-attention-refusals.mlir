@@ -1,4 +1,4 @@
-// RUN: poot-opt %s -split-input-file --poot-plan-attention="target=spirv workgroup-memory=32768 compute-units=64 max-alloc-bytes=100" -verify-diagnostics
+// RUN: poot-opt %s -split-input-file --poot-plan-attention="target=spirv workgroup-memory=32768 compute-units=64 max-alloc-bytes=100 max-buffer-bytes=1073741824" -verify-diagnostics
 
 // Each typed refusal is an error whose message starts with its reason tag.
 

@@ -1,5 +1,5 @@
 // RUN: poot-opt %s -split-input-file --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-grid-x=2147483647 mma-sm=90 wide-head-mma=1" | FileCheck %s --check-prefix=MMA
-// RUN: poot-opt %s -split-input-file --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-grid-x=2147483647 mma-sm=90" | FileCheck %s --check-prefix=OFF
+// RUN: poot-opt %s -split-input-file --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-grid-x=2147483647 mma-sm=90 max-buffer-bytes=1073741824 wide-head-mma=0" | FileCheck %s --check-prefix=OFF
 // RUN: poot-opt %s -split-input-file --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-grid-x=2147483647 mma-sm=75 wide-head-mma=1" | FileCheck %s --check-prefix=OFF
 // RUN: poot-opt %s -split-input-file --poot-plan-attention="target=spirv workgroup-memory=49152 compute-units=32 mma-sm=90 wide-head-mma=1" | FileCheck %s --check-prefix=OFF
 // RUN: poot-opt %s -split-input-file --poot-plan-attention="target=rocdl workgroup-memory=65536 compute-units=304 max-grid-x=2147483647 mma-sm=90 wide-head-mma=1" | FileCheck %s --check-prefix=OFF

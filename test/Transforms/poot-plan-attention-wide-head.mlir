@@ -1,8 +1,8 @@
-// RUN: poot-opt %s -split-input-file --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-grid-x=2147483647" | FileCheck %s --check-prefix=NVVM
-// RUN: poot-opt %s -split-input-file --poot-plan-attention="target=spirv workgroup-memory=32768 compute-units=32" | FileCheck %s --check-prefix=SPIRV
-// RUN: poot-opt %s -split-input-file --poot-plan-attention="target=rocdl workgroup-memory=65536 compute-units=304 max-grid-x=2147483647" | FileCheck %s --check-prefix=ROCDL
+// RUN: poot-opt %s -split-input-file --poot-plan-attention="target=nvvm workgroup-memory=49152 compute-units=132 max-grid-x=2147483647 max-buffer-bytes=1073741824" | FileCheck %s --check-prefix=NVVM
+// RUN: poot-opt %s -split-input-file --poot-plan-attention="target=spirv workgroup-memory=32768 compute-units=32 max-buffer-bytes=1073741824" | FileCheck %s --check-prefix=SPIRV
+// RUN: poot-opt %s -split-input-file --poot-plan-attention="target=rocdl workgroup-memory=65536 compute-units=304 max-grid-x=2147483647 max-buffer-bytes=1073741824" | FileCheck %s --check-prefix=ROCDL
 // RUN: poot-opt %s -split-input-file --poot-plan-attention="target=cpu workgroup-memory=32768 compute-units=4 vector-width=8" | FileCheck %s --check-prefix=CPU
-// RUN: poot-opt %s -split-input-file --poot-plan-attention="target=spirv workgroup-memory=4096 compute-units=32" | FileCheck %s --check-prefix=SMALL
+// RUN: poot-opt %s -split-input-file --poot-plan-attention="target=spirv workgroup-memory=4096 compute-units=32 max-buffer-bytes=1073741824" | FileCheck %s --check-prefix=SMALL
 
 // The wide-head decode (PlanPrefill.cpp planWideHead): a GPU decode (Lq < 16)
 // of a KV group of n_rep >= 8 heads (on NVVM when warp_decode does not fit)

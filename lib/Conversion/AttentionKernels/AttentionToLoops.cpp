@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lib/Conversion/AttentionKernels/Schedules/Schedule.h"
 #include "lib/Conversion/AttentionKernels/AttentionEmitter.h"
 #include "lib/Conversion/AttentionKernels/CpuAttentionKernel.h"
 #include "lib/Conversion/AttentionKernels/KernelSignature.h"
@@ -52,22 +53,19 @@ struct AttentionToLoops
     OpBuilder b(op);
     Location loc = op.getLoc();
     KernelSignature sig(op, req);
-    if (req.getSchedule() == AttentionSchedule::CpuTiled)
+    const ScheduleInfo &schedule = scheduleInfo(req.getSchedule());
+    if (schedule.loops == LoopForm::CpuTiled)
       return lowerCpuTiled(op, req, sig);
     // The loops run the seed's lane phases; the GPU-only schedules (warps
     // and shuffles, barriers inside the key walk) have no loop form here.
-    if (req.getSchedule() == AttentionSchedule::WarpDecode ||
-        req.getSchedule() == AttentionSchedule::TiledPrefill ||
-        req.getSchedule() == AttentionSchedule::WideHead ||
-        req.getSchedule() == AttentionSchedule::TiledPrefillMma ||
-        req.getSchedule() == AttentionSchedule::WideHeadMma)
+    if (schedule.loops == LoopForm::None)
       return op.emitError()
              << "poot-attention-to-loops cannot express the "
              << stringifyAttentionSchedule(req.getSchedule())
              << " schedule (a GPU kernel): plan for the CPU target";
-    auto launch = req.getSchedule() == AttentionSchedule::SplitKV
-                      ? KernelSignature::Launch::Partials
-                      : KernelSignature::Launch::Stream;
+    // The lane loops write what the schedule's first kernel writes: the
+    // output, or the scratch of partial states (split-KV).
+    KernelSignature::Launch launch = schedule.kernels(req).front().launch;
 
     SmallVector<Value> args;
     for (Value operand : KernelSignature::orderedInputs(op))

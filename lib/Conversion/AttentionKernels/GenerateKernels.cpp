@@ -1,18 +1,16 @@
 //===- GenerateKernels.cpp - poot.attention -> gpu kernels -----------------===//
 //
-// Wraps the AttentionEmitter's phases in gpu.func kernels: ids come from
-// gpu.block_id / gpu.thread_id, the phases are separated by gpu.barrier, and
-// workgroup memory is declared the way each target lowers it.
+// Wraps each schedule's kernels (Schedules/, looked up in the registry) in
+// gpu.func kernels: ids come from gpu.block_id / gpu.thread_id, the phases
+// are separated by gpu.barrier, and workgroup memory is declared the way
+// each target lowers it.
 //
 //===----------------------------------------------------------------------===//
 
 #include "lib/Conversion/AttentionKernels/AttentionEmitter.h"
 #include "lib/Conversion/AttentionKernels/KernelSignature.h"
 #include "lib/Conversion/AttentionKernels/SelectionEmitter.h"
-#include "lib/Conversion/AttentionKernels/TiledPrefillKernel.h"
-#include "lib/Conversion/AttentionKernels/TiledPrefillMmaKernel.h"
-#include "lib/Conversion/AttentionKernels/WarpDecodeKernel.h"
-#include "lib/Conversion/AttentionKernels/WideHeadMmaKernel.h"
+#include "lib/Conversion/AttentionKernels/Schedules/Schedule.h"
 #include "lib/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -34,16 +32,6 @@ using namespace mlir;
 using namespace mlir::poot;
 
 namespace {
-
-enum class KernelPhase {
-  Stream,
-  Partials,
-  Combine,
-  Warp,
-  Tiled,
-  TiledMma,
-  WideMma
-};
 
 struct GenerateKernels
     : poot::impl::PootGenerateAttentionKernelsBase<GenerateKernels> {
@@ -91,31 +79,27 @@ struct GenerateKernels
     return func;
   }
 
+  /// One kernel of a schedule (Schedules/): the workgroup decomposition
+  /// every kernel shares (the workgroup id over the grid's (x, y) fold, the
+  /// in-range guard, the workgroup buffer) around the schedule's body.
   void emitKernel(OpBuilder &moduleBuilder, AttentionOp op,
                   AttentionRequestAttr req, const KernelSignature &sig,
-                  KernelPhase phase, StringRef name) {
+                  const GpuKernel &kernel) {
     Location loc = op.getLoc();
-    KernelSignature::Launch launch =
-        phase == KernelPhase::Combine ? KernelSignature::Launch::Combine
-        : phase == KernelPhase::Partials ||
-                ((phase == KernelPhase::Warp || phase == KernelPhase::Tiled ||
-                  phase == KernelPhase::WideMma) &&
-                 req.getSplits() > 1)
-            ? KernelSignature::Launch::Partials
-            : KernelSignature::Launch::Stream;
     SmallVector<Type> argTypes =
-        sig.argumentTypes(moduleBuilder.getContext(), launch);
+        sig.argumentTypes(moduleBuilder.getContext(), kernel.launch);
     gpu::GPUFuncOp func =
-        createKernel(moduleBuilder, loc, name, argTypes, req.getLanes());
+        createKernel(moduleBuilder, loc, kernel.name, argTypes, req.getLanes());
     OpBuilder b(func.getBody());
     b.setInsertionPointToStart(&func.getBody().front());
 
-    AttentionBuffers bufs = sig.bind(func.getArguments(), launch);
-    AttentionEmitter emitter(b, loc, req, sig.layout,
-                             op.getScale().convertToDouble(),
-                             op.getSoftcap() ? std::optional<double>(
-                                                   op.getSoftcap()->convertToDouble())
-                                             : std::nullopt);
+    AttentionBuffers bufs = sig.bind(func.getArguments(), kernel.launch);
+    double scale = op.getScale().convertToDouble();
+    std::optional<double> softcap =
+        op.getSoftcap()
+            ? std::optional<double>(op.getSoftcap()->convertToDouble())
+            : std::nullopt;
+    AttentionEmitter emitter(b, loc, req, sig.layout, scale, softcap);
 
     // Linear workgroup id over the (x, y) fold; the fold may overshoot.
     Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
@@ -124,28 +108,17 @@ struct GenerateKernels
     Value gridX = arith::ConstantIndexOp::create(b, loc, req.getGridX());
     Value wg = arith::AddIOp::create(
         b, loc, bx, arith::MulIOp::create(b, loc, by, gridX));
-    int64_t splits = req.getSplits();
-    int64_t count = phase == KernelPhase::Combine ? emitter.rows()
-                    : phase == KernelPhase::Warp
-                        ? req.getBatch() * req.getKvHeads() * splits
-                    : phase == KernelPhase::Tiled ||
-                            phase == KernelPhase::TiledMma ||
-                            phase == KernelPhase::WideMma
-                        ? tiledPrefillWorkgroups(req)
-                        : emitter.rows() * splits;
     Value inRange = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::ult, wg,
-        arith::ConstantIndexOp::create(b, loc, count));
+        arith::ConstantIndexOp::create(b, loc, kernel.workgroups));
 
     Value lds;
-    if (phase == KernelPhase::TiledMma || phase == KernelPhase::WideMma)
+    if (kernel.memory == WorkgroupMemory::Words ||
+        kernel.memory == WorkgroupMemory::AlignedWords)
       lds = workgroupBuffer(b, loc, func, req.getLdsFloats(), b.getI32Type());
-    else if (phase != KernelPhase::Combine)
+    else if (kernel.memory == WorkgroupMemory::Floats)
       lds = workgroupBuffer(b, loc, func, req.getLdsFloats());
-    // The tensor-core wide-head decode stores its staged words as 16-byte
-    // vectors: the buffer's alignment (the element's, 4, by default) is
-    // raised through the attribution's llvm.align.
-    if (phase == KernelPhase::WideMma)
+    if (kernel.memory == WorkgroupMemory::AlignedWords)
       func.setWorkgroupAttributionAttr(
           0, b.getStringAttr(LLVM::LLVMDialect::getAlignAttrName()),
           b.getI64IntegerAttr(16));
@@ -156,44 +129,8 @@ struct GenerateKernels
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(&ifInRange.getThenRegion().front());
-      if (phase == KernelPhase::Combine) {
-        emitter.emitSplitCombine(bufs, wg, lane);
-      } else if (phase == KernelPhase::Warp) {
-        emitWarpDecode(b, loc, req, sig.layout, op.getScale().convertToDouble(),
-                       op.getSoftcap() ? std::optional<double>(
-                                             op.getSoftcap()->convertToDouble())
-                                       : std::nullopt,
-                       bufs, wg, lane, lds);
-      } else if (phase == KernelPhase::TiledMma) {
-        emitTiledPrefillMma(b, loc, req, sig.layout,
-                            op.getScale().convertToDouble(),
-                            op.getSoftcap()
-                                ? std::optional<double>(
-                                      op.getSoftcap()->convertToDouble())
-                                : std::nullopt,
-                            bufs, wg, lane, lds);
-      } else if (phase == KernelPhase::WideMma) {
-        emitWideHeadMma(b, loc, req, sig.layout,
-                        op.getScale().convertToDouble(),
-                        op.getSoftcap() ? std::optional<double>(
-                                              op.getSoftcap()->convertToDouble())
-                                        : std::nullopt,
-                        bufs, wg, lane, lds);
-      } else if (phase == KernelPhase::Tiled) {
-        emitTiledPrefill(b, loc, req, sig.layout,
-                         op.getScale().convertToDouble(),
-                         op.getSoftcap() ? std::optional<double>(
-                                               op.getSoftcap()->convertToDouble())
-                                         : std::nullopt,
-                         bufs, wg, lane, lds);
-      } else {
-        Value splitsV = arith::ConstantIndexOp::create(b, loc, splits);
-        Value row = arith::DivUIOp::create(b, loc, wg, splitsV);
-        Value split = arith::RemUIOp::create(b, loc, wg, splitsV);
-        emitter.emitLaneScan(bufs, row, split, lane, lds);
-        gpu::BarrierOp::create(b, loc);
-        emitter.emitLaneCombine(bufs, row, split, lane, lds);
-      }
+      kernel.body({b, loc, req, sig, emitter, bufs, scale, softcap, wg, lane,
+                   lds});
     }
     if (target == DeviceTarget::SPIRV && lds)
       memref::DeallocOp::create(b, loc, lds);
@@ -404,15 +341,16 @@ struct GenerateKernels
         kernels.push_back(SymbolRefAttr::get(
             gpuModule.getNameAttr(), {FlatSymbolRefAttr::get(&getContext(), name)}));
       };
-      if (req.getSchedule() == AttentionSchedule::CpuTiled) {
-        op.emitError("the cpu_tiled schedule has no GPU kernel: plan for a "
-                     "GPU target");
+      const ScheduleInfo &schedule = scheduleInfo(req.getSchedule());
+      SmallVector<GpuKernel, 2> launches = schedule.kernels(req);
+      if (launches.empty()) {
+        op.emitError() << "the "
+                       << stringifyAttentionSchedule(req.getSchedule())
+                       << " schedule has no GPU kernel: plan for a GPU target";
         failed = true;
         continue;
       }
-      if ((req.getSchedule() == AttentionSchedule::TiledPrefillMma ||
-           req.getSchedule() == AttentionSchedule::WideHeadMma) &&
-          target != DeviceTarget::NVVM) {
+      if (schedule.nvvmOnly && target != DeviceTarget::NVVM) {
         op.emitError() << "the "
                        << stringifyAttentionSchedule(req.getSchedule())
                        << " schedule is NVIDIA tensor-core code (mma.sync): "
@@ -420,43 +358,9 @@ struct GenerateKernels
         failed = true;
         continue;
       }
-      if (req.getSchedule() == AttentionSchedule::TiledPrefillMma) {
-        emitKernel(kb, op, req, sig, KernelPhase::TiledMma, "prefill_mma");
-        ref("prefill_mma");
-      } else if (req.getSchedule() == AttentionSchedule::TiledPrefill) {
-        emitKernel(kb, op, req, sig, KernelPhase::Tiled, "prefill");
-        ref("prefill");
-      } else if (req.getSchedule() == AttentionSchedule::WideHead) {
-        // The tiled body over packed KV-group rows (TiledPrefillKernel.h).
-        emitKernel(kb, op, req, sig, KernelPhase::Tiled, "wide_head");
-        ref("wide_head");
-        if (req.getSplits() > 1) {
-          emitKernel(kb, op, req, sig, KernelPhase::Combine, "combine");
-          ref("combine");
-        }
-      } else if (req.getSchedule() == AttentionSchedule::WideHeadMma) {
-        // The tensor-core form over packed KV-group rows (WideHeadMmaKernel.h).
-        emitKernel(kb, op, req, sig, KernelPhase::WideMma, "wide_head_mma");
-        ref("wide_head_mma");
-        if (req.getSplits() > 1) {
-          emitKernel(kb, op, req, sig, KernelPhase::Combine, "combine");
-          ref("combine");
-        }
-      } else if (req.getSchedule() == AttentionSchedule::WarpDecode) {
-        emitKernel(kb, op, req, sig, KernelPhase::Warp, "warp");
-        ref("warp");
-        if (req.getSplits() > 1) {
-          emitKernel(kb, op, req, sig, KernelPhase::Combine, "combine");
-          ref("combine");
-        }
-      } else if (req.getSchedule() == AttentionSchedule::SplitKV) {
-        emitKernel(kb, op, req, sig, KernelPhase::Partials, "partials");
-        emitKernel(kb, op, req, sig, KernelPhase::Combine, "combine");
-        ref("partials");
-        ref("combine");
-      } else {
-        emitKernel(kb, op, req, sig, KernelPhase::Stream, "stream");
-        ref("stream");
+      for (const GpuKernel &kernel : launches) {
+        emitKernel(kb, op, req, sig, kernel);
+        ref(kernel.name);
       }
       op->setAttr("poot.kernels", ArrayAttr::get(&getContext(), kernels));
     }

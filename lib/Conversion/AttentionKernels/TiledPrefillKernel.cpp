@@ -1,6 +1,7 @@
 //===- TiledPrefillKernel.cpp - the tiled GPU prefill kernel --------------===//
 #include "lib/Conversion/AttentionKernels/TiledPrefillKernel.h"
 #include "lib/Conversion/AttentionKernels/KernelBuilder.h"
+#include "lib/Conversion/AttentionKernels/Schedules/Schedule.h"
 #include "dialect/AttentionLayout.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -16,18 +17,16 @@ using namespace mlir;
 using namespace mlir::poot;
 
 /// The wide-head decode runs this body with the KV group's heads packed
-/// into the row block and K/V sharing one staging region.
+/// into the row block and K/V sharing one staging region (its ScheduleInfo
+/// says so).
 static bool isWideHead(AttentionRequestAttr req) {
-  return req.getSchedule() == AttentionSchedule::WideHead;
+  return scheduleInfo(req.getSchedule()).sharesKeyValueStaging;
 }
 
 /// Query heads whose rows one workgroup's block packs: the KV group's
 /// n_rep for the wide-head decode (either form), one head for the prefill.
 static int64_t packedHeads(AttentionRequestAttr req) {
-  return isWideHead(req) ||
-                 req.getSchedule() == AttentionSchedule::WideHeadMma
-             ? req.getNumRep()
-             : 1;
+  return scheduleInfo(req.getSchedule()).packsKvGroup ? req.getNumRep() : 1;
 }
 
 /// The wide-head S step's width slices (dialect/AttentionLayout.h wideHeadSlices), 1

@@ -1,7 +1,12 @@
 """Device descriptions: what the planner needs to know about a target.
 
 A description is plain data (no MLIR): the compiler passes it to the
-`poot-plan-attention` pass as options, and the artifact records it. Presets
+`poot-plan-attention` pass as options, and the artifact records it. The
+device is described once, in C++ (lib/Transforms/DeviceDescription.h, one
+set of defaults that every pass and pipeline reads); `Device`'s defaulted
+fields mirror those defaults (the runtime imports this module without MLIR,
+so it cannot read them), and test_device_description.py checks the mirror
+against `_pootTargets.device_defaults()`. Presets
 cover the devices we build for; `Device.custom(...)` describes any other,
 `from_vulkan_properties` reads a real Vulkan device and `from_wgpu_limits` a
 wgpu adapter.

@@ -1,5 +1,5 @@
 // RUN: poot-opt %s --poot-plan-attention="target=cpu workgroup-memory=49152 compute-units=2 vector-width=16" --poot-attention-to-loops | FileCheck %s
-// RUN: poot-opt %s --poot-plan-attention="target=cpu compute-units=4 vector-width=16" --poot-attention-to-loops | FileCheck %s --check-prefix=SPLIT
+// RUN: poot-opt %s --poot-plan-attention="target=cpu compute-units=4 vector-width=16 workgroup-memory=65536" --poot-attention-to-loops | FileCheck %s --check-prefix=SPLIT
 // RUN: poot-opt %s --poot-plan-attention="target=cpu workgroup-memory=1048576" --poot-attention-to-loops | FileCheck %s --check-prefix=SEED
 
 // The CPU schedule: a parallel loop over one chunk per core, its row state
