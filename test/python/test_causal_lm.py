@@ -233,3 +233,24 @@ def test_bf16_logits_follow_the_sixteen_bit_contract(hf, llama) -> None:
         want = reference(ids).logits[:, -1, :].numpy()
     error = np.abs(got - want).max() / np.abs(want).max()
     assert error < 2e-2, error
+
+
+@pytest.mark.parametrize("name", ["llama", "gemma2"])
+def test_left_padded_prompts_match_transformers(hf, name) -> None:
+    """Prompts of different lengths, left-padded with their attention mask as
+    a tokenizer gives them: each row its own positions, its padding never
+    attended (Gemma-2: with its alternating sliding windows)."""
+    torch, _ = hf
+    from poot_mlir.models import CausalLM
+
+    model = build(hf, name)
+    ids = prompt(hf, rows=3, length=7, seed=9)
+    mask = torch.ones_like(ids)
+    for row, pads in ((0, 3), (1, 0), (2, 5)):
+        ids[row, :pads], mask[row, :pads] = 0, 0
+    want = hf_generate(hf, model, ids, attention_mask=mask)
+    with CausalLM.from_hf(model, "cpu", max_seq_len=32) as lm:
+        got = lm.generate(ids, max_new_tokens=NEW, eos_token_id=None, pad_token_id=0, attention_mask=mask)
+        np.testing.assert_array_equal(got, want)
+        with pytest.raises(errors.BindError, match="pad on the left"):
+            lm.generate(ids, max_new_tokens=2, attention_mask=mask.flip(1))

@@ -77,6 +77,51 @@ def _token_ids(input_ids: Any, vocab: int) -> np.ndarray:
     return ids.astype(np.int64)
 
 
+class _Padding:
+    """A left-padded batch's step inputs: the `[B, capacity]` padding mask
+    (the prompt's mask, then 1 for every generated slot) and each row's
+    positions, as transformers computes them (`cumsum(mask) - 1`, 1 at a
+    padding token)."""
+
+    def __init__(self, mask: np.ndarray, capacity: int) -> None:
+        batch, length = mask.shape
+        self.mask = np.ones((batch, capacity), np.int32)
+        self.mask[:, :length] = mask
+        positions = np.cumsum(mask, axis=1) - 1
+        self.positions = np.where(mask == 0, 1, positions).astype(np.int32)
+        self.last = positions[:, -1].astype(np.int32)
+
+    @classmethod
+    def of(cls, attention_mask: Any, ids: np.ndarray, capacity: int) -> "_Padding | None":
+        """None when there is no padding (every row full length)."""
+        if attention_mask is None:
+            return None
+        if hasattr(attention_mask, "detach"):
+            attention_mask = attention_mask.detach().cpu().numpy()
+        mask = np.asarray(attention_mask)
+        if mask.ndim == 1:
+            mask = mask[None, :]
+        if mask.shape != ids.shape:
+            raise BindError(f"attention_mask is {list(mask.shape)}; input_ids are {list(ids.shape)}")
+        if not np.isin(mask, (0, 1)).all():
+            raise BindError("attention_mask holds values other than 0 and 1")
+        if not mask[:, -1].all():
+            raise BindError(
+                "attention_mask: every row's last token must be real (pad on the left, as "
+                "generation needs: tokenizer.padding_side = 'left')"
+            )
+        if mask.all():
+            return None
+        return cls(mask.astype(np.int32), capacity)
+
+    def chunk(self, pos: int, n: int) -> dict[str, np.ndarray]:
+        return {"attention_mask": self.mask, "position_ids": self.positions[:, pos : pos + n]}
+
+    def next(self, step: int) -> dict[str, np.ndarray]:
+        """The inputs of the decode step feeding the `step`-th new token."""
+        return {"attention_mask": self.mask, "position_ids": (self.last + 1 + step)[:, None]}
+
+
 def _chunks(length: int) -> list[int]:
     """`length` as descending powers of two (its binary expansion)."""
     return [1 << bit for bit in range(length.bit_length() - 1, -1, -1) if length >> bit & 1]
@@ -150,13 +195,15 @@ class CausalLM:
 
     # --- steps --------------------------------------------------------------------------
 
-    def _step(self, batch: int, tokens: int):
-        """The compiled `[batch, tokens]` step (exported, imported, compiled on first use)."""
-        key = (batch, tokens)
+    def _step(self, batch: int, tokens: int, padded: bool = False):
+        """The compiled `[batch, tokens]` step (exported, imported, compiled
+        on first use); `padded`: the form with a padding mask and per-row
+        positions (left-padded prompts)."""
+        key = (batch, tokens, padded)
         if not self._runner.has(key):
             from ..frontend.torch_export import exported_weights, import_exported
 
-            ep = export_step(self.model, batch, tokens, self.capacity)
+            ep = export_step(self.model, batch, tokens, self.capacity, padded=padded)
             tracer = import_exported(
                 ep, name=f"step_b{batch}_t{tokens}", output_names=["logits"],
                 pos="pos", max_pos=self.capacity - tokens, pack_weights=True,
@@ -181,20 +228,21 @@ class CausalLM:
         self._runner.reset(state)
         self._batch = batch
 
-    def logits(self, input_ids: Any) -> np.ndarray:
+    def logits(self, input_ids: Any, attention_mask: Any = None) -> np.ndarray:
         """The last position's logits `[B, vocab]` (float32) of a fresh prompt."""
         ids = _token_ids(input_ids, self.vocab_size)
-        return self._prefill(ids)
+        return self._prefill(ids, _Padding.of(attention_mask, ids, self.capacity))
 
-    def _prefill(self, ids: np.ndarray) -> np.ndarray:
+    def _prefill(self, ids: np.ndarray, padding: "_Padding | None") -> np.ndarray:
         batch, length = ids.shape
         if length > self.capacity:
             raise BindError(f"the prompt has {length} tokens; the cache holds {self.capacity} (max_seq_len)")
         self._reset(batch)
         pos, logits = 0, None
         for n in _chunks(length):
-            key = self._step(batch, n)
-            logits = self._runner.step(key, ids[:, pos : pos + n], pos)
+            key = self._step(batch, n, padding is not None)
+            extra = padding.chunk(pos, n) if padding is not None else None
+            logits = self._runner.step(key, ids[:, pos : pos + n], pos, extra)
             pos += n
         return logits
 
@@ -217,6 +265,7 @@ class CausalLM:
         seed: int | None = None,
         eos_token_id: "int | list[int] | None" = FROM_CONFIG,
         pad_token_id: "int | None" = FROM_CONFIG,
+        attention_mask: Any = None,
     ) -> np.ndarray:
         """The prompt and its continuation, `[B, L + new]` int64, as
         transformers' `generate`: greedy by default; with `do_sample`,
@@ -225,7 +274,10 @@ class CausalLM:
         is continued with `pad_token_id` (default: the generation config's,
         else the first eos); generation stops when every row has, or after
         `max_new_tokens`. An explicit None turns either off. Every row starts at
-        the same position (a batch of equal-length prompts)."""
+        the same position; prompts of different lengths come left-padded
+        with their `attention_mask` (`[B, L]`, 0 at a padding token), as a
+        tokenizer gives them: each row then has its own positions and never
+        attends to its padding, as in transformers."""
         sampling = Sampling(do_sample, temperature, top_k, top_p)
         if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
             raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
@@ -244,7 +296,8 @@ class CausalLM:
         out = [ids]
         if max_new_tokens == 0:
             return ids
-        logits = self._prefill(ids)
+        padding = _Padding.of(attention_mask, ids, self.capacity)
+        logits = self._prefill(ids, padding)
         done = np.zeros(batch, dtype=bool)
         for step in range(max_new_tokens):
             token = sampling.next_tokens(logits, rng)
@@ -254,6 +307,7 @@ class CausalLM:
             out.append(token[:, None])
             if done.all() or step == max_new_tokens - 1:
                 break
-            key = self._step(batch, 1)
-            logits = self._runner.step(key, token[:, None], length + step)
+            key = self._step(batch, 1, padding is not None)
+            extra = padding.next(step) if padding is not None else None
+            logits = self._runner.step(key, token[:, None], length + step, extra)
         return np.concatenate(out, axis=1)

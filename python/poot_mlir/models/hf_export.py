@@ -91,7 +91,13 @@ class _StaticCacheStep(torch.nn.Module):
         params = inspect.signature(model.forward).parameters
         self._keep_last = "logits_to_keep" in params
 
-    def forward(self, input_ids: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        pos: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         # torch.export swaps the module's buffers for its own tensors: point
         # the cache at them, and start its length at `pos` (a fresh tensor:
         # the cache bumps it in place, which must not write the input).
@@ -100,19 +106,32 @@ class _StaticCacheStep(torch.nn.Module):
             layer.values = getattr(self, f"cache_v{i}")
             layer.cumulative_length = pos.clone()
         kwargs: dict[str, Any] = {"logits_to_keep": 1} if self._keep_last else {}
+        if attention_mask is not None:  # padded rows: the model's own masking and positions
+            kwargs.update(attention_mask=attention_mask, position_ids=position_ids)
         logits = self.model(input_ids=input_ids, cache=self.cache, use_cache=True, **kwargs).logits
         return logits[:, -1:, :]
 
 
 def export_step(
-    model: Any, batch: int, tokens: int, capacity: int, device: str = "cpu"
+    model: Any, batch: int, tokens: int, capacity: int, device: str = "cpu", padded: bool = False
 ) -> "torch.export.ExportedProgram":
     """The exported step of `model` for `[batch, tokens]` token ids at a
     position (its buffers `cache_k{i}` / `cache_v{i}` are the KV cache).
-    `device="meta"` exports a model built on the meta device (no weight
-    memory: for compiling steps whose weights are bound elsewhere)."""
+    `padded`: the step also takes `attention_mask [batch, capacity]` (0 for
+    a padding slot) and `position_ids [batch, tokens]` (each row's own
+    positions), as transformers' generate passes them for left-padded
+    prompts. `device="meta"` exports a model built on the meta device (no
+    weight memory: for compiling steps whose weights are bound elsewhere)."""
     shapes = cache_shapes(model, batch, capacity)
     step = _StaticCacheStep(model, batch, capacity, shapes, device).eval()
-    ids = torch.zeros((batch, tokens), dtype=torch.long, device=device)
+    args: tuple = (
+        torch.zeros((batch, tokens), dtype=torch.long, device=device),
+        torch.tensor(0, device=device),
+    )
+    if padded:
+        args += (
+            torch.ones((batch, capacity), dtype=torch.long, device=device),
+            torch.zeros((batch, tokens), dtype=torch.long, device=device),
+        )
     with torch.no_grad():
-        return torch.export.export(step, (ids, torch.tensor(0, device=device)), strict=False)
+        return torch.export.export(step, args, strict=False)

@@ -24,7 +24,7 @@ from ..compiler import devices
 
 __all__ = ["CpuRunner", "GpuRunner", "make_runner"]
 
-Key = tuple[int, int]
+Key = tuple[int, int, bool]  # (batch, tokens, padded)
 
 
 def _numpy_dtype(model: Any) -> np.dtype:
@@ -38,8 +38,12 @@ def _numpy_dtype(model: Any) -> np.dtype:
     return np.dtype(str(dtype).removeprefix("torch."))
 
 
-def _step_inputs(ids: np.ndarray, pos: int) -> dict[str, Any]:
-    return {"input_ids": ids.astype(np.int32), "pos": np.int32(pos)}
+def _step_inputs(ids: np.ndarray, pos: int, extra: dict[str, Any] | None) -> dict[str, Any]:
+    return {"input_ids": ids.astype(np.int32), "pos": np.int32(pos), **(extra or {})}
+
+
+def _folder(key: Key) -> str:
+    return f"b{key[0]}_t{key[1]}" + ("_padded" if key[2] else "")
 
 
 def _last_logits(result: Any) -> np.ndarray:
@@ -63,7 +67,7 @@ class CpuRunner:
         from ..compiler import compile_cpu
         from ..runtime.cpu import CpuArtifact
 
-        path = compile_cpu(module, self.workdir / f"b{key[0]}_t{key[1]}")
+        path = compile_cpu(module, self.workdir / _folder(key))
         self._steps[key] = CpuArtifact(path)
         if self._weights is None:  # every shape reads the same weights
             self._weights = weights()
@@ -71,8 +75,8 @@ class CpuRunner:
     def reset(self, state: dict[str, np.ndarray]) -> None:
         self._state = state
 
-    def step(self, key: Key, ids: np.ndarray, pos: int) -> np.ndarray:
-        inputs = {**_step_inputs(ids, pos), **self._weights, **self._state}
+    def step(self, key: Key, ids: np.ndarray, pos: int, extra: dict | None = None) -> np.ndarray:
+        inputs = {**_step_inputs(ids, pos, extra), **self._weights, **self._state}
         result = self._steps[key].run(inputs, donate=True)
         self._state.update(result.state)
         return _last_logits(result)
@@ -105,7 +109,7 @@ class GpuRunner:
         from ..compiler.gpu import compile_gpu
         from ..runtime.program import ProgramArtifact
 
-        path = compile_gpu(module, self.device, self.workdir / f"b{key[0]}_t{key[1]}")
+        path = compile_gpu(module, self.device, self.workdir / _folder(key))
         self._steps[key] = ProgramArtifact(path, backend=self._backend)
         if self._weights is None:
             self._weights = weights()
@@ -136,8 +140,8 @@ class GpuRunner:
                 self._sessions[key] = artifact.session(share=self._first)
         return self._sessions[key]
 
-    def step(self, key: Key, ids: np.ndarray, pos: int) -> np.ndarray:
-        return _last_logits(self._session(key).step(_step_inputs(ids, pos)))
+    def step(self, key: Key, ids: np.ndarray, pos: int, extra: dict | None = None) -> np.ndarray:
+        return _last_logits(self._session(key).step(_step_inputs(ids, pos, extra)))
 
     def close(self) -> None:
         for session in self._sessions.values():
