@@ -80,23 +80,6 @@ def build(out: Path, names: list[str]) -> None:
              "packed": packed, "state": state}, indent=1))  # fmt: skip
 
 
-def _copy_bandwidth() -> float:
-    import torch
-
-    a = torch.empty(1 << 29, dtype=torch.float64, device="cuda")
-    b = torch.empty_like(a)
-    for _ in range(3):
-        b.copy_(a)
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(10):
-        b.copy_(a)
-    end.record()
-    torch.cuda.synchronize()
-    return 2 * a.numel() * 8 / (start.elapsed_time(end) / 1e3 / 10)
-
-
 class PootGenerate:
     """The CausalLM loop over the carried artifacts: prefill chunk, then
     decode steps; the token chosen on the device (argmax of the step's
@@ -243,8 +226,6 @@ def run_case(out: Path, name: str, bandwidth: float) -> dict:
     for label in ("eager", "compile"):
         if f"torch_{label}_ms_per_token" in row:
             row[f"speedup_vs_torch_{label}"] = row[f"torch_{label}_ms_per_token"] / row["poot_ms_per_token"]
-    del model, poot
-    torch.cuda.empty_cache()
     return row
 
 
@@ -255,13 +236,16 @@ def main(argv: list[str]) -> None:
         return
     import torch
 
+    from decode_step_h200 import _copy_bandwidth  # one probe of the copy ceiling for the benches
+
     bandwidth = _copy_bandwidth()
     rows = []
     for name in names:
         try:
-            rows.append(run_case(out, name, bandwidth))
+            rows.append(run_case(out, name, bandwidth))  # its model and sessions freed on return
         except Exception as error:
             rows.append({"case": name, "error": f"{type(error).__name__}: {error}"[:800]})
+        torch.cuda.empty_cache()  # the case's model is gone: the next one gets its memory
         print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     print(json.dumps({"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"),
                       "rows": rows}, indent=1))  # fmt: skip
