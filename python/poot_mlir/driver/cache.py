@@ -29,7 +29,7 @@ changed nothing. `snapshot` / `restore` undo whole steps.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Hashable, Sequence
+from typing import Any, Hashable, Mapping, Sequence
 
 import numpy as np
 
@@ -64,6 +64,15 @@ class Copy:
     src: int
     dst: int
     count: int
+
+
+def apply_copies(state: Mapping[str, Any], pools: Sequence[str], copies: Sequence[Copy]) -> None:
+    """Apply `copies` to each pool array of `state` named in `pools`, in
+    place (host arrays: a device runner copies on the device instead)."""
+    for name in pools:
+        pool = state[name]
+        for c in copies:
+            pool[c.dst : c.dst + c.count] = pool[c.src : c.src + c.count]
 
 
 @dataclass

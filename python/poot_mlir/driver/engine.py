@@ -45,7 +45,7 @@ import numpy as np
 from ..errors import KVCacheError, PoolExhausted, RangeBindError, SequenceFull, ShapeBindError
 from .adapters import AdapterTable
 from .blocks import BLOCK_SIZE
-from .cache import Copy, PagedKVCache
+from .cache import Copy, PagedKVCache, apply_copies
 from .prefix import WeightsIdentity
 from .sampling import Sampling
 
@@ -565,10 +565,7 @@ class Engine:
         # The runner's own arrays (its `state` is read-only views).
         writable = getattr(self.runner, "writable_state", None)
         state = writable() if writable is not None else self.runner.state
-        for name in self.pools:
-            pool = state[name]
-            for c in copies:
-                pool[c.dst : c.dst + c.count] = pool[c.src : c.src + c.count]
+        apply_copies(state, self.pools, copies)
 
     def _finish_step(
         self, plan: StepPlan, logits: np.ndarray, seconds: float, cpu_seconds: float

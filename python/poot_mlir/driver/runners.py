@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..errors import BindError
-from .cache import Copy
+from .cache import Copy, apply_copies
 
 __all__ = ["DeviceRunner", "HostRunner"]
 
@@ -72,10 +72,7 @@ class HostRunner:
         return result
 
     def copy_rows(self, pools: Sequence[str], copies: Sequence[Copy]) -> None:
-        for name in pools:
-            pool = self._state[name]
-            for c in copies:
-                pool[c.dst : c.dst + c.count] = pool[c.src : c.src + c.count]
+        apply_copies(self._state, pools, copies)
 
     def close(self) -> None:
         for artifact in self._steps.values():
