@@ -68,7 +68,8 @@ NB_MODULE(_pootTargets, m) {
             {"max_splits", d.maxSplits},
             {"wide_head_mma", d.wideHeadMma},
             {"max_unroll", d.maxUnroll},
-            {"max_keys_per_load", d.maxKeysPerLoad}};
+            {"max_keys_per_load", d.maxKeysPerLoad},
+            {"jam_rows", d.jamRows}};
       },
       "The one set of device defaults (lib/Transforms/DeviceDescription.h "
       "kDefaultDevice) by compiler.devices.Device field name.");

@@ -216,7 +216,7 @@ void mlir::poot::buildPootStepToSPIRVPipeline(
   addWholeStepPasses(pm, [&](OpPassManager &p) {
     addPlanAndGenerate(p, DeviceTarget::SPIRV, o);
   }, {/*vectorMemory=*/false, o.maxGridX, o.maxBufferBytes,
-      /*maxElements=*/(int64_t(1) << 31) - 1});
+      /*maxElements=*/(int64_t(1) << 31) - 1, /*warpLanes=*/0, o.jamRows});
   pm.addPass(createPootGPUSPIRVEntryABI());
   addSPIRVLowering(pm, /*everyType=*/true, o.client);
 }
@@ -226,7 +226,7 @@ void mlir::poot::buildPootStepToNVVMPipeline(
   addWholeStepPasses(pm, [&](OpPassManager &p) {
     addPlanAndGenerate(p, DeviceTarget::NVVM, o);
   }, {/*vectorMemory=*/true, o.maxGridX, o.maxBufferBytes, /*maxElements=*/0,
-      /*warpLanes=*/o.warpReductions ? 32 : 0});
+      /*warpLanes=*/o.warpReductions ? 32 : 0, o.jamRows});
   addNVVMLowering(pm, o);
 }
 
@@ -234,7 +234,8 @@ void mlir::poot::buildPootStepToROCDLPipeline(
     OpPassManager &pm, const PootROCDLPipelineOptions &o) {
   addWholeStepPasses(pm, [&](OpPassManager &p) {
     addPlanAndGenerate(p, DeviceTarget::ROCDL, o);
-  }, {/*vectorMemory=*/true, o.maxGridX, o.maxBufferBytes});
+  }, {/*vectorMemory=*/true, o.maxGridX, o.maxBufferBytes, /*maxElements=*/0,
+      /*warpLanes=*/0, o.jamRows});
   addROCDLLowering(pm, o);
 }
 

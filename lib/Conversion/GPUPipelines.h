@@ -85,6 +85,12 @@ struct PootDeviceOptions : public PassPipelineOptions<Derived> {
                      "whole warp's would be narrower (bf16/f16 D = 128); 1 a "
                      "whole warp per key row"),
       llvm::cl::init(kDefaultDevice.maxKeysPerLoad)};
+  Opt::Option<int64_t> jamRows{
+      *this, "jam-rows",
+      llvm::cl::desc("Whole steps: rows of a batched matmul one thread "
+                     "computes, loading the weight they share once "
+                     "(poot-gpu-jam-rows; 1: a thread per row)"),
+      llvm::cl::init(kDefaultDevice.jamRows)};
 };
 
 /// Who reads the SPIR-V: a Vulkan driver, or wgpu, whose shader translator
@@ -182,6 +188,8 @@ struct WholeStepTarget {
   /// (poot-gpu-warp-reductions); 0: not used (SPIR-V: the subgroup size is
   /// the driver's choice; ROCDL: not run on AMD hardware yet).
   int64_t warpLanes = 0;
+  /// Rows of a batched matmul one thread computes (poot-gpu-jam-rows).
+  int64_t jamRows = kDefaultDevice.jamRows;
 };
 
 /// The target-independent part of a whole step (StepPipelines.cpp), with the

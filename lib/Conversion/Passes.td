@@ -817,7 +817,12 @@ def PootGPUSplitReductions
            "Threads to reach (a device's threads in flight)">,
     Option<"minChunk", "min-chunk", "int64_t", /*default=*/"32",
            "Products each thread still sums (a shorter chunk costs more in "
-           "the final reduction than it gains)">
+           "the final reduction than it gains)">,
+    Option<"jamRows", "jam-rows", "int64_t", /*default=*/"::mlir::poot::kDefaultDevice.jamRows",
+           "Rows poot-gpu-jam-rows will give one thread (its `max-rows`): "
+           "threads are counted per group of jammed rows, and the partial "
+           "sums of jammed ops are kept to a quarter of the shared input's "
+           "bytes">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
@@ -873,14 +878,19 @@ def PootGPUFoldFills
     GPU pipeline. A top-level `scf.parallel` whose body is one store of a
     value defined outside it (a lowered `linalg.fill`) is folded into the
     next top-level op that touches its buffer (or a view of it), when that
-    op is an `scf.parallel` over the same constant iteration space whose
-    body touches the buffer itself only directly (not in a nested region):
-    one load at the filled indices (the accumulator's start), before any
-    store, and stores at the same indices. Each reduction iteration then
-    reads exactly the element the fill wrote in the corresponding iteration
-    and overwrites it, so the load becomes the fill's value and the fill
-    (one launch and one pass over the buffer) goes. Anything else between
-    them that uses the buffer keeps both.
+    op is an `scf.parallel` whose body touches the buffer itself only
+    directly (not in a nested region): one load (the accumulator's start),
+    before any store, and stores at the load's indices, over exactly the
+    filled elements, each once. Two loops cover the same elements when,
+    index by index, both use the same constant or terms of the same extent:
+    an induction variable from 0 in steps of 1, or a disjoint
+    `affine.linearize_index` of such variables by exactly their trip counts
+    (a fill over 512 and a reduction over 8 x 64 writing the flat index of
+    (head, d)), every variable of each loop used once. Each reduction
+    iteration then reads an element the fill wrote (a value the same for
+    all) and overwrites it, so the load becomes the fill's value and the
+    fill (one launch and one pass over the buffer) goes. Anything else
+    between them that uses the buffer keeps both.
 
     Before:
     ```mlir
@@ -902,6 +912,119 @@ def PootGPUFoldFills
     ```
   }];
   let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def PootGPUFuseEpilogues
+    : Pass<"poot-gpu-fuse-epilogues", "::mlir::func::FuncOp"> {
+  let summary = "Run an elementwise consumer of a reduction kernel in the reduction's own iterations";
+  let description = [{
+    Runs on buffers after `poot-gpu-fold-fills`, before
+    `poot-gpu-jam-rows` and `poot-gpu-vectorize-columns`, in a whole-step
+    GPU pipeline. A BF16 decode matmul ends in three kernels: the final sum
+    of its split partials (f32), the rounding of those sums to bf16, and
+    often a copy into the heads' layout; a residual add is another. Each is
+    a launch and a pass over the values. A top-level `scf.parallel` that
+    holds a reduction loop (an `scf.for` with iteration arguments) takes
+    the next top-level `scf.parallel` into its body when: only allocations
+    and pure ops lie between them (moved before it); the two have the same
+    constant bounds and steps; the consumer is elementwise (loads, stores
+    and pure ops, no nested regions); it writes nothing the producer reads
+    or writes and reads what the producer writes only from the very same
+    buffers (only distinct allocations are known apart); and each such
+    load reads exactly the element its own iteration stored (the same index
+    values after CSE of the merged body, no write in between): those loads
+    become the stored values. Repeated while the next loop qualifies. The
+    producer's stores stay (a buffer only stored is removed later by the
+    canonicalizer). Nothing is computed differently.
+
+    Before:
+    ```mlir
+    scf.parallel (%h, %d) = (%c0, %c0) to (%c8, %c64) step (%c1, %c1) {
+      %i = affine.linearize_index disjoint [%h, %d] by (8, 64) : index
+      %s = scf.for %p = %c0 to %c16 step %c1 iter_args(%a = %zero) -> (f32) { ... }
+      memref.store %s, %sum[%c0, %i] : memref<1x512xf32>
+    }
+    scf.parallel (%h, %d) = (%c0, %c0) to (%c8, %c64) step (%c1, %c1) {
+      %i = affine.linearize_index disjoint [%h, %d] by (8, 64) : index
+      %v = memref.load %sum[%c0, %i] : memref<1x512xf32>
+      %b = arith.truncf %v : f32 to bf16
+      memref.store %b, %q[%c0, %h, %c0, %d] : memref<1x8x1x64xbf16>
+    }
+    ```
+    After:
+    ```mlir
+    scf.parallel (%h, %d) = (%c0, %c0) to (%c8, %c64) step (%c1, %c1) {
+      %i = affine.linearize_index disjoint [%h, %d] by (8, 64) : index
+      %s = scf.for %p = %c0 to %c16 step %c1 iter_args(%a = %zero) -> (f32) { ... }
+      memref.store %s, %sum[%c0, %i] : memref<1x512xf32>
+      %b = arith.truncf %s : f32 to bf16
+      memref.store %b, %q[%c0, %h, %c0, %d] : memref<1x8x1x64xbf16>
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
+def PootGPUJamRows
+    : Pass<"poot-gpu-jam-rows", "::mlir::func::FuncOp"> {
+  let summary = "Give each thread of a batched decode matmul several rows of its columns, so a weight element is loaded once for all of them";
+  let description = [{
+    Runs on buffers after `poot-gpu-fold-fills`, before
+    `poot-gpu-vectorize-columns`, in a whole-step GPU pipeline. A decode
+    matmul over B rows (`[B, K] x [K, N]`, the serving batch) is lowered
+    one thread per (row, column): every row's thread loads the same weight
+    element, so the weights are read B times (from L2 at best) and a B-row
+    step costs about B single-row steps. For a top-level `scf.parallel`
+    whose body holds a reduction loop (an `scf.for` with iteration
+    arguments), a dimension other than the last (the columns) that runs
+    0..M in steps of 1 is jammed when some load inside a reduction loop
+    does not depend on it (the weight, shared by the rows) while depending
+    on that loop's induction variable (it is streamed) and every nested
+    loop's bounds are independent of it: the dimension runs over M / R
+    groups, where R is the largest divisor of M up to `max-rows`, and each
+    iteration runs its R rows as an `scf.for` that upstream
+    `loopUnrollJamByFactor` unrolls and jams, so the reduction loop carries
+    R accumulators and its body holds R copies of the row's work; then CSE
+    merges the copies' identical loads (the weight, its conversion to f32,
+    its index math). The arithmetic is unchanged per element (each row's
+    sum runs in the same order): results are bit-identical.
+    `poot-gpu-split-reductions` counts threads with the same rows jammed
+    (`jam-rows` there).
+
+    Before (16 rows, 64 splits of a [16, 4096] x [4096, 1024] bf16 matmul):
+    ```mlir
+    scf.parallel (%s, %m, %n) = (%c0, %c0, %c0) to (%c64, %c16, %c1024) step (%c1, %c1, %c1) {
+      %0 = scf.for %k = %c0 to %c64 step %c1 iter_args(%acc = %cst) -> (f32) {
+        %i = affine.linearize_index disjoint [%s, %k] by (64, 64) : index
+        %a = memref.load %x[%m, %c0, %i] : memref<16x1x4096xbf16>
+        %b = memref.load %w[%i, %n] : memref<4096x1024xbf16>
+        ... (extf, mulf, addf)
+      }
+      memref.store %0, %p[%s, %m, %c0, %n] : memref<64x16x1x1024xf32>
+    }
+    ```
+    After (`max-rows=8`: two groups of 8 rows):
+    ```mlir
+    scf.parallel (%s, %g, %n) = (%c0, %c0, %c0) to (%c64, %c2, %c1024) step (%c1, %c1, %c1) {
+      %m0 = arith.muli %g, %c8 : index
+      %m1 = arith.addi %m0, %c1 : index
+      ...
+      %0:8 = scf.for %k = %c0 to %c64 step %c1 iter_args(%a0 = %cst, ..., %a7 = %cst) -> (f32, ...) {
+        %b = memref.load %w[%i, %n] : memref<4096x1024xbf16>   // once
+        %x0 = memref.load %x[%m0, %c0, %i] ... %x7 = memref.load %x[%m7, %c0, %i]
+        ... (8 products and sums)
+      }
+      memref.store %0#0, %p[%s, %m0, %c0, %n] ... memref.store %0#7, %p[%s, %m7, %c0, %n]
+    }
+    ```
+  }];
+  let options = [
+    Option<"maxRows", "max-rows", "int64_t", /*default=*/"::mlir::poot::kDefaultDevice.jamRows",
+           "Most rows one thread computes together (1: a row a thread)">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];
 }
 

@@ -62,7 +62,9 @@ void mlir::poot::addWholeStepPasses(
   pm.addPass(createPootFuseElementwiseChains(fusion));
   // Decode matmuls: their reductions split over enough threads to fill
   // the device.
-  pm.addNestedPass<func::FuncOp>(createPootGPUSplitReductions());
+  PootGPUSplitReductionsOptions split;
+  split.jamRows = target.jamRows;
+  pm.addNestedPass<func::FuncOp>(createPootGPUSplitReductions(split));
   // 3. Buffers, the state in place (the CPU pipeline's bufferization).
   addInPlaceBufferization(pm);
   pm.addPass(createPootGPUAttentionLaunches());
@@ -78,6 +80,14 @@ void mlir::poot::addWholeStepPasses(
   pm.addNestedPass<func::FuncOp>(createPootGPUPromoteAccumulators());
   // A reduction starts from its fill's value (no fill kernel).
   pm.addNestedPass<func::FuncOp>(createPootGPUFoldFills());
+  // Elementwise consumers of a reduction (the rounding of a matmul's sums,
+  // a residual add, a copy into the heads' layout) run in its kernel.
+  pm.addNestedPass<func::FuncOp>(createPootGPUFuseEpilogues());
+  // A batched matmul's thread computes several rows: the weight element
+  // the rows share is loaded once for all of them.
+  PootGPUJamRowsOptions rows;
+  rows.maxRows = target.jamRows;
+  pm.addNestedPass<func::FuncOp>(createPootGPUJamRows(rows));
   // Each reduction thread owns 4 columns (16-byte loads), its loop
   // unrolled: loads in flight to stream the weights.
   PootGPUVectorizeColumnsOptions columns;

@@ -62,6 +62,10 @@ struct DeviceDescription {
   /// NVIDIA warp decode of two-byte keys: N keys a load in rows of 32 / N
   /// lanes where a whole warp's row would be narrower than 16-byte vectors.
   int64_t maxKeysPerLoad = 2;
+  /// Whole GPU steps: rows of a batched matmul one thread computes together,
+  /// so the weight element they share is loaded once for all of them
+  /// (poot-gpu-jam-rows; 1: a thread per row).
+  int64_t jamRows = 8;
 };
 
 /// The defaults: what a device nobody described more closely gets.

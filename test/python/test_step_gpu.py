@@ -188,6 +188,43 @@ def test_decode_matmul_reductions_split_over_threads(tmp_path, rng) -> None:
         _assert_matches_oracle(art, reference, inputs)
 
 
+@pytest.mark.parametrize("runtime", list(RUNTIMES))
+@pytest.mark.parametrize("rows,jam", [(16, 8), (12, 6), (16, 1)])
+def test_batched_decode_matmul_rows_share_weight_loads(tmp_path, rng, runtime, rows, jam) -> None:
+    """A batched decode matmul ([rows, 2048] x [2048, 256]): each partial-sum
+    thread computes `jam` rows (poot-gpu-jam-rows, the largest divisor of
+    the rows up to Device.jam_rows = 8), so the split counts threads per
+    group of rows and keeps the partials to a quarter of the weight's bytes
+    (ratio min(131072 / threads, 2048 / 32, 2 MiB / (16 x rows x 256))), and
+    the result matches the float64 oracle. jam_rows=1 keeps a thread per
+    row (the ratio of an unjammed op: 64)."""
+    dependency, device, backend = RUNTIMES[runtime]
+    require(dependency)
+    from poot_mlir.frontend import Tracer, ops
+
+    k, n = 2048, 256
+    tr = Tracer("gemm")
+    x, w = tr.input("x", (rows, k)), tr.input("w", (k, n))
+    tr.output("out", ops.matmul(x, w))
+    device = device.with_limits(jam_rows=8 if jam > 1 else 1)
+    with _compiled(tr, device, backend, tmp_path / "gemm") as (reference, art):
+        program = art.programs["gemm"]
+        groups = n // 4  # 4 columns a thread (f32)
+        if jam > 1:
+            threads = rows // jam * groups
+            ratio = min(131072 // threads, k // 32, 2 * 2**20 // (16 * rows * n))
+            ratio = 1 << (ratio.bit_length() - 1)
+        else:
+            threads, ratio = rows * groups, 64
+        temps = sorted(b["bytes"] for b in program["buffers"] if b["kind"] == "temp")
+        assert ratio * rows * n * 4 in temps, (ratio, temps)
+        first = _launches(program)[0]
+        assert first["grid"][0] * first["block"][0] >= ratio * threads
+        inputs = {"x": rng.standard_normal((rows, k), dtype=np.float32),
+                  "w": rng.standard_normal((k, n), dtype=np.float32)}
+        _assert_matches_oracle(art, reference, inputs)
+
+
 def _launches(program: dict) -> list[dict]:
     return [c["launch"] for c in program["commands"] if "launch" in c]
 

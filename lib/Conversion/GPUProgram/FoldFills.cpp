@@ -11,6 +11,7 @@
 
 #include "lib/Conversion/Passes.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
@@ -41,13 +42,51 @@ memref::StoreOp fillStore(scf::ParallelOp loop) {
   return store;
 }
 
-/// Whether `a` (in loop `la`) and `b` (in loop `lb`) name the same element
-/// in corresponding iterations: the same constants, or corresponding
-/// induction variables.
-bool sameIndices(ValueRange a, scf::ParallelOp la, ValueRange b,
-                 scf::ParallelOp lb) {
+/// The extent an index covers over `loop`'s iterations, each value of
+/// [0, extent) exactly once: an induction variable from 0 in steps of 1, or
+/// a disjoint `affine.linearize_index` of such variables whose basis is
+/// exactly their trip counts (a folded view's flat index over (head, d)).
+/// The variables used are appended to `used`; nothing for anything else.
+std::optional<int64_t> coverage(Value index, scf::ParallelOp loop,
+                                SmallVectorImpl<unsigned> &used) {
+  auto tripOf = [&](Value v) -> std::optional<int64_t> {
+    auto ivs = llvm::to_vector(loop.getInductionVars());
+    auto it = llvm::find(ivs, v);
+    if (it == ivs.end())
+      return std::nullopt;
+    unsigned d = it - ivs.begin();
+    if (getConstantIntValue(loop.getLowerBound()[d]) != 0 ||
+        getConstantIntValue(loop.getStep()[d]) != 1)
+      return std::nullopt;
+    used.push_back(d);
+    return getConstantIntValue(loop.getUpperBound()[d]);
+  };
+  if (std::optional<int64_t> trip = tripOf(index))
+    return trip;
+  auto linear = index.getDefiningOp<affine::AffineLinearizeIndexOp>();
+  if (!linear || !linear.getDisjoint() || !linear.hasOuterBound() ||
+      !linear.getDynamicBasis().empty())
+    return std::nullopt;
+  int64_t extent = 1;
+  for (auto [v, size] :
+       llvm::zip(linear.getMultiIndex(), linear.getStaticBasis())) {
+    std::optional<int64_t> trip = tripOf(v);
+    if (!trip || *trip != size)
+      return std::nullopt;
+    extent *= size;
+  }
+  return extent;
+}
+
+/// Whether indices `a` over loop `la` and `b` over loop `lb` range over the
+/// same elements, each once: position by position the same constant or
+/// covering terms of the same extent, every induction variable of either
+/// loop used exactly once.
+bool sameElements(ValueRange a, scf::ParallelOp la, ValueRange b,
+                  scf::ParallelOp lb) {
   if (a.size() != b.size())
     return false;
+  SmallVector<unsigned> usedA, usedB;
   for (auto [x, y] : llvm::zip(a, b)) {
     std::optional<int64_t> cx = getConstantIntValue(x), cy = getConstantIntValue(y);
     if (cx || cy) {
@@ -55,30 +94,16 @@ bool sameIndices(ValueRange a, scf::ParallelOp la, ValueRange b,
         return false;
       continue;
     }
-    auto ix = llvm::find(la.getInductionVars(), x);
-    auto iy = llvm::find(lb.getInductionVars(), y);
-    if (ix == la.getInductionVars().end() || iy == lb.getInductionVars().end() ||
-        ix - la.getInductionVars().begin() != iy - lb.getInductionVars().begin())
+    std::optional<int64_t> ex = coverage(x, la, usedA);
+    std::optional<int64_t> ey = coverage(y, lb, usedB);
+    if (!ex || !ey || *ex != *ey)
       return false;
   }
-  return true;
-}
-
-bool sameSpace(scf::ParallelOp a, scf::ParallelOp b) {
-  auto constants = [](ValueRange vs) {
-    SmallVector<std::optional<int64_t>> out;
-    for (Value v : vs)
-      out.push_back(getConstantIntValue(v));
-    return out;
+  auto eachOnce = [](SmallVector<unsigned> used, unsigned dims) {
+    llvm::sort(used);
+    return used.size() == dims && llvm::equal(used, llvm::seq<unsigned>(0, dims));
   };
-  for (auto [x, y] : {std::pair{a.getLowerBound(), b.getLowerBound()},
-                      std::pair{a.getUpperBound(), b.getUpperBound()},
-                      std::pair{a.getStep(), b.getStep()}}) {
-    auto cx = constants(x), cy = constants(y);
-    if (cx != cy || llvm::is_contained(cx, std::nullopt))
-      return false;
-  }
-  return true;
+  return eachOnce(usedA, la.getNumLoops()) && eachOnce(usedB, lb.getNumLoops());
 }
 
 /// The top-level ancestor of `op` in `block`.
@@ -112,13 +137,15 @@ struct FoldFills : poot::impl::PootGPUFoldFillsBase<FoldFills> {
           next = top;
       }
     auto reduce = dyn_cast_or_null<scf::ParallelOp>(next);
-    if (!reduce || !sameSpace(fill, reduce))
+    if (!reduce)
       return false;
-    // Inside it: only the buffer itself, at the filled indices, loaded
-    // once at the top of the body before anything stores it, and stored
-    // at the top of the body.
+    // Inside it: only the buffer itself, over the filled elements (each
+    // once: the same box, through its own induction variables or a flat
+    // index over them), loaded once at the top of the body before anything
+    // stores it, and stored at the top of the body.
     memref::LoadOp init;
-    bool stored = false, ok = true;
+    SmallVector<memref::StoreOp> stores;
+    bool ok = true;
     for (Value alias : aliases)
       for (Operation *user : alias.getUsers()) {
         if (topLevel(user, block) != reduce)
@@ -128,19 +155,23 @@ struct FoldFills : poot::impl::PootGPUFoldFillsBase<FoldFills> {
           continue;
         }
         if (auto load = dyn_cast<memref::LoadOp>(user)) {
-          ok &= !init && sameIndices(load.getIndices(), reduce,
+          ok &= !init && sameElements(load.getIndices(), reduce,
                                      fillStore.getIndices(), fill);
           init = load;
         } else if (auto store = dyn_cast<memref::StoreOp>(user)) {
           ok &= store.getMemRef() == buffer &&
-                sameIndices(store.getIndices(), reduce, fillStore.getIndices(),
-                            fill);
-          stored = true;
+                sameElements(store.getIndices(), reduce, fillStore.getIndices(),
+                             fill);
+          stores.push_back(store);
         } else {
           ok = false;
         }
       }
-    if (!ok || !init || !stored)
+    // Each iteration stores the element it loaded (not a neighbour's).
+    if (!ok || !init || stores.empty() ||
+        llvm::any_of(stores, [&](memref::StoreOp store) {
+          return !llvm::equal(store.getIndices(), init.getIndices());
+        }))
       return false;
     for (Operation &op : *reduce.getBody()) {
       if (&op == init.getOperation())

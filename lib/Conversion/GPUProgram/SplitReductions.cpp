@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lib/Conversion/GPUProgram/JamRows.h"
 #include "lib/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -223,6 +224,45 @@ void remapIndices(RewriterBase &rewriter, linalg::LinalgOp split,
   }
 }
 
+/// The rows poot-gpu-jam-rows will give one thread of `op`'s kernel, and
+/// the bytes of the input those rows share, read on linalg as that pass
+/// reads the loops: a parallel dimension other than the last (the columns)
+/// that some input streamed along the reduction does not index. The most
+/// rows a thread wins; {1, 0} when none.
+std::pair<int64_t, int64_t> jammedRowsOf(linalg::LinalgOp op,
+                                         int64_t maxRows) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> kinds = op.getIteratorTypesArray();
+  int64_t lastParallel = -1;
+  for (auto [i, kind] : llvm::enumerate(kinds))
+    if (kind == utils::IteratorType::parallel)
+      lastParallel = i;
+  std::pair<int64_t, int64_t> best{1, 0};
+  for (auto [d, kind] : llvm::enumerate(kinds)) {
+    if (kind != utils::IteratorType::parallel || int64_t(d) == lastParallel ||
+        ShapedType::isDynamic(ranges[d]))
+      continue;
+    int64_t rows = poot::jammedRows(ranges[d], maxRows);
+    if (rows <= best.first)
+      continue;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      AffineMap map = op.getMatchingIndexingMap(input);
+      auto type = dyn_cast<ShapedType>(input->get().getType());
+      bool alongReduction = false;
+      for (auto [r, rkind] : llvm::enumerate(kinds))
+        alongReduction |= rkind == utils::IteratorType::reduction &&
+                          map.isFunctionOfDim(r);
+      if (!type || !type.hasStaticShape() || map.isFunctionOfDim(d) ||
+          !alongReduction || !type.getElementType().isIntOrFloat())
+        continue;
+      best = {rows, type.getNumElements() *
+                        (type.getElementTypeBitWidth() / 8)};
+      break;
+    }
+  }
+  return best;
+}
+
 struct SplitReductions
     : poot::impl::PootGPUSplitReductionsBase<SplitReductions> {
   using Base::Base;
@@ -268,6 +308,11 @@ struct SplitReductions
     int64_t threads = parallel;
     if (init.getRank() > 0 && init.getShape().back() % columns == 0)
       threads = parallel / columns;
+    // Rows poot-gpu-jam-rows puts in one thread: fewer threads, and every
+    // split writes partial sums for all the rows (B rows x N columns x
+    // ratio), which must stay small beside the weight they share.
+    auto [rows, sharedBytes] = jammedRowsOf(op, jamRows);
+    threads /= rows;
     // An empty op (a zero-sized dimension) has nothing to split; a
     // `min-chunk` below 1 is read as 1.
     int64_t chunkFloor = std::max<int64_t>(minChunk, 1);
@@ -276,6 +321,13 @@ struct SplitReductions
     int64_t ratio = int64_t(1)
                     << llvm::Log2_64(std::min<int64_t>(minThreads / threads,
                                                        reduction / chunkFloor));
+    if (rows > 1) {
+      // Partial sums (4 bytes each, written then read) at most a quarter
+      // of the shared input's bytes.
+      int64_t cap = sharedBytes / (16 * parallel);
+      ratio = cap < 2 ? 1
+                      : std::min(ratio, int64_t(1) << llvm::Log2_64(cap));
+    }
     while (ratio > 1 && reduction % ratio)
       ratio /= 2;
     return ratio > 1 ? ratio : 0;

@@ -77,6 +77,10 @@ class Device:
     #: (poot-gpu-warp-reductions, docs/gpu-steps.md); False: one thread each
     #: (a comparison knob).
     warp_reductions: bool = True
+    #: Whole GPU steps: a batched matmul's thread computes up to N rows, so
+    #: the weight element they share is loaded once for all of them
+    #: (poot-gpu-jam-rows, docs/gpu-steps.md); 1: a thread per row.
+    jam_rows: int = 8
 
     def pipeline_options(self) -> str:
         """The device description as pass-pipeline options."""
@@ -100,6 +104,8 @@ class Device:
             opts += f" wide-head-mma={int(self.wide_head_mma)}"
             opts += f" warp-reductions={int(self.warp_reductions)}"
         opts += self._warp_options()
+        if self.target in ("spirv", "nvvm", "rocdl"):
+            opts += f" jam-rows={self.jam_rows}"
         if self.target == "spirv" and self.client != "vulkan":
             opts += f" client={self.client}"
         return opts

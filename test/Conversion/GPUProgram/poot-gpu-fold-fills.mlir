@@ -113,3 +113,63 @@ func.func @kept(%a: memref<8xf32>, %b: memref<8xf32>, %c: memref<8xf32>, %d: mem
   }
   return
 }
+
+// A fill over 512 elements and a reduction over 8 x 64 storing the flat
+// index of (head, d): the same elements, each once: folded.
+// CHECK-LABEL: func.func @flat_fill
+// CHECK-NOT: memref.store %cst
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%c8, %c64)
+// CHECK: scf.for %{{.*}} iter_args(%{{.*}} = %cst)
+// CHECK-LABEL: func.func @flat_fill_half
+// CHECK: memref.store %cst
+func.func @flat_fill(%p: memref<16x512xf32>, %out: memref<1x512xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c64 = arith.constant 64 : index
+  %c512 = arith.constant 512 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  scf.parallel (%n) = (%c0) to (%c512) step (%c1) {
+    memref.store %cst, %out[%c0, %n] : memref<1x512xf32>
+    scf.reduce
+  }
+  scf.parallel (%h, %d) = (%c0, %c0) to (%c8, %c64) step (%c1, %c1) {
+    %i = affine.linearize_index disjoint [%h, %d] by (8, 64) : index
+    %init = memref.load %out[%c0, %i] : memref<1x512xf32>
+    %s = scf.for %k = %c0 to %c16 step %c1 iter_args(%a = %init) -> (f32) {
+      %v = memref.load %p[%k, %i] : memref<16x512xf32>
+      %r = arith.addf %v, %a : f32
+      scf.yield %r : f32
+    }
+    memref.store %s, %out[%c0, %i] : memref<1x512xf32>
+    scf.reduce
+  }
+  return
+}
+// Only half the filled elements reduced (8 x 32 of 512): the fill stays.
+func.func @flat_fill_half(%p: memref<16x512xf32>, %out: memref<1x512xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %c512 = arith.constant 512 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  scf.parallel (%n) = (%c0) to (%c512) step (%c1) {
+    memref.store %cst, %out[%c0, %n] : memref<1x512xf32>
+    scf.reduce
+  }
+  scf.parallel (%h, %d) = (%c0, %c0) to (%c8, %c32) step (%c1, %c1) {
+    %i = affine.linearize_index disjoint [%h, %d] by (8, 32) : index
+    %init = memref.load %out[%c0, %i] : memref<1x512xf32>
+    %s = scf.for %k = %c0 to %c16 step %c1 iter_args(%a = %init) -> (f32) {
+      %v = memref.load %p[%k, %i] : memref<16x512xf32>
+      %r = arith.addf %v, %a : f32
+      scf.yield %r : f32
+    }
+    memref.store %s, %out[%c0, %i] : memref<1x512xf32>
+    scf.reduce
+  }
+  return
+}

@@ -1,4 +1,21 @@
-// RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions))" | FileCheck %s
+// RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions{jam-rows=1}))" | FileCheck %s
+// RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions{jam-rows=8}))" | FileCheck %s --check-prefix=JAM
+
+// 16 rows, 8 a thread (poot-gpu-jam-rows): 2 x 256 threads of 4 columns,
+// so min(131072 / 512, 4096 / 32) = 128 splits, capped at 64 by the
+// partials (64 x 16 x 1024 x 4 bytes = a quarter of the 16 MiB weight).
+// With a thread per row (jam-rows=1): 4096 threads, 32 splits.
+// JAM-LABEL: func.func @batched
+// JAM: } -> tensor<64x16x1024xf32>
+// CHECK-LABEL: func.func @batched
+// CHECK: } -> tensor<32x16x1024xf32>
+func.func @batched(%x: tensor<16x4096xf32>, %w: tensor<4096x1024xf32>) -> tensor<16x1024xf32> {
+  %e = tensor.empty() : tensor<16x1024xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<16x1024xf32>) -> tensor<16x1024xf32>
+  %o = linalg.matmul ins(%x, %w : tensor<16x4096xf32>, tensor<4096x1024xf32>) outs(%i : tensor<16x1024xf32>) -> tensor<16x1024xf32>
+  return %o : tensor<16x1024xf32>
+}
 
 // A decode matmul: 1024 outputs (256 threads of 4 columns), 4096 products
 // each. Split 128 ways (min(131072 / 256, 4096 / 32)): partials over a

@@ -1,0 +1,189 @@
+//===- JamRows.cpp - poot-gpu-jam-rows -------------------------------------===//
+//
+// A batched decode matmul ([B, K] x [K, N], B the serving batch) lowered one
+// thread per (row, column) loads every weight element once per row: B rows
+// cost about B single-row steps, where the weights (the step's bytes) should
+// be read once for all of them. This pass moves up to `max-rows` rows into
+// one thread: the row dimension becomes an scf.for that upstream
+// loopUnrollJamByFactor unrolls and jams into the reduction loop (one
+// accumulator per row), and CSE leaves one load of each shared weight
+// element.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Conversion/GPUProgram/JamRows.h"
+#include "lib/Conversion/Passes.h"
+
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/CSE.h"
+
+namespace mlir::poot {
+#define GEN_PASS_DEF_POOTGPUJAMROWS
+#include "lib/Conversion/Passes.h.inc"
+} // namespace mlir::poot
+
+using namespace mlir;
+
+namespace {
+
+/// The operations whose results depend on `iv` (its forward slice).
+llvm::SetVector<Operation *> dependents(Value iv) {
+  llvm::SetVector<Operation *> slice;
+  ForwardSliceOptions options;
+  getForwardSlice(iv, &slice, options);
+  return slice;
+}
+
+bool dependsOn(Value v, Value iv, const llvm::SetVector<Operation *> &slice) {
+  if (v == iv)
+    return true;
+  Operation *def = v.getDefiningOp();
+  return def && slice.contains(def);
+}
+
+/// The reduction loops of a kernel-to-be: `scf.for`s with iteration
+/// arguments directly in the parallel loop's body.
+SmallVector<scf::ForOp> reductionLoops(scf::ParallelOp loop) {
+  SmallVector<scf::ForOp> found;
+  for (auto inner : loop.getBody()->getOps<scf::ForOp>())
+    if (inner.getNumRegionIterArgs() > 0)
+      found.push_back(inner);
+  return found;
+}
+
+/// Whether the rows of dimension `dim` share a streamed load: a load inside
+/// a reduction loop whose indices do not depend on the row but do depend on
+/// the reduction loop's induction variable. Fails when a nested loop's
+/// bounds depend on the row (the rows could not run in one loop together).
+bool rowsShareALoad(scf::ParallelOp loop, unsigned dim) {
+  Value row = loop.getInductionVars()[dim];
+  llvm::SetVector<Operation *> rowSlice = dependents(row);
+  bool boundsVary = false;
+  loop.getBody()->walk([&](scf::ForOp inner) {
+    for (Value bound :
+         {inner.getLowerBound(), inner.getUpperBound(), inner.getStep()})
+      boundsVary |= dependsOn(bound, row, rowSlice);
+  });
+  if (boundsVary)
+    return false;
+  for (scf::ForOp reduction : reductionLoops(loop)) {
+    Value k = reduction.getInductionVar();
+    llvm::SetVector<Operation *> kSlice = dependents(k);
+    WalkResult shared = reduction.getBody()->walk([&](memref::LoadOp load) {
+      bool alongK = false, perRow = false;
+      for (Value index : load.getIndices()) {
+        alongK |= dependsOn(index, k, kSlice);
+        perRow |= dependsOn(index, row, rowSlice);
+      }
+      return alongK && !perRow ? WalkResult::interrupt()
+                               : WalkResult::advance();
+    });
+    if (shared.wasInterrupted())
+      return true;
+  }
+  return false;
+}
+
+struct JamRows : poot::impl::PootGPUJamRowsBase<JamRows> {
+  using Base::Base;
+
+  /// The dimension to jam and its rows a thread, or nothing. The last
+  /// dimension is the columns (poot-gpu-vectorize-columns' vectors); of
+  /// the others, the one with the most rows a thread wins.
+  std::optional<std::pair<unsigned, int64_t>> chooseRows(scf::ParallelOp loop) {
+    if (loop.getNumResults() != 0 || reductionLoops(loop).empty())
+      return std::nullopt;
+    std::optional<std::pair<unsigned, int64_t>> best;
+    unsigned dims = loop.getNumLoops();
+    for (unsigned d = 0; d + 1 < dims; ++d) {
+      std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound()[d]);
+      std::optional<int64_t> ub = getConstantIntValue(loop.getUpperBound()[d]);
+      std::optional<int64_t> step = getConstantIntValue(loop.getStep()[d]);
+      if (lb != 0 || step != 1 || !ub || *ub < 2)
+        continue;
+      int64_t rows = poot::jammedRows(*ub, maxRows);
+      if (rows < 2 || (best && best->second >= rows) ||
+          !rowsShareALoad(loop, d))
+        continue;
+      best = std::pair{d, rows};
+    }
+    return best;
+  }
+
+  /// Rebuilds `loop` with dimension `dim` over groups of `rows`, the rows of
+  /// a group an inner scf.for, and unroll-jams that loop. Returns the new
+  /// parallel loop.
+  scf::ParallelOp jam(IRRewriter &rewriter, scf::ParallelOp loop,
+                      unsigned dim, int64_t rows) {
+    Location loc = loop.getLoc();
+    rewriter.setInsertionPoint(loop);
+    int64_t total = *getConstantIntValue(loop.getUpperBound()[dim]);
+    SmallVector<Value> ubs(loop.getUpperBound());
+    ubs[dim] = arith::ConstantIndexOp::create(rewriter, loc, total / rows);
+    scf::ForOp rowLoop;
+    auto grouped = scf::ParallelOp::create(
+        rewriter, loc, loop.getLowerBound(), ubs, loop.getStep(),
+        [&](OpBuilder &b, Location l, ValueRange ivs) {
+          Value size = arith::ConstantIndexOp::create(b, l, rows);
+          Value zero = arith::ConstantIndexOp::create(b, l, 0);
+          Value one = arith::ConstantIndexOp::create(b, l, 1);
+          Value first = arith::MulIOp::create(b, l, ivs[dim], size);
+          rowLoop = scf::ForOp::create(b, l, zero, size, one);
+          OpBuilder inner = OpBuilder::atBlockBegin(rowLoop.getBody());
+          Value row = arith::AddIOp::create(inner, l, first,
+                                            rowLoop.getInductionVar());
+          IRMapping mapping;
+          for (auto [i, iv] : llvm::enumerate(loop.getInductionVars()))
+            mapping.map(iv, i == dim ? row : ivs[i]);
+          inner.setInsertionPoint(rowLoop.getBody()->getTerminator());
+          for (Operation &op : loop.getBody()->without_terminator())
+            inner.clone(op, mapping);
+        });
+    rewriter.eraseOp(loop);
+    // Jam the rows: each reduction loop carries `rows` accumulators. (On
+    // failure the row loop stays, a correct serial loop per thread.)
+    (void)loopUnrollJamByFactor(rowLoop, rows);
+    return grouped;
+  }
+
+  void runOnOperation() override {
+    if (maxRows < 1) {
+      getOperation().emitError()
+          << "poot-gpu-jam-rows: max-rows must be >= 1, got "
+          << static_cast<int64_t>(maxRows);
+      return signalPassFailure();
+    }
+    func::FuncOp func = getOperation();
+    if (func.isExternal() || maxRows < 2)
+      return;
+    SmallVector<scf::ParallelOp> kernels;
+    func.walk([&](scf::ParallelOp loop) {
+      if (!loop->getParentOfType<scf::ParallelOp>())
+        kernels.push_back(loop);
+    });
+    IRRewriter rewriter(&getContext());
+    bool changed = false;
+    for (scf::ParallelOp loop : kernels) {
+      std::optional<std::pair<unsigned, int64_t>> choice = chooseRows(loop);
+      if (!choice)
+        continue;
+      jam(rewriter, loop, choice->first, choice->second);
+      changed = true;
+    }
+    if (!changed)
+      return;
+    // The rows' copies of a shared load (and of its conversion and index
+    // math) become one.
+    DominanceInfo dominance(func);
+    eliminateCommonSubExpressions(rewriter, dominance, func);
+  }
+};
+
+} // namespace
