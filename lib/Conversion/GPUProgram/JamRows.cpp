@@ -58,11 +58,22 @@ SmallVector<scf::ForOp> reductionLoops(scf::ParallelOp loop) {
   return found;
 }
 
-/// Whether the rows of dimension `dim` share a streamed load: a load inside
-/// a reduction loop whose indices do not depend on the row but do depend on
-/// the reduction loop's induction variable. Fails when a nested loop's
-/// bounds depend on the row (the rows could not run in one loop together).
-bool rowsShareALoad(scf::ParallelOp loop, unsigned dim) {
+/// The bytes of a memref with a static shape (0 otherwise).
+int64_t bytesOf(Value memref) {
+  auto type = dyn_cast<MemRefType>(memref.getType());
+  if (!type || !type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+    return 0;
+  return type.getNumElements() * type.getElementTypeBitWidth() / 8;
+}
+
+/// Whether the rows of dimension `dim` share the streamed operand: the
+/// largest buffer a reduction loop loads along its induction variable (the
+/// weight of a matmul) is loaded at indices that do not depend on the row.
+/// (A dimension the activation alone does not index, such as the heads of
+/// a projection, shares only the small operand: jamming it would save no
+/// weight bytes and take threads away.) Fails when a nested loop's bounds
+/// depend on the row (the rows could not run in one loop together).
+bool rowsShareTheWeight(scf::ParallelOp loop, unsigned dim) {
   Value row = loop.getInductionVars()[dim];
   llvm::SetVector<Operation *> rowSlice = dependents(row);
   bool boundsVary = false;
@@ -73,22 +84,30 @@ bool rowsShareALoad(scf::ParallelOp loop, unsigned dim) {
   });
   if (boundsVary)
     return false;
+  bool shared = false;
   for (scf::ForOp reduction : reductionLoops(loop)) {
     Value k = reduction.getInductionVar();
     llvm::SetVector<Operation *> kSlice = dependents(k);
-    WalkResult shared = reduction.getBody()->walk([&](memref::LoadOp load) {
+    // The streamed loads, and whether each depends on the row.
+    int64_t largest = 0;
+    bool largestPerRow = false;
+    reduction.getBody()->walk([&](memref::LoadOp load) {
       bool alongK = false, perRow = false;
       for (Value index : load.getIndices()) {
         alongK |= dependsOn(index, k, kSlice);
         perRow |= dependsOn(index, row, rowSlice);
       }
-      return alongK && !perRow ? WalkResult::interrupt()
-                               : WalkResult::advance();
+      int64_t bytes = bytesOf(load.getMemRef());
+      if (!alongK || bytes < largest)
+        return;
+      largestPerRow = (bytes == largest && largestPerRow) || perRow;
+      largest = bytes;
     });
-    if (shared.wasInterrupted())
-      return true;
+    if (largest == 0 || largestPerRow)
+      return false;
+    shared = true;
   }
-  return false;
+  return shared;
 }
 
 struct JamRows : poot::impl::PootGPUJamRowsBase<JamRows> {
@@ -110,7 +129,7 @@ struct JamRows : poot::impl::PootGPUJamRowsBase<JamRows> {
         continue;
       int64_t rows = poot::jammedRows(*ub, maxRows);
       if (rows < 2 || (best && best->second >= rows) ||
-          !rowsShareALoad(loop, d))
+          !rowsShareTheWeight(loop, d))
         continue;
       best = std::pair{d, rows};
     }

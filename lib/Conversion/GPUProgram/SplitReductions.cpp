@@ -225,42 +225,49 @@ void remapIndices(RewriterBase &rewriter, linalg::LinalgOp split,
 }
 
 /// The rows poot-gpu-jam-rows will give one thread of `op`'s kernel, and
-/// the bytes of the input those rows share, read on linalg as that pass
+/// the bytes of the operand those rows share, read on linalg as that pass
 /// reads the loops: a parallel dimension other than the last (the columns)
-/// that some input streamed along the reduction does not index. The most
-/// rows a thread wins; {1, 0} when none.
+/// that the largest input read along the reduction (the weight) does not
+/// index. The most rows a thread wins; {1, 0} when none.
 std::pair<int64_t, int64_t> jammedRowsOf(linalg::LinalgOp op,
                                          int64_t maxRows) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   SmallVector<utils::IteratorType> kinds = op.getIteratorTypesArray();
+  // The weight: the largest static input indexed by a reduction loop.
+  OpOperand *weight = nullptr;
+  int64_t weightBytes = 0;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    auto type = dyn_cast<ShapedType>(input->get().getType());
+    bool alongReduction = false;
+    for (auto [r, kind] : llvm::enumerate(kinds))
+      alongReduction |=
+          kind == utils::IteratorType::reduction && map.isFunctionOfDim(r);
+    if (!type || !type.hasStaticShape() || !alongReduction ||
+        !type.getElementType().isIntOrFloat())
+      continue;
+    int64_t bytes =
+        type.getNumElements() * (type.getElementTypeBitWidth() / 8);
+    if (bytes > weightBytes) {
+      weight = input;
+      weightBytes = bytes;
+    }
+  }
+  if (!weight)
+    return {1, 0};
+  AffineMap weightMap = op.getMatchingIndexingMap(weight);
   int64_t lastParallel = -1;
   for (auto [i, kind] : llvm::enumerate(kinds))
     if (kind == utils::IteratorType::parallel)
       lastParallel = i;
-  std::pair<int64_t, int64_t> best{1, 0};
+  int64_t best = 1;
   for (auto [d, kind] : llvm::enumerate(kinds)) {
     if (kind != utils::IteratorType::parallel || int64_t(d) == lastParallel ||
-        ShapedType::isDynamic(ranges[d]))
+        ShapedType::isDynamic(ranges[d]) || weightMap.isFunctionOfDim(d))
       continue;
-    int64_t rows = poot::jammedRows(ranges[d], maxRows);
-    if (rows <= best.first)
-      continue;
-    for (OpOperand *input : op.getDpsInputOperands()) {
-      AffineMap map = op.getMatchingIndexingMap(input);
-      auto type = dyn_cast<ShapedType>(input->get().getType());
-      bool alongReduction = false;
-      for (auto [r, rkind] : llvm::enumerate(kinds))
-        alongReduction |= rkind == utils::IteratorType::reduction &&
-                          map.isFunctionOfDim(r);
-      if (!type || !type.hasStaticShape() || map.isFunctionOfDim(d) ||
-          !alongReduction || !type.getElementType().isIntOrFloat())
-        continue;
-      best = {rows, type.getNumElements() *
-                        (type.getElementTypeBitWidth() / 8)};
-      break;
-    }
+    best = std::max(best, poot::jammedRows(ranges[d], maxRows));
   }
-  return best;
+  return {best, best > 1 ? weightBytes : 0};
 }
 
 struct SplitReductions

@@ -140,3 +140,32 @@ func.func @row_dependent_bounds(%x: memref<16x16xf32>, %w: memref<16x256xf32>, %
   }
   return
 }
+
+// A one-row projection over (head, d) columns: the heads do not index the
+// activation, but they do index the weight (the streamed operand), so the
+// heads share nothing worth a thread: left as they are.
+// CHECK-LABEL: func.func @heads_share_only_the_activation
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0) to (%c8, %c64)
+// CHECK-COUNT-1: iter_args(%{{.*}}) -> (f32)
+func.func @heads_share_only_the_activation(%x: memref<1x512xbf16>, %w: memref<512x8x64xbf16>, %o: memref<1x8x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %c512 = arith.constant 512 : index
+  %cst = arith.constant 0.000000e+00 : f32
+  scf.parallel (%h, %d) = (%c0, %c0) to (%c8, %c64) step (%c1, %c1) {
+    %0 = scf.for %k = %c0 to %c512 step %c1 iter_args(%acc = %cst) -> (f32) {
+      %a = memref.load %x[%c0, %k] : memref<1x512xbf16>
+      %b = memref.load %w[%k, %h, %d] : memref<512x8x64xbf16>
+      %ea = arith.extf %a : bf16 to f32
+      %eb = arith.extf %b : bf16 to f32
+      %pr = arith.mulf %ea, %eb : f32
+      %r = arith.addf %acc, %pr : f32
+      scf.yield %r : f32
+    }
+    memref.store %0, %o[%c0, %h, %d] : memref<1x8x64xf32>
+    scf.reduce
+  }
+  return
+}

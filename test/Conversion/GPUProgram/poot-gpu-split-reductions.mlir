@@ -184,3 +184,25 @@ func.func @gathered(%h: tensor<4x4x64xf32>, %table: tensor<4x64x4xf32>, %slot: t
   } -> tensor<4x4x4xf32>
   return %r : tensor<4x4x4xf32>
 }
+
+// A one-row projection over (head, d): the heads index the weight, so no
+// rows are jammed (the activation is all they would share): split as with
+// jam-rows=1 (512 / 4 = 128 threads: min(1024, 512 / 32) = 16 ways).
+// JAM-LABEL: func.func @heads_one_row
+// JAM: } -> tensor<16x1x8x64xf32>
+#hx = affine_map<(d0, d1, d2, d3) -> (d0, d3)>
+#hw = affine_map<(d0, d1, d2, d3) -> (d3, d1, d2)>
+#ho = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+func.func @heads_one_row(%x: tensor<1x512xf32>, %w: tensor<512x8x64xf32>) -> tensor<1x8x64xf32> {
+  %e = tensor.empty() : tensor<1x8x64xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<1x8x64xf32>) -> tensor<1x8x64xf32>
+  %o = linalg.generic {indexing_maps = [#hx, #hw, #ho], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<1x512xf32>, tensor<512x8x64xf32>) outs(%i : tensor<1x8x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<1x8x64xf32>
+  return %o : tensor<1x8x64xf32>
+}
