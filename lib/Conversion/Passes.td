@@ -935,8 +935,9 @@ def PootGPUFuseEpilogues
     load reads exactly the element its own iteration stored (the same index
     values after CSE of the merged body, no write in between): those loads
     become the stored values. Repeated while the next loop qualifies. The
-    producer's stores stay (a buffer only stored is removed later by the
-    canonicalizer). Nothing is computed differently.
+    producer's stores stay, except those to an allocation nothing reads any
+    more (its stores and the allocation go: the canonicalizer's dead
+    allocation pattern would miss them once they are vector stores). Nothing is computed differently.
 
     Before:
     ```mlir

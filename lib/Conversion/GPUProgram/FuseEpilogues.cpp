@@ -206,6 +206,28 @@ struct FuseEpilogues
     return {};
   }
 
+  /// Buffers nothing reads any more (a reduction's f32 sums once its
+  /// rounding runs in its kernel): their stores and allocation go now,
+  /// while the stores are still memref.store (the canonicalizer's dead
+  /// allocation pattern knows no vector.store, which
+  /// poot-gpu-vectorize-columns makes of them next).
+  static void eraseUnreadBuffers(func::FuncOp func, IRRewriter &rewriter) {
+    SmallVector<memref::AllocOp> allocs;
+    func.walk([&](memref::AllocOp alloc) { allocs.push_back(alloc); });
+    for (memref::AllocOp alloc : allocs) {
+      bool onlyStored = llvm::all_of(alloc->getUses(), [](OpOperand &use) {
+        auto store = dyn_cast<memref::StoreOp>(use.getOwner());
+        return store && use.get() == store.getMemRef() &&
+               use.getOperandNumber() == store.getMemrefMutable().getOperandNumber();
+      });
+      if (!onlyStored)
+        continue;
+      for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+        rewriter.eraseOp(user);
+      rewriter.eraseOp(alloc);
+    }
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
@@ -214,6 +236,7 @@ struct FuseEpilogues
     SmallVector<scf::ParallelOp> loops =
         llvm::to_vector(func.getBody().front().getOps<scf::ParallelOp>());
     llvm::SmallPtrSet<Operation *, 16> erased;
+    bool fused = false;
     for (scf::ParallelOp producer : loops) {
       if (erased.contains(producer) || producer.getNumResults() != 0 ||
           !holdsReduction(producer))
@@ -241,8 +264,11 @@ struct FuseEpilogues
         rewriter.eraseOp(consumer);
         rewriter.eraseOp(producer);
         producer = merged;
+        fused = true;
       }
     }
+    if (fused)
+      eraseUnreadBuffers(func, rewriter);
   }
 };
 
