@@ -173,9 +173,11 @@ struct JamRows : poot::impl::PootGPUJamRowsBase<JamRows> {
   }
 
   void runOnOperation() override {
-    if (maxRows < 1) {
+    // (A thread's registers hold its rows' accumulators: far fewer than 64;
+    // the bound also keeps the divisor search and the jammed body small.)
+    if (maxRows < 1 || maxRows > poot::kMaxJamRows) {
       getOperation().emitError()
-          << "poot-gpu-jam-rows: max-rows must be >= 1, got "
+          << "poot-gpu-jam-rows: max-rows must be in [1, 64], got "
           << static_cast<int64_t>(maxRows);
       return signalPassFailure();
     }

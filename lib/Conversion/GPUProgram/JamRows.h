@@ -14,6 +14,9 @@
 
 namespace mlir::poot {
 
+/// The most rows a thread may be given (`max-rows`, `jam-rows`).
+inline constexpr int64_t kMaxJamRows = 64;
+
 /// The rows one thread computes of a dimension of `rows` iterations: the
 /// largest divisor of `rows` that is at most `maxRows` (so the groups tile
 /// the dimension exactly, no remainder rows); 1 when none above 1 exists.

@@ -341,6 +341,12 @@ struct SplitReductions
   }
 
   void runOnOperation() override {
+    if (jamRows < 1 || jamRows > poot::kMaxJamRows) {
+      getOperation().emitError()
+          << "poot-gpu-split-reductions: jam-rows must be in [1, 64], got "
+          << static_cast<int64_t>(jamRows);
+      return signalPassFailure();
+    }
     IRRewriter rewriter(&getContext());
     // Shape every reduction first: keepdim outputs dropped, adjacent
     // reduction loops folded.

@@ -2,7 +2,12 @@
 // RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-jam-rows{max-rows=1}))" | FileCheck %s --check-prefix=OFF
 // RUN: not poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-jam-rows{max-rows=0}))" 2>&1 | FileCheck %s --check-prefix=BAD
 
-// BAD: poot-gpu-jam-rows: max-rows must be >= 1, got 0
+// RUN: not poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-jam-rows{max-rows=65}))" 2>&1 | FileCheck %s --check-prefix=BIG
+// RUN: not poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions{jam-rows=0}))" 2>&1 | FileCheck %s --check-prefix=SPLIT
+
+// BAD: poot-gpu-jam-rows: max-rows must be in [1, 64], got 0
+// BIG: poot-gpu-jam-rows: max-rows must be in [1, 64], got 65
+// SPLIT: poot-gpu-split-reductions: jam-rows must be in [1, 64], got 0
 
 // The partial sums of a 16-row bf16 matmul split 64 ways: the 16 rows run
 // as 2 groups of 8, each thread's reduction loop carries 8 accumulators and
