@@ -291,3 +291,25 @@ func.func @validation(%raw: tensor<2xi32> {poot.name = "raw"})
   %len, %ok = poot.index_guard %raw min = 1 max = 64 : tensor<2xi32>
   return %len, %ok : tensor<2xi32>, tensor<i1>
 }
+
+// -----
+
+// A rotary embedding is one elementwise generic over the halves: x, cos
+// and sin viewed as [..., 2, h], x read at its own element and at both
+// halves of its position, the rotated element chosen by the half index.
+// CHECK-LABEL: func.func @rope_one_generic
+// CHECK: tensor.expand_shape %{{.*}} output_shape [2, 8, 2, 4]
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "parallel", "parallel"]
+// CHECK: linalg.index 2
+// CHECK: arith.negf
+// CHECK: arith.select
+// CHECK: arith.mulf
+// CHECK: arith.mulf
+// CHECK: arith.addf
+// CHECK-NOT: linalg.generic
+// CHECK: tensor.collapse_shape
+func.func @rope_one_generic(%x: tensor<2x8x8xbf16>, %cos: tensor<8x8xbf16>, %sin: tensor<8x8xbf16>) -> tensor<2x8x8xbf16> {
+  %y = poot.rope %x, %cos, %sin : tensor<2x8x8xbf16>, tensor<8x8xbf16>, tensor<8x8xbf16> -> tensor<2x8x8xbf16>
+  return %y : tensor<2x8x8xbf16>
+}
