@@ -3,22 +3,43 @@
 // The step's linear layers (linalg.matmul, f32, static shapes) as vector
 // code, with upstream's tiling and vectorization, on buffers (after
 // bufferization: tiled tensor IR made one-shot bufferization's analysis of a
-// decoder step ~3x slower): an scf.parallel over output tiles of TM x TN (TN a
-// few host vectors wide: the accumulator stays in registers), an scf.for
-// over the reduction in steps of TK, and each TM x TN x TK tile vectorized to
-// one vector.contract (the accumulator tile is re-read per K step from L1:
+// decoder step ~3x slower). Each TM x TN x TK tile is vectorized to one
+// vector.contract (the accumulator tile is re-read per K step from L1:
 // upstream's hoistRedundantVectorTransfers did not hoist it here, measured
-// cost ~8 memory ops per 64 FMAs). The parallel loop becomes an OpenMP loop downstream (big matmuls
-// only: a tiny one is not worth a parallel region); the contract lowers to
-// outer products, i.e. FMAs of a broadcast lhs element with a row of the
-// rhs.
+// cost ~8 memory ops per 64 FMAs), which lowers to outer products, i.e.
+// FMAs of a broadcast lhs element with a row of the rhs. The loops around
+// the tiles depend on the rows: a decode matmul (few rows) is a stream of
+// its weight, so an scf.parallel over column chunks (an even share per
+// thread) runs K in steps of TK outside the chunk's tiles: contiguous runs
+// of each weight row, the weight read once for all rows. A prefill matmul
+// (many rows) gets an scf.parallel over output tiles, each with its own K
+// loop. The parallel loops become OpenMP loops downstream (big matmuls
+// only: a tiny one is not worth a parallel region).
+//
+// A weight stored [N, K] (a torch Linear's `x @ W.T`: the map (n, k) on the
+// rhs) has contiguous rows of K, not of N, so the outer-product form would
+// read it with a stride of K elements. Each output y[m, n] is instead a dot
+// product of two contiguous rows, x[m, :] and W[n, :]: a register tile of
+// TM rows x TN columns keeps TM*TN vector accumulators over K (contiguous
+// vector loads of TN weight rows in flight, one FMA per lane, no horizontal
+// work in the loop), each reduced horizontally once at the end. Upstream's
+// vector.contract lowerings for this form (dot, or outer products after a
+// transpose) reduce horizontally at every K step or shuffle the weight
+// tile, so the tile is written here with vector.load / vector.fma /
+// vector.reduction, inside the same scf.parallel over column tiles as the
+// [K, N] path (OpenMP downstream).
 //
 //===----------------------------------------------------------------------===//
 
 #include "lib/Conversion/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::poot {
@@ -59,9 +80,203 @@ bool isStaticF32(linalg::MatmulOp op) {
              linalg::MatmulOp::getDefaultIndexingMaps(op.getContext());
 }
 
+/// The maps of `x @ W.T` with W [N, K]: (m, n, k) -> (m, k), (n, k), (m, n).
+SmallVector<AffineMap> transposedRhsMaps(MLIRContext *ctx) {
+  AffineExpr m, n, k;
+  bindDims(ctx, m, n, k);
+  return {AffineMap::get(3, 0, {m, k}, ctx), AffineMap::get(3, 0, {n, k}, ctx),
+          AffineMap::get(3, 0, {m, n}, ctx)};
+}
+
+/// A float type the dot-product tiles read and widen exactly to f32.
+bool isWidenableToF32(Type type) {
+  return type.isF32() || type.isBF16() || type.isF16();
+}
+
+/// A contraction on static memrefs with the [N, K] rhs maps (a
+/// `linalg.matmul` with those maps or a `linalg.generic` with the same maps
+/// and a multiply-add body): f32 accumulators, f32/bf16/f16 operands whose
+/// rows are contiguous (vector loads along K).
+bool isStaticTransposedRhs(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1 ||
+      op.getIndexingMapsArray() != transposedRhsMaps(op->getContext()) ||
+      !linalg::isaContractionOpInterface(op))
+    return false;
+  for (Value v : op->getOperands()) {
+    auto type = dyn_cast<MemRefType>(v.getType());
+    if (!type || !type.hasStaticShape() || !type.isLastDimUnitStride())
+      return false;
+  }
+  auto elementOf = [](Value v) {
+    return cast<MemRefType>(v.getType()).getElementType();
+  };
+  return elementOf(op.getDpsInits()[0]).isF32() &&
+         isWidenableToF32(elementOf(op.getDpsInputs()[0])) &&
+         isWidenableToF32(elementOf(op.getDpsInputs()[1]));
+}
+
+/// The register tile of the dot-product form: TM rows x TN columns of
+/// accumulators, `accumulators` of them at most (half the host's vector
+/// registers: the TM + TN loaded vectors need the rest). TN is at least 2
+/// (two weight rows in flight) and at most 8 (the streams a core's
+/// prefetchers follow well).
+std::pair<int64_t, int64_t> dotTile(int64_t m, int64_t n,
+                                    int64_t accumulators) {
+  int64_t tm = std::min<int64_t>(m, 4);
+  int64_t tn = std::clamp<int64_t>(accumulators / tm, 2, 8);
+  return {tm, std::min(tn, n)};
+}
+
+/// The operands of one [N, K]-rhs contraction and the host's vector.
+struct DotOperands {
+  Value lhs, rhs, out;
+  int64_t k;
+  int64_t width;
+};
+
+/// `out[i0 + r, j0 + c] += sum_k lhs[i0 + r, k] * rhs[j0 + c, k]` for r < tm,
+/// c < tn: vector accumulators over the K loop, one horizontal reduction
+/// each at the end, a scalar loop for K's remainder below a vector.
+void emitDotTile(OpBuilder &b, Location loc, const DotOperands &o, Value i0,
+                 Value j0, int64_t tm, int64_t tn) {
+  Type f32 = b.getF32Type();
+  auto accType = VectorType::get({o.width}, f32);
+  Type lhsElement = cast<MemRefType>(o.lhs.getType()).getElementType();
+  Type rhsElement = cast<MemRefType>(o.rhs.getType()).getElementType();
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  SmallVector<Value> rows, cols;
+  for (int64_t r = 0; r < tm; ++r)
+    rows.push_back(r ? arith::AddIOp::create(b, loc, i0, index(r)).getResult()
+                     : i0);
+  for (int64_t c = 0; c < tn; ++c)
+    cols.push_back(c ? arith::AddIOp::create(b, loc, j0, index(c)).getResult()
+                     : j0);
+  // 16-bit operands are loaded as such (half the bytes) and widened exactly
+  // in registers: f32 accumulation, as linalg.matmul's body does.
+  auto widen = [&](OpBuilder &nb, Location l, Value v) -> Value {
+    Type element = getElementTypeOrSelf(v.getType());
+    if (element.isF32())
+      return v;
+    Type to = isa<VectorType>(v.getType()) ? Type(accType) : f32;
+    return arith::ExtFOp::create(nb, l, to, v);
+  };
+
+  int64_t kMain = o.k / o.width * o.width;
+  SmallVector<Value> sums;
+  if (kMain > 0) {
+    Value zero = arith::ConstantOp::create(b, loc, accType,
+                                           b.getZeroAttr(accType));
+    SmallVector<Value> init(tm * tn, zero);
+    auto loop = scf::ForOp::create(
+        b, loc, index(0), index(kMain), index(o.width), init,
+        [&](OpBuilder &nb, Location l, Value k, ValueRange acc) {
+          SmallVector<Value> xs, ws, next;
+          for (Value row : rows)
+            xs.push_back(widen(
+                nb, l,
+                vector::LoadOp::create(nb, l,
+                                       VectorType::get({o.width}, lhsElement),
+                                       o.lhs, ValueRange{row, k})));
+          for (Value col : cols)
+            ws.push_back(widen(
+                nb, l,
+                vector::LoadOp::create(nb, l,
+                                       VectorType::get({o.width}, rhsElement),
+                                       o.rhs, ValueRange{col, k})));
+          for (int64_t r = 0; r < tm; ++r)
+            for (int64_t c = 0; c < tn; ++c)
+              next.push_back(vector::FMAOp::create(nb, l, xs[r], ws[c],
+                                                   acc[r * tn + c]));
+          scf::YieldOp::create(nb, l, next);
+        });
+    for (Value acc : loop.getResults())
+      sums.push_back(vector::ReductionOp::create(
+          b, loc, vector::CombiningKind::ADD, acc));
+  } else {
+    Value zero = arith::ConstantOp::create(b, loc, f32, b.getF32FloatAttr(0));
+    sums.assign(tm * tn, zero);
+  }
+  if (kMain < o.k) {
+    auto tail = scf::ForOp::create(
+        b, loc, index(kMain), index(o.k), index(1), sums,
+        [&](OpBuilder &nb, Location l, Value k, ValueRange acc) {
+          SmallVector<Value> xs, ws, next;
+          for (Value row : rows)
+            xs.push_back(widen(
+                nb, l, memref::LoadOp::create(nb, l, o.lhs, ValueRange{row, k})));
+          for (Value col : cols)
+            ws.push_back(widen(
+                nb, l, memref::LoadOp::create(nb, l, o.rhs, ValueRange{col, k})));
+          for (int64_t r = 0; r < tm; ++r)
+            for (int64_t c = 0; c < tn; ++c)
+              next.push_back(math::FmaOp::create(nb, l, xs[r], ws[c],
+                                                 acc[r * tn + c]));
+          scf::YieldOp::create(nb, l, next);
+        });
+    sums.assign(tail.getResults().begin(), tail.getResults().end());
+  }
+  // The matmul accumulates into its output (its init, a fill of zeros).
+  for (int64_t r = 0; r < tm; ++r)
+    for (int64_t c = 0; c < tn; ++c) {
+      ValueRange at{rows[r], cols[c]};
+      Value old = memref::LoadOp::create(b, loc, o.out, at);
+      Value sum = arith::AddFOp::create(b, loc, old, sums[r * tn + c]);
+      memref::StoreOp::create(b, loc, sum, o.out, at);
+    }
+}
+
 struct PootCPUVectorizeMatmuls
     : poot::impl::PootCPUVectorizeMatmulsBase<PootCPUVectorizeMatmuls> {
   using PootCPUVectorizeMatmulsBase::PootCPUVectorizeMatmulsBase;
+
+  /// `op` tiled by `sizes` (loops in `interchange` order when given): a
+  /// parallel loop or serial loops; the tile op, `op` erased.
+  FailureOr<linalg::LinalgOp> tile(IRRewriter &rewriter, linalg::LinalgOp op,
+                                   ArrayRef<int64_t> sizes, bool parallel,
+                                   ArrayRef<unsigned> interchange = {}) {
+    rewriter.setInsertionPoint(op);
+    linalg::LinalgTilingOptions options;
+    options.setLoopType(parallel ? linalg::LinalgTilingLoopType::ParallelLoops
+                                 : linalg::LinalgTilingLoopType::Loops);
+    options.setTileSizes(sizes);
+    if (!interchange.empty())
+      options.setInterchange(interchange);
+    FailureOr<linalg::TiledLinalgOp> tiled =
+        linalg::tileLinalgOp(rewriter, op, options);
+    if (failed(tiled))
+      return op->emitError("poot-cpu-vectorize-matmuls: tiling failed");
+    rewriter.eraseOp(op);
+    return tiled->op;
+  }
+
+  /// The columns of one parallel chunk of a few-row [K, N] matmul: a
+  /// multiple of `tn` dividing N, N / chunk a multiple of the threads where
+  /// possible (an even split of the static schedule), the M x chunk output
+  /// at most `kChunkOutputBytes` (it is read and written once per K step:
+  /// it stays in L1), the widest such chunk (the longest contiguous run of
+  /// each weight row). 0 when even one tile per thread is over the budget.
+  int64_t columnChunk(int64_t m, int64_t n, int64_t tn) const {
+    constexpr int64_t kChunkOutputBytes = 32 * 1024;
+    int64_t tiles = n / tn, threads = std::max<int64_t>(computeUnits, 1);
+    int64_t best = 0, bestEven = 0;
+    for (int64_t chunks = std::min(threads, tiles); chunks <= tiles; ++chunks) {
+      if (tiles % chunks)
+        continue;
+      int64_t columns = tiles / chunks * tn;
+      if (m * columns * 4 > kChunkOutputBytes)
+        continue;
+      if (!best)
+        best = columns;
+      if (chunks % threads == 0) {
+        bestEven = columns;
+        break;
+      }
+    }
+    return bestEven ? bestEven : best;
+  }
 
   LogicalResult tileAndVectorize(IRRewriter &rewriter, linalg::MatmulOp op) {
     auto lhs = cast<MemRefType>(op.getInputs()[0].getType());
@@ -69,54 +284,130 @@ struct PootCPUVectorizeMatmuls
     int64_t m = lhs.getDimSize(0), k = lhs.getDimSize(1), n = rhs.getDimSize(1);
     int64_t tn = vectorTile(n, vectorWidth), tm = divisorAtMost(m, 4),
             tk = divisorAtMost(k, 16);
-    rewriter.setInsertionPoint(op);
-    linalg::LinalgTilingOptions outer;
     bool parallel = m * n * k >= minParallelWork;
-    outer.setLoopType(parallel ? linalg::LinalgTilingLoopType::ParallelLoops
-                               : linalg::LinalgTilingLoopType::Loops);
-    outer.setTileSizes({tm, tn, 0});
-    FailureOr<linalg::TiledLinalgOp> tiles =
-        linalg::tileLinalgOp(rewriter, op, outer);
-    if (failed(tiles))
-      return op.emitError("poot-cpu-vectorize-matmuls: tiling failed");
-    rewriter.eraseOp(op);
-
-    linalg::LinalgOp tile = tiles->op;
-    rewriter.setInsertionPoint(tile);
-    linalg::LinalgTilingOptions inner;
-    inner.setTileSizes({0, 0, tk});
-    FailureOr<linalg::TiledLinalgOp> steps =
-        linalg::tileLinalgOp(rewriter, tile, inner);
-    if (failed(steps))
-      return tile->emitError("poot-cpu-vectorize-matmuls: tiling K failed");
-    rewriter.eraseOp(tile);
-
-    Operation *step = steps->op;
-    rewriter.setInsertionPoint(step);
+    FailureOr<linalg::LinalgOp> step = failure();
+    int64_t chunk = m <= maxStreamRows ? columnChunk(m, n, tn) : 0;
+    if (chunk > 0) {
+      // Few rows (decode): the weight streamed row by row. A parallel loop
+      // over column chunks (one or a few per thread: every row of all M
+      // inputs in each), then K in steps of TK, then the chunk's TN-wide
+      // tiles for every TM-row tile. Each K step reads TK contiguous runs
+      // of `chunk` columns of W once (all M rows use them from L1), and the
+      // M x chunk outputs stay in L1. (Tiles over the whole of K instead
+      // walk W down a column strip: one 256-byte piece per row, a new page
+      // each, which the prefetchers do not follow; and with M > TM every
+      // row tile read all of W again from memory.)
+      FailureOr<linalg::LinalgOp> chunks =
+          tile(rewriter, op, {0, chunk, 0}, parallel);
+      if (failed(chunks))
+        return failure();
+      FailureOr<linalg::LinalgOp> band =
+          tile(rewriter, *chunks, {0, 0, tk}, false);
+      if (failed(band))
+        return failure();
+      step = tile(rewriter, *band, {tm, tn, 0}, false, {1, 0, 2});
+    } else {
+      // Many rows (prefill): output tiles TM x TN over the whole of K.
+      FailureOr<linalg::LinalgOp> tiles =
+          tile(rewriter, op, {tm, tn, 0}, parallel);
+      if (failed(tiles))
+        return failure();
+      step = tile(rewriter, *tiles, {0, 0, tk}, false);
+    }
+    if (failed(step))
+      return failure();
+    rewriter.setInsertionPoint(*step);
     // As a vector.contract (not a broadcast-multiply-reduce), which lowers
     // to outer products: FMAs along contiguous rhs rows.
     if (failed(linalg::vectorize(
-            rewriter, step, /*inputVectorSizes=*/{}, /*inputScalableVecDims=*/{},
+            rewriter, *step, /*inputVectorSizes=*/{}, /*inputScalableVecDims=*/{},
             /*vectorizeNDExtract=*/false, /*flatten1DDepthwiseConv=*/false,
             /*assumeDynamicDimsMatchVecSizes=*/false,
             /*createNamedContraction=*/true)))
-      return step->emitError("poot-cpu-vectorize-matmuls: vectorization failed");
-    rewriter.eraseOp(step);
+      return (*step)->emitError(
+          "poot-cpu-vectorize-matmuls: vectorization failed");
+    rewriter.eraseOp(*step);
     return success();
+  }
+
+  /// The [N, K]-rhs contraction `op` as dot-product tiles: an scf.parallel
+  /// (big contractions) or scf.for over the full column tiles, then the N
+  /// remainder as one narrower tile; in each, the row tiles in an scf.for
+  /// and the M remainder as one shorter tile.
+  void dotProducts(IRRewriter &rewriter, linalg::LinalgOp op) {
+    Location loc = op.getLoc();
+    DotOperands o{op.getDpsInputs()[0], op.getDpsInputs()[1],
+                  op.getDpsInits()[0], 0, vectorWidth};
+    auto lhs = cast<MemRefType>(o.lhs.getType());
+    int64_t m = lhs.getDimSize(0), k = lhs.getDimSize(1),
+            n = cast<MemRefType>(o.rhs.getType()).getDimSize(0);
+    o.k = k;
+    // Half the host's vector registers as accumulators: AVX-512 (16 f32
+    // lanes) has 32, AVX2 16.
+    auto [tm, tn] = dotTile(m, n, vectorWidth >= 16 ? 16 : 8);
+    rewriter.setInsertionPoint(op);
+    auto index = [&](OpBuilder &b, int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    // All rows of one column tile: the tn weight rows (tn * K elements)
+    // stay in L1/L2 while each row tile of the lhs passes over them.
+    auto columnTile = [&](OpBuilder &b, Value j0, int64_t width) {
+      int64_t mFull = m / tm * tm;
+      if (mFull == tm) {
+        emitDotTile(b, loc, o, index(b, 0), j0, tm, width);
+      } else if (mFull > 0) {
+        scf::ForOp::create(b, loc, index(b, 0), index(b, mFull), index(b, tm),
+                           ValueRange{},
+                           [&](OpBuilder &nb, Location, Value i0, ValueRange) {
+                             emitDotTile(nb, loc, o, i0, j0, tm, width);
+                             scf::YieldOp::create(nb, loc);
+                           });
+      }
+      if (mFull < m)
+        emitDotTile(b, loc, o, index(b, mFull), j0, m - mFull, width);
+    };
+    int64_t nFull = n / tn * tn;
+    if (nFull > 0) {
+      Value lo = index(rewriter, 0), hi = index(rewriter, nFull),
+            step = index(rewriter, tn);
+      if (m * n * k >= minParallelWork) {
+        scf::ParallelOp::create(
+            rewriter, loc, ValueRange{lo}, ValueRange{hi}, ValueRange{step},
+            [&](OpBuilder &b, Location, ValueRange ivs) {
+              columnTile(b, ivs[0], tn);
+            });
+      } else {
+        scf::ForOp::create(rewriter, loc, lo, hi, step, ValueRange{},
+                           [&](OpBuilder &b, Location, Value j0, ValueRange) {
+                             columnTile(b, j0, tn);
+                             scf::YieldOp::create(b, loc);
+                           });
+      }
+    }
+    if (nFull < n)
+      columnTile(rewriter, index(rewriter, nFull), n - nFull);
+    rewriter.eraseOp(op);
   }
 
   void runOnOperation() override {
     if (vectorWidth <= 0)
       return;
     SmallVector<linalg::MatmulOp> matmuls;
-    getOperation().walk([&](linalg::MatmulOp op) {
-      if (isStaticF32(op))
-        matmuls.push_back(op);
+    SmallVector<linalg::LinalgOp> transposed;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
+      if (matmul && isStaticF32(matmul))
+        matmuls.push_back(matmul);
+      else if ((matmul || isa<linalg::GenericOp>(op.getOperation())) &&
+               isStaticTransposedRhs(op))
+        transposed.push_back(op);
     });
     IRRewriter rewriter(&getContext());
     for (linalg::MatmulOp op : matmuls)
       if (failed(tileAndVectorize(rewriter, op)))
         return signalPassFailure();
+    for (linalg::LinalgOp op : transposed)
+      dotProducts(rewriter, op);
 
   }
 };
