@@ -56,7 +56,7 @@ def test_linear_with_out_in_weight_matches_float64(rng, tmp_path, x_shape, n, dt
     for threads in (1, 2):
         art = CpuArtifact(path, threads=threads)
         # W is read where it is: no [in, out] copy of it among the temporaries.
-        assert art.manifest["signature"].get("arena_bytes", 0) < w.nbytes
+        assert art.manifest["function"].get("arena_bytes", 0) < w.nbytes
         y = art.run({"x": x, "w": w}).named["y"]
         want = x.astype(np.float64) @ w.astype(np.float64).T
         assert y.shape == want.shape and y.dtype == np_dtype
@@ -96,7 +96,7 @@ def test_imported_linear_without_pack_weights_matches_float64(rng, tmp_path) -> 
     assert weights["proj.weight"].shape == (300, 512)  # as torch stores it
     path = compile_cpu(tracer.finish(), tmp_path / "head")
     art = CpuArtifact(path)
-    assert art.manifest["signature"].get("arena_bytes", 0) < weights["proj.weight"].nbytes
+    assert art.manifest["function"].get("arena_bytes", 0) < weights["proj.weight"].nbytes
     (y,) = art.run({"x": x.numpy(), **weights}).outputs
     import copy
 

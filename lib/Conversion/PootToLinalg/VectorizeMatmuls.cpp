@@ -68,16 +68,29 @@ int64_t vectorTile(int64_t n, int64_t width) {
   return 1;
 }
 
-bool isStaticF32(linalg::MatmulOp op) {
+/// A float type the tiles read and widen exactly to f32.
+bool isWidenableToF32(Type type) {
+  return type.isF32() || type.isBF16() || type.isF16();
+}
+
+/// A [K, N] matmul (the default maps) on static memrefs: f32 accumulators,
+/// f32/bf16/f16 operands.
+bool isStaticKN(linalg::MatmulOp op) {
   for (Value v : op->getOperands()) {
     auto type = dyn_cast<MemRefType>(v.getType());
-    if (!type || !type.hasStaticShape() || !type.getElementType().isF32())
+    if (!type || !type.hasStaticShape())
       return false;
   }
+  auto elementOf = [](Value v) {
+    return cast<MemRefType>(v.getType()).getElementType();
+  };
   // Default indexing maps only (no transposed/broadcast variants).
   return op.hasPureBufferSemantics() &&
          op.getIndexingMapsArray() ==
-             linalg::MatmulOp::getDefaultIndexingMaps(op.getContext());
+             linalg::MatmulOp::getDefaultIndexingMaps(op.getContext()) &&
+         elementOf(op.getOutputs()[0]).isF32() &&
+         isWidenableToF32(elementOf(op.getInputs()[0])) &&
+         isWidenableToF32(elementOf(op.getInputs()[1]));
 }
 
 /// The maps of `x @ W.T` with W [N, K]: (m, n, k) -> (m, k), (n, k), (m, n).
@@ -86,11 +99,6 @@ SmallVector<AffineMap> transposedRhsMaps(MLIRContext *ctx) {
   bindDims(ctx, m, n, k);
   return {AffineMap::get(3, 0, {m, k}, ctx), AffineMap::get(3, 0, {n, k}, ctx),
           AffineMap::get(3, 0, {m, n}, ctx)};
-}
-
-/// A float type the dot-product tiles read and widen exactly to f32.
-bool isWidenableToF32(Type type) {
-  return type.isF32() || type.isBF16() || type.isF16();
 }
 
 /// A contraction on static memrefs with the [N, K] rhs maps (a
@@ -116,16 +124,32 @@ bool isStaticTransposedRhs(linalg::LinalgOp op) {
          isWidenableToF32(elementOf(op.getDpsInputs()[1]));
 }
 
-/// The register tile of the dot-product form: TM rows x TN columns of
-/// accumulators, `accumulators` of them at most (half the host's vector
-/// registers: the TM + TN loaded vectors need the rest). TN is at least 2
-/// (two weight rows in flight) and at most 8 (the streams a core's
-/// prefetchers follow well).
-std::pair<int64_t, int64_t> dotTile(int64_t m, int64_t n,
-                                    int64_t accumulators) {
+/// The register tile of the dot-product form: TM rows x TN columns x TU
+/// consecutive vectors of K, TM*TN*TU vector accumulators, `accumulators`
+/// of them at most (half the host's vector registers: the loaded vectors
+/// need the rest).
+struct DotTile {
+  int64_t tm, tn, tu;
+};
+
+/// One or two lhs rows that fit in L1 beside the weight stream (K *
+/// element bytes * TM <= 8 KiB): one weight row at a time, TU = 8 vectors
+/// of it per step (accumulators for the FMA latency), so a thread reads its
+/// rows of W as one sequential stream (consecutive rows are adjacent).
+/// Otherwise TN = 2..8 weight rows at a time share each lhs load (a long
+/// lhs row is read once per TN weight rows, not once per weight row; TM
+/// rows share each weight load). Measured on the 2-core EPYC, one row, F32,
+/// interleaved (bench/NOTES.md, 2026-12-07): on a quiet machine every tile
+/// reads 25-29 GB/s at K 512-8192; with another process busy on the
+/// machine, K 512 read 11.9 GB/s one row at a time against 7.2 with 8 rows,
+/// and K 8192 11.6 with 8 rows against 8.2 one row at a time.
+DotTile dotTile(int64_t m, int64_t n, int64_t k, int64_t lhsBytes,
+                int64_t accumulators) {
   int64_t tm = std::min<int64_t>(m, 4);
+  if (tm <= 2 && tm * k * lhsBytes <= 8 * 1024)
+    return {tm, 1, std::min<int64_t>(accumulators / tm, 8)};
   int64_t tn = std::clamp<int64_t>(accumulators / tm, 2, 8);
-  return {tm, std::min(tn, n)};
+  return {tm, std::min(tn, n), 1};
 }
 
 /// The operands of one [N, K]-rhs contraction and the host's vector.
@@ -136,10 +160,11 @@ struct DotOperands {
 };
 
 /// `out[i0 + r, j0 + c] += sum_k lhs[i0 + r, k] * rhs[j0 + c, k]` for r < tm,
-/// c < tn: vector accumulators over the K loop, one horizontal reduction
-/// each at the end, a scalar loop for K's remainder below a vector.
+/// c < tn: vector accumulators over the K loop (tu of them per output, on
+/// consecutive vectors of K), one horizontal reduction each at the end, a
+/// one-vector loop and then a scalar loop for K's remainders.
 void emitDotTile(OpBuilder &b, Location loc, const DotOperands &o, Value i0,
-                 Value j0, int64_t tm, int64_t tn) {
+                 Value j0, int64_t tm, int64_t tn, int64_t tu) {
   Type f32 = b.getF32Type();
   auto accType = VectorType::get({o.width}, f32);
   Type lhsElement = cast<MemRefType>(o.lhs.getType()).getElementType();
@@ -163,41 +188,75 @@ void emitDotTile(OpBuilder &b, Location loc, const DotOperands &o, Value i0,
     Type to = isa<VectorType>(v.getType()) ? Type(accType) : f32;
     return arith::ExtFOp::create(nb, l, to, v);
   };
+  int64_t outputs = tm * tn;
+  // One loop over [lo, hi) in steps of `unroll` vectors: acc[(r*tn+c)*unroll
+  // + u] += lhs[row r, k + u*w] * rhs[col c, k + u*w].
+  auto vectorLoop = [&](int64_t lo, int64_t hi, int64_t unroll,
+                        ValueRange init) {
+    return scf::ForOp::create(
+               b, loc, index(lo), index(hi), index(unroll * o.width), init,
+               [&](OpBuilder &nb, Location l, Value k, ValueRange acc) {
+                 SmallVector<Value> next(acc.begin(), acc.end());
+                 for (int64_t u = 0; u < unroll; ++u) {
+                   Value ku = u ? arith::AddIOp::create(
+                                      nb, l, k,
+                                      arith::ConstantIndexOp::create(
+                                          nb, l, u * o.width))
+                                      .getResult()
+                                : k;
+                   SmallVector<Value> xs, ws;
+                   for (Value row : rows)
+                     xs.push_back(widen(
+                         nb, l,
+                         vector::LoadOp::create(
+                             nb, l, VectorType::get({o.width}, lhsElement),
+                             o.lhs, ValueRange{row, ku})));
+                   for (Value col : cols)
+                     ws.push_back(widen(
+                         nb, l,
+                         vector::LoadOp::create(
+                             nb, l, VectorType::get({o.width}, rhsElement),
+                             o.rhs, ValueRange{col, ku})));
+                   for (int64_t r = 0; r < tm; ++r)
+                     for (int64_t c = 0; c < tn; ++c) {
+                       int64_t a = (r * tn + c) * unroll + u;
+                       next[a] = vector::FMAOp::create(nb, l, xs[r], ws[c],
+                                                       next[a]);
+                     }
+                 }
+                 scf::YieldOp::create(nb, l, next);
+               })
+        .getResults();
+  };
 
+  Value zero =
+      arith::ConstantOp::create(b, loc, accType, b.getZeroAttr(accType));
+  SmallVector<Value> accs(outputs, zero);
+  int64_t kUnrolled = o.k / (tu * o.width) * (tu * o.width);
+  if (kUnrolled > 0) {
+    SmallVector<Value> init(outputs * tu, zero);
+    ValueRange wide = vectorLoop(0, kUnrolled, tu, init);
+    // The tu partial sums of each output added as vectors.
+    for (int64_t a = 0; a < outputs; ++a) {
+      Value sum = wide[a * tu];
+      for (int64_t u = 1; u < tu; ++u)
+        sum = arith::AddFOp::create(b, loc, sum, wide[a * tu + u]);
+      accs[a] = sum;
+    }
+  }
   int64_t kMain = o.k / o.width * o.width;
+  if (kMain > kUnrolled) {
+    ValueRange rest = vectorLoop(kUnrolled, kMain, 1, accs);
+    accs.assign(rest.begin(), rest.end());
+  }
   SmallVector<Value> sums;
   if (kMain > 0) {
-    Value zero = arith::ConstantOp::create(b, loc, accType,
-                                           b.getZeroAttr(accType));
-    SmallVector<Value> init(tm * tn, zero);
-    auto loop = scf::ForOp::create(
-        b, loc, index(0), index(kMain), index(o.width), init,
-        [&](OpBuilder &nb, Location l, Value k, ValueRange acc) {
-          SmallVector<Value> xs, ws, next;
-          for (Value row : rows)
-            xs.push_back(widen(
-                nb, l,
-                vector::LoadOp::create(nb, l,
-                                       VectorType::get({o.width}, lhsElement),
-                                       o.lhs, ValueRange{row, k})));
-          for (Value col : cols)
-            ws.push_back(widen(
-                nb, l,
-                vector::LoadOp::create(nb, l,
-                                       VectorType::get({o.width}, rhsElement),
-                                       o.rhs, ValueRange{col, k})));
-          for (int64_t r = 0; r < tm; ++r)
-            for (int64_t c = 0; c < tn; ++c)
-              next.push_back(vector::FMAOp::create(nb, l, xs[r], ws[c],
-                                                   acc[r * tn + c]));
-          scf::YieldOp::create(nb, l, next);
-        });
-    for (Value acc : loop.getResults())
+    for (Value acc : accs)
       sums.push_back(vector::ReductionOp::create(
           b, loc, vector::CombiningKind::ADD, acc));
   } else {
     Value zero = arith::ConstantOp::create(b, loc, f32, b.getF32FloatAttr(0));
-    sums.assign(tm * tn, zero);
+    sums.assign(outputs, zero);
   }
   if (kMain < o.k) {
     auto tail = scf::ForOp::create(
@@ -288,6 +347,10 @@ struct PootCPUVectorizeMatmuls
     FailureOr<linalg::LinalgOp> step = failure();
     int64_t chunk = m <= maxStreamRows ? columnChunk(m, n, tn) : 0;
     if (chunk > 0) {
+      // TK rows of W are read side by side, one stream each: 8, not 16
+      // (measured, one row, F32: 4096 x 4096 19.5 vs 13.8 GB/s, 512 x 32000
+      // 29.0 vs 17.7; 4 rows 17.4 and 23.6).
+      tk = divisorAtMost(k, 8);
       // Few rows (decode): the weight streamed row by row. A parallel loop
       // over column chunks (one or a few per thread: every row of all M
       // inputs in each), then K in steps of TK, then the chunk's TN-wide
@@ -344,7 +407,9 @@ struct PootCPUVectorizeMatmuls
     o.k = k;
     // Half the host's vector registers as accumulators: AVX-512 (16 f32
     // lanes) has 32, AVX2 16.
-    auto [tm, tn] = dotTile(m, n, vectorWidth >= 16 ? 16 : 8);
+    auto [tm, tn, tu] =
+        dotTile(m, n, k, lhs.getElementType().getIntOrFloatBitWidth() / 8,
+                vectorWidth >= 16 ? 16 : 8);
     rewriter.setInsertionPoint(op);
     auto index = [&](OpBuilder &b, int64_t v) -> Value {
       return arith::ConstantIndexOp::create(b, loc, v);
@@ -354,17 +419,17 @@ struct PootCPUVectorizeMatmuls
     auto columnTile = [&](OpBuilder &b, Value j0, int64_t width) {
       int64_t mFull = m / tm * tm;
       if (mFull == tm) {
-        emitDotTile(b, loc, o, index(b, 0), j0, tm, width);
+        emitDotTile(b, loc, o, index(b, 0), j0, tm, width, tu);
       } else if (mFull > 0) {
         scf::ForOp::create(b, loc, index(b, 0), index(b, mFull), index(b, tm),
                            ValueRange{},
                            [&](OpBuilder &nb, Location, Value i0, ValueRange) {
-                             emitDotTile(nb, loc, o, i0, j0, tm, width);
+                             emitDotTile(nb, loc, o, i0, j0, tm, width, tu);
                              scf::YieldOp::create(nb, loc);
                            });
       }
       if (mFull < m)
-        emitDotTile(b, loc, o, index(b, mFull), j0, m - mFull, width);
+        emitDotTile(b, loc, o, index(b, mFull), j0, m - mFull, width, tu);
     };
     int64_t nFull = n / tn * tn;
     if (nFull > 0) {
@@ -396,7 +461,7 @@ struct PootCPUVectorizeMatmuls
     SmallVector<linalg::LinalgOp> transposed;
     getOperation().walk([&](linalg::LinalgOp op) {
       auto matmul = dyn_cast<linalg::MatmulOp>(op.getOperation());
-      if (matmul && isStaticF32(matmul))
+      if (matmul && isStaticKN(matmul))
         matmuls.push_back(matmul);
       else if ((matmul || isa<linalg::GenericOp>(op.getOperation())) &&
                isStaticTransposedRhs(op))

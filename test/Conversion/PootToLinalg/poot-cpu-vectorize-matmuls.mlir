@@ -1,13 +1,14 @@
 // RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-cpu-vectorize-matmuls{vector-width=16 min-parallel-work=100000 compute-units=2}))" | FileCheck %s
 
 // A decode linear layer, weight [K, N]: the weight streamed. A parallel loop
-// over 2 column chunks of 512 (one per thread), K in steps of 16 inside it,
+// over 2 column chunks of 512 (one per thread), K in steps of 8 inside it
+// (8 weight rows read side by side),
 // then the chunk's 1 x 64 tiles (4 vectors), each one vector.contract.
 // CHECK-LABEL: func.func @linear
 // CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step (%c512{{.*}})
-// CHECK: scf.for {{.*}} step %c16{{.*}}
+// CHECK: scf.for {{.*}} step %c8{{.*}}
 // CHECK: scf.for {{.*}} step %c64{{.*}}
-// CHECK: vector.contract {{.*}} vector<1x16xf32>, vector<16x64xf32> into vector<1x64xf32>
+// CHECK: vector.contract {{.*}} vector<1x8xf32>, vector<8x64xf32> into vector<1x64xf32>
 // CHECK: vector.transfer_write {{.*}} vector<1x64xf32>
 // CHECK-NOT: linalg.matmul
 func.func @linear(%x: memref<1x512xf32>, %w: memref<512x1024xf32>, %y: memref<1x1024xf32>) {
@@ -21,10 +22,10 @@ func.func @linear(%x: memref<1x512xf32>, %w: memref<512x1024xf32>, %y: memref<1x
 // (outer) take the four 4-row tiles (inner).
 // CHECK-LABEL: func.func @rows16
 // CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step (%c512{{.*}})
-// CHECK: scf.for {{.*}} step %c16{{.*}}
+// CHECK: scf.for {{.*}} step %c8{{.*}}
 // CHECK: scf.for {{.*}} step %c64{{.*}}
 // CHECK: scf.for {{.*}} step %c4{{.*}}
-// CHECK: vector.contract {{.*}} vector<4x16xf32>, vector<16x64xf32> into vector<4x64xf32>
+// CHECK: vector.contract {{.*}} vector<4x8xf32>, vector<8x64xf32> into vector<4x64xf32>
 func.func @rows16(%x: memref<16x256xf32>, %w: memref<256x2048xf32>, %y: memref<16x2048xf32>) {
   linalg.matmul ins(%x, %w : memref<16x256xf32>, memref<256x2048xf32>) outs(%y : memref<16x2048xf32>)
   return
@@ -53,16 +54,17 @@ func.func @small(%x: memref<6x8xf32>, %w: memref<8x97xf32>, %y: memref<6x97xf32>
 }
 
 // A torch Linear's weight [N, K] (`x @ W.T`: the rhs map (n, k)): each
-// output is a dot product of two contiguous rows. One row (M = 1): 1 x 8
-// register tiles (8 weight rows in flight) in a parallel loop over N,
-// contiguous 16-lane loads along K, 8 vector accumulators carried through
-// the K loop, one horizontal reduction each at the end, added to the output.
-// No transfer of a strided weight column, no matmul left.
+// output is a dot product of two contiguous rows. One row (M = 1) of 16 KiB
+// (K = 4096: more than the 8 KiB kept beside a single stream): 1 x 8
+// register tiles (8 weight rows share each lhs load) in a parallel loop
+// over N, contiguous 16-lane loads along K, 8 vector accumulators carried
+// through the K loop, one horizontal reduction each at the end, added to
+// the output. No transfer of a strided weight column, no matmul left.
 // CHECK-LABEL: func.func @linear_nk
 // CHECK: scf.parallel (%[[J:.*]]) = (%{{.*}}) to (%{{.*}}) step (%c8{{.*}})
 // CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %c16{{.*}} iter_args(%{{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-// CHECK: vector.load %{{.*}}[%{{.*}}, %[[K]]] : memref<1x512xf32>, vector<16xf32>
-// CHECK-COUNT-8: vector.load %{{.*}}[%{{.*}}, %[[K]]] : memref<1000x512xf32>, vector<16xf32>
+// CHECK: vector.load %{{.*}}[%{{.*}}, %[[K]]] : memref<1x4096xf32>, vector<16xf32>
+// CHECK-COUNT-8: vector.load %{{.*}}[%{{.*}}, %[[K]]] : memref<1000x4096xf32>, vector<16xf32>
 // CHECK-COUNT-8: vector.fma
 // CHECK: scf.yield
 // CHECK-COUNT-8: vector.reduction <add>
@@ -71,9 +73,29 @@ func.func @small(%x: memref<6x8xf32>, %w: memref<8x97xf32>, %y: memref<6x97xf32>
 // CHECK: memref.store
 // CHECK-NOT: vector.transfer_read
 // CHECK-NOT: linalg.matmul
-func.func @linear_nk(%x: memref<1x512xf32>, %w: memref<1000x512xf32>, %y: memref<1x1000xf32>) {
+func.func @linear_nk(%x: memref<1x4096xf32>, %w: memref<1000x4096xf32>, %y: memref<1x1000xf32>) {
   linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
-    ins(%x, %w : memref<1x512xf32>, memref<1000x512xf32>) outs(%y : memref<1x1000xf32>)
+    ins(%x, %w : memref<1x4096xf32>, memref<1000x4096xf32>) outs(%y : memref<1x1000xf32>)
+  return
+}
+
+// A vocabulary head, K = 520 (a 2 KiB lhs row stays in L1): one weight row
+// at a time, the parallel loop over single rows (a thread's rows of W are
+// one sequential stream), K in steps of 8 vectors with 8 accumulators on
+// consecutive vectors of the row, summed, then one vector (K 512..520 has
+// none left: 520 = 4 x 128 + 8) and a scalar loop for the last 8.
+// CHECK-LABEL: func.func @head_nk
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step (%c1{{.*}})
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c512{{.*}} step %c128{{.*}} iter_args
+// CHECK-COUNT-8: vector.fma
+// CHECK: scf.yield
+// CHECK-COUNT-7: arith.addf {{.*}} : vector<16xf32>
+// CHECK: vector.reduction <add>
+// CHECK: scf.for %{{.*}} = %c512{{.*}} to %c520{{.*}} step %c1{{.*}} iter_args
+// CHECK: math.fma
+func.func @head_nk(%x: memref<1x520xf32>, %w: memref<3000x520xf32>, %y: memref<1x3000xf32>) {
+  linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+    ins(%x, %w : memref<1x520xf32>, memref<3000x520xf32>) outs(%y : memref<1x3000xf32>)
   return
 }
 
