@@ -11,8 +11,9 @@ and called on bound arrays (`CpuArtifact.call`: no binding checks in the
 timed loop). The peer is `F.linear(x, W[N, K])` for the [N, K] layout and
 `x @ W[K, N]` for the [K, N] one, at the same thread count, interleaved turn
 by turn (cpu_common.interleaved). Weight GB/s = weight bytes / median time:
-a GEMV reads its weight once, and the weights (64 MB) are twice the L3, so
-they stream from memory each call. The copy ceiling is cpu_common's: a 256
+a GEMV reads its weight once, and the weights (64 MB in every dtype: a
+bf16 case has twice the N) are twice the L3, so they stream from memory
+each call. The copy ceiling is cpu_common's: a 256
 MiB numpy copy, GB/s of read + write, one thread. Every result is checked
 against float64 on the same inputs.
 """
@@ -84,7 +85,10 @@ def main() -> None:
         for dtype in args.dtypes.split(","):
             np_dtype = np.float32 if dtype == "f32" else ml_dtypes.bfloat16
             torch_dtype = torch.float32 if dtype == "f32" else torch.bfloat16
-            for m, k, n in CASES:
+            for m, k, n0 in CASES:
+                # The same weight bytes in every dtype (64 MB: twice the L3),
+                # so a 16-bit weight streams from memory too: twice the N.
+                n = n0 * 4 // np.dtype(np_dtype).itemsize
                 w_nk = rng.standard_normal((n, k), dtype=np.float32) / np.sqrt(k)
                 x = rng.standard_normal((m, k), dtype=np.float32)
                 w_nk = w_nk.astype(np_dtype)
