@@ -63,6 +63,7 @@ def main() -> None:
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--dtypes", default="f32")
     ap.add_argument("--layouts", default="kn,nk")
+    ap.add_argument("--rows", default="", help="only the cases of these M (e.g. 16)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--json", type=Path)
@@ -86,6 +87,8 @@ def main() -> None:
             np_dtype = np.float32 if dtype == "f32" else ml_dtypes.bfloat16
             torch_dtype = torch.float32 if dtype == "f32" else torch.bfloat16
             for m, k, n0 in CASES:
+                if args.rows and str(m) not in args.rows.split(","):
+                    continue
                 # The same weight bytes in every dtype (64 MB: twice the L3),
                 # so a 16-bit weight streams from memory too: twice the N.
                 n = n0 * 4 // np.dtype(np_dtype).itemsize

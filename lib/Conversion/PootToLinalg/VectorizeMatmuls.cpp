@@ -11,7 +11,9 @@
 // the tiles depend on the rows: a decode matmul (few rows) is a stream of
 // its weight, so an scf.parallel over column chunks (an even share per
 // thread) runs K in steps of TK outside the chunk's tiles: contiguous runs
-// of each weight row, the weight read once for all rows. A prefill matmul
+// of each weight row, the weight read once for all rows (with more rows
+// than one tile, K in L2-sized bands whose tiles keep their output tile in
+// registers through their own K loop). A prefill matmul
 // (many rows) gets an scf.parallel over output tiles, each with its own K
 // loop. The parallel loops become OpenMP loops downstream (big matmuls
 // only: a tiny one is not worth a parallel region).
@@ -34,13 +36,20 @@
 #include "lib/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Hoisting.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/Transforms/CSE.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 
 namespace mlir::poot {
 #define GEN_PASS_DEF_POOTCPUVECTORIZEMATMULS
@@ -344,6 +353,7 @@ struct PootCPUVectorizeMatmuls
     int64_t tn = vectorTile(n, vectorWidth), tm = divisorAtMost(m, 4),
             tk = divisorAtMost(k, 16);
     bool parallel = m * n * k >= minParallelWork;
+    bool hoistAccumulator = false;
     FailureOr<linalg::LinalgOp> step = failure();
     int64_t chunk = m <= maxStreamRows ? columnChunk(m, n, tn) : 0;
     if (chunk > 0) {
@@ -364,11 +374,29 @@ struct PootCPUVectorizeMatmuls
           tile(rewriter, op, {0, chunk, 0}, parallel);
       if (failed(chunks))
         return failure();
-      FailureOr<linalg::LinalgOp> band =
-          tile(rewriter, *chunks, {0, 0, tk}, false);
-      if (failed(band))
-        return failure();
-      step = tile(rewriter, *band, {tm, tn, 0}, false, {1, 0, 2});
+      if (m > tm) {
+        // More rows than one tile (batched decode: compute-bound here, 8
+        // FLOP per weight byte at M = 16): K bands of up to 16 * TK rows
+        // (W's band of the chunk stays in L2), the tiles inside, and in
+        // each tile a K loop whose output tile stays in registers (hoisted
+        // below) instead of a round trip through L1 every TK rows.
+        FailureOr<linalg::LinalgOp> band = tile(
+            rewriter, *chunks, {0, 0, tk * divisorAtMost(k / tk, 16)}, false);
+        if (failed(band))
+          return failure();
+        FailureOr<linalg::LinalgOp> tiles =
+            tile(rewriter, *band, {tm, tn, 0}, false, {1, 0, 2});
+        if (failed(tiles))
+          return failure();
+        step = tile(rewriter, *tiles, {0, 0, tk}, false);
+        hoistAccumulator = true;
+      } else {
+        FailureOr<linalg::LinalgOp> band =
+            tile(rewriter, *chunks, {0, 0, tk}, false);
+        if (failed(band))
+          return failure();
+        step = tile(rewriter, *band, {tm, tn, 0}, false, {1, 0, 2});
+      }
     } else {
       // Many rows (prefill): output tiles TM x TN over the whole of K.
       FailureOr<linalg::LinalgOp> tiles =
@@ -379,6 +407,7 @@ struct PootCPUVectorizeMatmuls
     }
     if (failed(step))
       return failure();
+    auto kLoop = (*step)->getParentOfType<scf::ForOp>();
     rewriter.setInsertionPoint(*step);
     // As a vector.contract (not a broadcast-multiply-reduce), which lowers
     // to outer products: FMAs along contiguous rhs rows.
@@ -390,6 +419,42 @@ struct PootCPUVectorizeMatmuls
       return (*step)->emitError(
           "poot-cpu-vectorize-matmuls: vectorization failed");
     rewriter.eraseOp(*step);
+    if (hoistAccumulator) {
+      // The output tile's transfer_read/write pair out of the K loop, as
+      // loop-carried registers: upstream's hoisting takes no transfer of a
+      // subview (it could alias), so the tile's subviews are folded into
+      // the transfers' indices on the function's buffers first, and the
+      // index arithmetic moved out of the loop.
+      SmallVector<Operation *> transfers;
+      kLoop.walk([&](Operation *o) {
+        if (isa<vector::TransferReadOp, vector::TransferWriteOp>(o))
+          transfers.push_back(o);
+      });
+      RewritePatternSet folds(&getContext());
+      memref::populateFoldMemRefAliasOpPatterns(folds);
+      if (failed(applyOpPatternsGreedily(transfers, std::move(folds))))
+        return kLoop->emitError(
+            "poot-cpu-vectorize-matmuls: folding the tile's subviews failed");
+      // The tiling's subviews left without users go too: upstream's
+      // hoisting also refuses a buffer that has a view among its users.
+      Operation *nest = kLoop;
+      while (!isa<func::FuncOp>(nest->getParentOp()))
+        nest = nest->getParentOp();
+      for (bool erased = true; erased;) {
+        erased = false;
+        nest->walk([&](memref::SubViewOp view) {
+          if (view->use_empty()) {
+            rewriter.eraseOp(view);
+            erased = true;
+          }
+        });
+      }
+      // (The read's and the write's indices are one value once CSE'd.)
+      moveLoopInvariantCode(kLoop);
+      DominanceInfo dominance;
+      eliminateCommonSubExpressions(rewriter, dominance, kLoop->getParentOp());
+      linalg::hoistRedundantVectorTransfers(kLoop);
+    }
     return success();
   }
 

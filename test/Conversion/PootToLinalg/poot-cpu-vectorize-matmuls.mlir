@@ -18,14 +18,21 @@ func.func @linear(%x: memref<1x512xf32>, %w: memref<512x1024xf32>, %y: memref<1x
 
 // Batched decode (16 rows): every row inside each chunk, so the weight is
 // read once, not once per 4-row tile. 16 x chunk x 4 bytes <= 32 KiB gives
-// chunks of 512 columns (2 per thread); in each K step the 64-column tiles
-// (outer) take the four 4-row tiles (inner).
+// chunks of 512 columns (2 per thread); K in bands of 128 rows, in each the
+// 64-column tiles (outer) take the four 4-row tiles (inner), and each tile
+// runs its 16 steps of 8 rows with the 4 x 64 output tile in registers:
+// read before the K loop, carried through it, written after it.
 // CHECK-LABEL: func.func @rows16
 // CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}}) step (%c512{{.*}})
-// CHECK: scf.for {{.*}} step %c8{{.*}}
+// CHECK: scf.for {{.*}} step %c128{{.*}}
 // CHECK: scf.for {{.*}} step %c64{{.*}}
 // CHECK: scf.for {{.*}} step %c4{{.*}}
-// CHECK: vector.contract {{.*}} vector<4x8xf32>, vector<8x64xf32> into vector<4x64xf32>
+// CHECK: %[[ACC:.*]] = vector.transfer_read %arg2{{.*}} : memref<16x2048xf32>, vector<4x64xf32>
+// CHECK: %[[SUM:.*]] = scf.for {{.*}} step %c8{{.*}} iter_args(%[[A:.*]] = %[[ACC]]) -> (vector<4x64xf32>)
+// CHECK-NOT: vector.transfer_write
+// CHECK: vector.contract {{.*}}, %[[A]] : vector<4x8xf32>, vector<8x64xf32> into vector<4x64xf32>
+// CHECK: scf.yield
+// CHECK: vector.transfer_write %[[SUM]], %arg2
 func.func @rows16(%x: memref<16x256xf32>, %w: memref<256x2048xf32>, %y: memref<16x2048xf32>) {
   linalg.matmul ins(%x, %w : memref<16x256xf32>, memref<256x2048xf32>) outs(%y : memref<16x2048xf32>)
   return
