@@ -5,6 +5,8 @@ inputs. The step reads W in place (poot-cpu-vectorize-matmuls' dot-product
 tiles): no transposed copy of the weight among its temporaries. The shapes
 cover the tiles' remainders: M not a multiple of the 4-row tile, N not a
 multiple of the column tile, K not a multiple of the vector, batch axes on x.
+The [K, N] layout (`x @ W`) is checked the same way: decode, batched decode
+(output tiles carried in registers through K) and bf16 operands.
 """
 
 from __future__ import annotations
@@ -103,3 +105,34 @@ def test_imported_linear_without_pack_weights_matches_float64(rng, tmp_path) -> 
     with torch.no_grad():
         want = copy.deepcopy(model).double()(x.double()).numpy()
     np.testing.assert_allclose(y, want, rtol=0, atol=2e-5 * np.abs(want).max())
+
+
+@pytest.mark.parametrize(
+    "m,k,n,dtype",
+    [
+        (1, 512, 3000, "f32"),  # decode: column chunks over the threads
+        (16, 200, 96, "f32"),  # batched decode: K bands, output tiles in registers
+        (6, 64, 97, "f32"),  # N prime: one-column tiles
+        (16, 256, 160, "bf16"),  # bf16 operands, f32 accumulation
+    ],
+)
+def test_linear_with_in_out_weight_matches_float64(rng, tmp_path, m, k, n, dtype) -> None:
+    """The [K, N] layout (`x @ W`, W stored [in, out]) through the same
+    compiler: decode, batched decode and 16-bit operands against float64."""
+    np_dtype = np.float32 if dtype == "f32" else BF16
+    tr = Tracer("step")
+    x_in = tr.input("x", (m, k), dtype)
+    w_in = tr.input("w", (k, n), dtype)
+    tr.output("y", x_in @ w_in)
+    x = rng.standard_normal((m, k)).astype(np_dtype)
+    w = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np_dtype)
+    path = compile_cpu(tr.finish(), tmp_path / "step", device=devices.CPU.with_limits(compute_units=2))
+    want = x.astype(np.float64) @ w.astype(np.float64)
+    bound = _bound(x, w.T)
+    tol = 4 * k * 2.0**-24 * bound + (2.0**-8 * np.abs(want) if dtype == "bf16" else 0)
+    for threads in (1, 2):
+        art = CpuArtifact(path, threads=threads)
+        y = art.run({"x": x, "w": w}).named["y"]
+        err = np.abs(y.astype(np.float64) - want)
+        assert np.all(err <= tol + 1e-30), f"max error {err.max()} (threads {threads})"
+        art.close()
