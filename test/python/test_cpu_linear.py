@@ -11,6 +11,8 @@ The [K, N] layout (`x @ W`) is checked the same way: decode, batched decode
 
 from __future__ import annotations
 
+import copy
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -100,8 +102,6 @@ def test_imported_linear_without_pack_weights_matches_float64(rng, tmp_path) -> 
     art = CpuArtifact(path)
     assert art.manifest["function"].get("arena_bytes", 0) < weights["proj.weight"].nbytes
     (y,) = art.run({"x": x.numpy(), **weights}).outputs
-    import copy
-
     with torch.no_grad():
         want = copy.deepcopy(model).double()(x.double()).numpy()
     np.testing.assert_allclose(y, want, rtol=0, atol=2e-5 * np.abs(want).max())
