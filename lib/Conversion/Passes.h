@@ -35,9 +35,12 @@ void populatePootToLinalgTypeConversions(TypeConverter &converter);
 /// Patterns lowering every primitive poot op to linalg/tensor/arith/math/scf
 /// on tensors (see `convert-poot-to-linalg`), with `converter` set up by
 /// populatePootToLinalgTypeConversions. The fused attention ops get no
-/// pattern.
+/// pattern. With `foldTransposedRhs`, a matmul of a 2-D rhs that is a
+/// `poot.transpose perm = [1, 0]` reads the transpose's operand through a
+/// transposed indexing map (convert-poot-to-linalg's fold-transposed-rhs).
 void populatePootToLinalgPatterns(const TypeConverter &converter,
-                                  RewritePatternSet &patterns);
+                                  RewritePatternSet &patterns,
+                                  bool foldTransposedRhs = false);
 
 #define GEN_PASS_REGISTRATION
 #include "lib/Conversion/Passes.h.inc"

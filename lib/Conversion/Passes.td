@@ -72,7 +72,36 @@ def ConvertPootToLinalg : Pass<"convert-poot-to-linalg"> {
         linalg.yield %0 : f32
     } -> tensor<4x16xf32>
     ```
+
+    With `fold-transposed-rhs` (the CPU pipeline sets it), a matmul whose
+    2-D rhs is `poot.transpose %w perm = [1, 0]` (a torch Linear's
+    `x @ W.T`, W stored `[N, K]`) becomes a `linalg.matmul` reading `%w`
+    through the transposed map `(m, n, k) -> (n, k)`: no transposed copy of
+    the weight per call, and the CPU's `poot-cpu-vectorize-matmuls` turns
+    it into dot products along W's contiguous rows. The transpose itself
+    is still lowered for any other user (and is dead code otherwise).
+    Before:
+    ```mlir
+    %wt = poot.transpose %w perm = [1, 0] : tensor<96x64xf32> -> tensor<64x96xf32>
+    %y = poot.matmul %x, %wt : (tensor<1x64xf32>, tensor<64x96xf32>) -> tensor<1x96xf32>
+    ```
+    After:
+    ```mlir
+    %y = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
+                                        affine_map<(m, n, k) -> (n, k)>,
+                                        affine_map<(m, n, k) -> (m, n)>]
+        ins(%x, %w : tensor<1x64xf32>, tensor<96x64xf32>)
+        outs(%zero : tensor<1x96xf32>) -> tensor<1x96xf32>
+    ```
+    (Off by default: the GPU whole-step pipeline keeps the form its passes
+    were written and measured against.)
   }];
+  let options = [
+    Option<"foldTransposedRhs", "fold-transposed-rhs", "bool",
+           /*default=*/"false",
+           "Read a matmul's 2-D rhs that is a [1, 0] transpose through a "
+           "transposed indexing map (no transposed copy)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",
@@ -135,42 +164,117 @@ def PootCPUEntryABI : Pass<"poot-cpu-entry-abi", "::mlir::ModuleOp"> {
 
 def PootCPUVectorizeMatmuls
     : Pass<"poot-cpu-vectorize-matmuls", "::mlir::func::FuncOp"> {
-  let summary = "Tile and vectorize the step's f32 matmuls for the host's vectors";
+  let summary = "Tile and vectorize the step's matmuls for the host's vectors";
   let description = [{
     Runs on buffers, after bufferization (tiled tensor IR made one-shot
-    bufferization of a 16-layer decoder step 3.8 s -> 10.7 s). Every
-    `linalg.matmul` with static f32 memrefs and the default maps (the step's
-    linear layers: `convert-poot-to-linalg` makes a matmul with a 2-D rhs
-    one) is tiled (`linalg::tileLinalgOp`) and vectorized:
-    - output tiles TM x TN (TM: the largest divisor of M <= 4; TN: 4, 2 or 1
-      host vectors, the widest dividing N) in an `scf.parallel` when the
-      matmul has at least `min-parallel-work` multiply-adds (an OpenMP loop
-      downstream), else an `scf.for`;
-    - the reduction in steps of TK (the largest divisor of K <= 16), an
-      `scf.for`;
-    - each TM x TN x TK tile vectorized (`linalg::vectorize`) to one
-      `vector.contract`, which the LLVM lowering turns into outer products
-      (the output tile is re-read from L1 each K step: upstream's
-      `hoistRedundantVectorTransfers` did not hoist it).
+    bufferization of a 16-layer decoder step 3.8 s -> 10.7 s). Two layouts
+    of the weight (the rhs), both with static shapes:
+
+    **[K, N]** (`linalg.matmul` with the default maps: the step's linear
+    layers with a weight stored `[in, out]`; f32 accumulators, f32/bf16/f16
+    operands) is tiled (`linalg::tileLinalgOp`) and each tile vectorized
+    (`linalg::vectorize`) to one `vector.contract` TM x TN x TK (16-bit
+    operands widened to f32), which the LLVM lowering turns into outer
+    products (FMAs of a broadcast lhs element with a contiguous row of the
+    rhs). TM: the largest divisor of M <= 4; TN: 4, 2 or 1 host vectors, the
+    widest dividing N. The output tile is re-read from L1 each K step
+    (upstream's `hoistRedundantVectorTransfers` takes no transfer of a
+    subview), except in batched decode (below). The loops:
+    - M <= `max-stream-rows` (decode): the weight streamed row by row. An
+      `scf.parallel` over column chunks (a divisor of N, N / chunk a
+      multiple of `compute-units` where possible, the M x chunk output
+      <= 32 KiB: it stays in L1), then an `scf.for` over K in steps of TK
+      (the largest divisor of K <= 8: TK rows of W are read side by side,
+      and 8 streams read faster than 16 or 4 on the 2-core EPYC), then the
+      chunk's tiles (N outer, M inner). Each K step reads TK contiguous runs
+      of the chunk's columns once, shared by all M rows. With M > TM
+      (batched decode: compute-bound, 8 FLOP per weight byte at M = 16) the
+      K loop is in bands of up to 16 * TK rows (the chunk's band of W stays
+      in L2) with the tiles inside, and each tile's own K loop keeps its
+      output tile in registers: the tile's subviews are folded into the
+      transfers' indices (`populateFoldMemRefAliasOpPatterns`), the index
+      arithmetic moved out (`moveLoopInvariantCode`, CSE) and the output's
+      read/write pair hoisted (`linalg::hoistRedundantVectorTransfers`,
+      which refuses transfers of views); on 16 x 4096 x 4096, A/B in one
+      process on a loaded machine: 1.0-1.45x at one thread, 1.1-1.4x at
+      two. (Before: output
+      tiles over the whole of K, each walking W down a 256-byte-wide column
+      strip, a new page per row, and with M > TM every row tile read the
+      whole weight again: 4096 x 4096, one row, 6.8 -> 19.5 GB/s.)
+    - more rows (prefill): an `scf.parallel` over TM x TN output tiles, each
+      an `scf.for` over K in steps of TK (the largest divisor of K <= 16).
+
+    **[N, K]** (a torch Linear's `x @ W.T`: a `linalg.matmul` with maps
+    `(m, k), (n, k), (m, n)`, as `convert-poot-to-linalg{fold-transposed-rhs}`
+    makes it, or a `linalg.generic` multiply-add with those maps; f32
+    output, f32/bf16/f16 operands with contiguous rows): each output is a dot
+    product of two contiguous rows. Register tiles of TM rows x TN columns
+    x TU consecutive vectors of K keep TM*TN*TU vector accumulators through
+    an `scf.for` over K (`vector.load`s of the weight and lhs rows, 16-bit
+    ones widened to f32 in registers by `arith.extf`; `vector.fma`s); the TU
+    partial sums are added, a one-vector loop and a scalar loop take K's
+    remainders, then one `vector.reduction <add>` per output, added to the
+    output. TM = min(M, 4). With TM <= 2 lhs rows of at most 8 KiB together,
+    TN = 1 and TU = 8 (one weight row at a time: a thread's rows of W are
+    one sequential stream); else TU = 1 and TN = clamp(A / TM, 2, 8), A = 16
+    accumulators with 16-lane vectors, 8 otherwise (TN weight rows share
+    each lhs load). An `scf.parallel` (or `scf.for`, below
+    `min-parallel-work`) over the full column tiles holds, per tile, an
+    `scf.for` over the row tiles; the N and M remainders are narrower /
+    shorter tiles. Upstream's `vector.contract` lowerings for this form
+    reduce horizontally at every K step (dot) or transpose the weight tile
+    (outer products), hence the tile is written with vector ops directly.
+    (Before: the form was left to `convert-linalg-to-loops`, scalar loops;
+    and without the fold the weight was first copied transposed, a strided
+    gather of all of it per call: 512 x 32000, one row, 0.7 -> 25+ GB/s.)
+
     Nothing happens with `vector-width=0`.
 
-    Before:
+    Before ([K, N], one row):
     ```mlir
     linalg.matmul ins(%x, %w : memref<1x512xf32>, memref<512x1024xf32>)
                   outs(%y : memref<1x1024xf32>)
     ```
-    After (`vector-width=16`):
+    After (`vector-width=16 compute-units=2`):
     ```mlir
-    scf.parallel (%i, %j) = (%c0, %c0) to (%c1, %c1024) step (%c1, %c64) {
+    scf.parallel (%j) = (%c0) to (%c1024) step (%c512) {
       scf.for %kk = %c0 to %c512 step %c16 {
-        %l = vector.transfer_read ... : vector<1x16xf32>
-        %r = vector.transfer_read ... : vector<16x64xf32>
-        %a = vector.transfer_read %ytile[...] : vector<1x64xf32>
-        %c = vector.contract ... %l, %r, %a : vector<1x16xf32>, vector<16x64xf32> into vector<1x64xf32>
-        vector.transfer_write %c, %ytile[...]
+        scf.for %jj = %c0 to %c512 step %c64 {
+          %l = vector.transfer_read ... : vector<1x16xf32>
+          %r = vector.transfer_read ... : vector<16x64xf32>
+          %a = vector.transfer_read %ytile[...] : vector<1x64xf32>
+          %c = vector.contract ... %l, %r, %a : vector<1x16xf32>, vector<16x64xf32> into vector<1x64xf32>
+          vector.transfer_write %c, %ytile[...]
+        }
       }
     }
     ```
+    Before ([N, K], one row, K = 4096: 16 KiB lhs row):
+    ```mlir
+    linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
+                                   affine_map<(m, n, k) -> (n, k)>,
+                                   affine_map<(m, n, k) -> (m, n)>]
+        ins(%x, %w : memref<1x4096xf32>, memref<1024x4096xf32>)
+        outs(%y : memref<1x1024xf32>)
+    ```
+    After (`vector-width=16`):
+    ```mlir
+    scf.parallel (%j) = (%c0) to (%c1024) step (%c8) {
+      %s:8 = scf.for %k = %c0 to %c4096 step %c16 iter_args(%a0 = %zero, ...) {
+        %x0 = vector.load %x[%c0, %k] : memref<1x4096xf32>, vector<16xf32>
+        %w0 = vector.load %w[%j, %k] : memref<1024x4096xf32>, vector<16xf32>
+        ...                                   // 8 weight rows
+        %f0 = vector.fma %x0, %w0, %a0 : vector<16xf32>
+        ...
+        scf.yield %f0, ..., %f7 : vector<16xf32>, ...
+      }
+      %r0 = vector.reduction <add>, %s#0 : vector<16xf32> into f32
+      %y0 = memref.load %y[%c0, %j] ; %n0 = arith.addf %y0, %r0 ; memref.store %n0, %y[%c0, %j]
+      ...
+    }
+    ```
+    With K = 512 (2 KiB) instead: `step (%c1)` over N, and the K loop steps
+    by 128 with 8 accumulators on consecutive vectors of one weight row.
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"0",
@@ -179,11 +283,18 @@ def PootCPUVectorizeMatmuls
            /*default=*/"262144",
            "Fewest multiply-adds (M*N*K) for which the output tiles run as a "
            "parallel loop">,
+    Option<"computeUnits", "compute-units", "int64_t", /*default=*/"1",
+           "Threads the parallel loops run on (the [K, N] decode chunks are "
+           "split evenly over them)">,
+    Option<"maxStreamRows", "max-stream-rows", "int64_t", /*default=*/"16",
+           "Most rows M for which a [K, N] matmul streams its weight by "
+           "column chunks (more: output tiles over the whole of K)">,
   ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect", "::mlir::vector::VectorDialect",
     "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::math::MathDialect",
   ];
 }
 

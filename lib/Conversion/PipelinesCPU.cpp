@@ -115,7 +115,11 @@ void poot::buildPootToLLVMCPUPipeline(
     pm.addPass(createPootAttentionToCalls());
   else
     pm.addPass(createPootAttentionToLoops());
-  pm.addPass(createConvertPootToLinalg());
+  // `x @ W.T` reads W [N, K] in place (no transposed copy per call): the
+  // vectorized matmuls handle both layouts of the weight.
+  ConvertPootToLinalgOptions toLinalg;
+  toLinalg.foldTransposedRhs = true;
+  pm.addPass(createConvertPootToLinalg(toLinalg));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   PootCPUEntryABIOptions abi;
@@ -152,6 +156,7 @@ void poot::buildPootToLLVMCPUPipeline(
   // buffers; the output tile's transfers hoisted out of the K loop).
   PootCPUVectorizeMatmulsOptions matmuls;
   matmuls.vectorWidth = options.vectorWidth;
+  matmuls.computeUnits = options.computeUnits;
   pm.addNestedPass<func::FuncOp>(createPootCPUVectorizeMatmuls(matmuls));
   pm.addNestedPass<func::FuncOp>(createPootCPUExpandStridedCopies());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());

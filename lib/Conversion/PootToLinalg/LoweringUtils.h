@@ -76,7 +76,8 @@ void populateElementwisePatterns(const TypeConverter &converter,
 void populateDataMovementPatterns(const TypeConverter &converter,
                                   RewritePatternSet &patterns);
 void populateContractionPatterns(const TypeConverter &converter,
-                                 RewritePatternSet &patterns);
+                                 RewritePatternSet &patterns,
+                                 bool foldTransposedRhs = false);
 
 } // namespace mlir::poot::linalg_lowering
 

@@ -149,16 +149,19 @@ struct DecomposeRope : OpConversionPattern<RopeOp> {
 } // namespace
 
 void poot::populatePootToLinalgPatterns(const TypeConverter &converter,
-                                        RewritePatternSet &patterns) {
+                                        RewritePatternSet &patterns,
+                                        bool foldTransposedRhs) {
   patterns.add<DecomposeRope>(converter, patterns.getContext());
   linalg_lowering::populateElementwisePatterns(converter, patterns);
   linalg_lowering::populateDataMovementPatterns(converter, patterns);
-  linalg_lowering::populateContractionPatterns(converter, patterns);
+  linalg_lowering::populateContractionPatterns(converter, patterns,
+                                               foldTransposedRhs);
 }
 
 namespace {
 struct ConvertPootToLinalg
     : poot::impl::ConvertPootToLinalgBase<ConvertPootToLinalg> {
+  using ConvertPootToLinalgBase::ConvertPootToLinalgBase;
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
     TypeConverter converter;
@@ -179,7 +182,7 @@ struct ConvertPootToLinalg
         [&](Operation *op) { return converter.isLegal(op); });
 
     RewritePatternSet patterns(ctx);
-    populatePootToLinalgPatterns(converter, patterns);
+    populatePootToLinalgPatterns(converter, patterns, foldTransposedRhs);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
