@@ -213,9 +213,14 @@ def _index(a, out, ctx):
     linear = None
     for d, index in enumerate(indices):
         size = x.shape[d]
-        index = P.select(P.lt(index, 0), P.add(index, size), index)
+        # An index declared non-negative (a paged read map: `pool[read]`)
+        # needs no wrap: the gather then reads the map itself, the form the
+        # attention rewrite fuses as a paged key.
+        declared = index.declared_range
+        if declared is None or declared[0] < 0:
+            index = P.select(P.lt(index, 0), P.add(index, size), index)
         linear = index if linear is None else P.add(P.mul(linear, size), index)
-    flat = P.reshape(x, (math.prod(x.shape[:k]),) + x.shape[k:])
+    flat = x if k == 1 else P.reshape(x, (math.prod(x.shape[:k]),) + x.shape[k:])
     return P.gather(flat, linear, 0)
 
 
