@@ -8,8 +8,10 @@ finish at different steps; their blocks go back to the pool (full blocks
 stay cached for later prefixes until evicted).
 
 The step function it drives (any runner with `.step(inputs)` returning a
-result whose `.named[logits]` is `[rows, tokens, vocab]`, and `.state`
-holding the pools by state name) takes, besides its weights:
+result whose `.named[logits]` is `[rows, tokens, vocab]` -- or `[rows, 1,
+vocab]`, each row's last real token's: a step that computes the head for
+those only, as `models.paged` does -- and `.state` holding the pools by
+state name) takes, besides its weights:
 
     tokens  [rows, tokens] i32     the row's new token ids (padding: 0)
     pos     [rows] i32             position of the row's first new token
@@ -581,7 +583,9 @@ class Engine:
                 live.fed += row.count
                 if live.fed < len(live.request.prompt):
                     continue
-            out = np.array(logits[r, row.count - 1], copy=True)
+            # One logits column: the step kept each row's last real token's.
+            column = row.count - 1 if logits.shape[1] > 1 else 0
+            out = np.array(logits[r, column], copy=True)
             live.logits.append(out)
             live.generated.append(live.choose(out))
             if len(live.generated) == live.submitted.max_new_tokens:
@@ -631,6 +635,13 @@ class Engine:
             self.step_index += 1
             return None
         return self.dispatch(plan)
+
+    def close(self) -> None:
+        """Release the runner (its compiled steps and, on a device, the
+        pools and weights there)."""
+        close = getattr(self.runner, "close", None)
+        if close is not None:
+            close()
 
     def run(
         self, on_step: Callable[[StepReport], None] | None = None

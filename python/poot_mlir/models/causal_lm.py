@@ -13,6 +13,10 @@ prompt of L tokens is prefilled in the chunks of L's binary expansion (37 =
 32 + 4 + 1: no padding token, every chunk ends where the next begins), and
 each new token is one `[B, 1]` step. Shapes are compiled on first use and
 kept (the compile cache, $POOT_CACHE, also keeps them across processes).
+
+Serving many requests at once -- continuous batching over paged KV pools,
+prefix caching, preemption -- is `lm.engine(...)`: a `driver.Engine` over
+the model's paged step (`models.paged`, `models.serving`).
 """
 
 from __future__ import annotations
@@ -142,6 +146,7 @@ class CausalLM:
         self._generation = getattr(model, "generation_config", None)
         self._batch: int | None = None
         self._shapes: list | None = None  # per layer (K, V) cache shapes of `_batch` rows
+        self._engines: list = []  # closed before the runner (they may share its device)
 
     # --- construction -------------------------------------------------------------------
 
@@ -182,7 +187,11 @@ class CausalLM:
         return cls(model, runner, capacity, root, owns)
 
     def close(self) -> None:
-        """Release the runtime and the compiled steps (when the workdir is ours)."""
+        """Release the runtime, the engines' runners and the compiled steps
+        (when the workdir is ours)."""
+        for engine in self._engines:
+            engine.close()
+        self._engines.clear()
         self._runner.close()
         if self._owns_workdir:
             shutil.rmtree(self._workdir, ignore_errors=True)
@@ -192,6 +201,47 @@ class CausalLM:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # --- serving --------------------------------------------------------------------------
+
+    def engine(
+        self,
+        *,
+        max_batch: int = 8,
+        num_blocks: int | None = None,
+        chunk: int = 16,
+        max_seq_len: int | None = None,
+        preempt: bool = False,
+    ) -> Any:
+        """A `driver.Engine` serving this model on its target: submit
+        `driver.Request`s (token ids, `max_new_tokens`, optional sampling and
+        seed), then `run()` (or `step()`); each `Completion` holds the
+        generated tokens, greedy by default, equal to transformers' `generate`
+        of the request alone.
+
+        Each step runs up to `max_batch` sequences, a prefilling one
+        contributing a chunk of up to `chunk` prompt tokens, a decoding one
+        its last token. Keys and values live in one pool of `num_blocks`
+        blocks of 16 tokens (default: `max_batch` sequences of `max_seq_len`
+        tokens), allocated on demand; full blocks are shared by later
+        requests with the same prefix. `max_seq_len`: a sequence's tokens,
+        prompt and generated (default this model's `max_seq_len`).
+        `preempt=True`: admit a request when its prompt fits, and when the
+        pool runs out recompute the youngest request later (vLLM's
+        preemption by recompute) instead of reserving every request's final
+        blocks at admission. Compiles two step shapes (`[max_batch, chunk]`
+        and `[max_batch, 1]`) on the first call; `close()` releases it (and
+        `CausalLM.close` every engine it made)."""
+        from ..driver import BLOCK_SIZE
+        from .serving import EngineShape, build_engine
+
+        length = self.capacity if max_seq_len is None else max_seq_len
+        if num_blocks is None and isinstance(length, int) and isinstance(max_batch, int):
+            num_blocks = max_batch * -(-length // BLOCK_SIZE)
+        shape = EngineShape(max_batch, chunk, length, num_blocks)  # type: ignore[arg-type]
+        engine = build_engine(self, shape, preempt=preempt)
+        self._engines.append(engine)
+        return engine
 
     # --- steps --------------------------------------------------------------------------
 
