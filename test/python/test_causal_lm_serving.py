@@ -1,0 +1,163 @@
+"""`CausalLM.engine`: the driver's Engine serving a Hugging Face causal LM
+(random-init small configs, nothing downloaded) through its paged step
+(`models/paged.py`): requests of different lengths sharing prefixes,
+arriving at different steps, each equal to transformers' greedy `generate`
+of it alone; the prefix cache hit, preemption by recompute, refusals that
+change nothing; the attention fused as paged `poot.attention` reading the
+pools through the read map. CPU, and lavapipe through Vulkan for Llama."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from system_deps import require
+from test_causal_lm import COMMON, build, hf_generate
+
+from poot_mlir import errors
+
+VOCAB = COMMON["vocab_size"]
+
+
+@pytest.fixture(scope="module")
+def hf():
+    require("torch")
+    require("transformers")
+    import torch
+    import transformers
+
+    return torch, transformers
+
+
+def requests(seed: int = 3):
+    """A 20-token shared prefix (one full block and a partial one) under
+    tails of different lengths, one unrelated prompt, and a late request
+    with the prefix that arrives once the first has published its blocks."""
+    from poot_mlir.driver import Request
+
+    rng = np.random.default_rng(seed)
+
+    def toks(n):
+        return [int(t) for t in rng.integers(2, VOCAB, n)]
+
+    shared = toks(20)
+    return [
+        Request("a", shared + toks(3), 7, arrival=0),
+        Request("b", toks(5), 9, arrival=0),
+        Request("c", shared + toks(13), 5, arrival=1),
+        Request("d", shared + toks(1), 6, arrival=8),
+    ]
+
+
+def expect(hf, model, request) -> list[int]:
+    """transformers' greedy tokens for the request alone."""
+    torch, _ = hf
+    ids = torch.tensor([request.prompt])
+    return hf_generate(hf, model, ids, new=request.max_new_tokens)[0, len(request.prompt) :].tolist()
+
+
+def serve(engine, reqs):
+    for request in reqs:
+        engine.submit(request)
+    return engine.run()
+
+
+@pytest.fixture(scope="module")
+def llama(hf):
+    from poot_mlir.models import CausalLM
+
+    model = build(hf, "llama")
+    with CausalLM.from_hf(model, "cpu", max_seq_len=48) as lm:
+        yield model, lm.engine(max_batch=3, chunk=8, num_blocks=12)
+
+
+@pytest.mark.parametrize("name", ["llama", "mistral", "gemma2"])
+def test_engine_matches_transformers_alone(hf, llama, name) -> None:
+    """Mistral's window (6) and Gemma-2's alternating sliding/global layers
+    with softcaps hide keys inside these prompts: the paged step's masks are
+    the model's own."""
+    from poot_mlir.models import CausalLM
+
+    if name == "llama":
+        model, engine = llama
+        done = serve(engine, requests())
+    else:
+        model = build(hf, name)
+        with CausalLM.from_hf(model, "cpu", max_seq_len=48) as lm:
+            engine = lm.engine(max_batch=3, chunk=8, num_blocks=12)
+            done = serve(engine, requests())
+    reqs = requests()
+    assert sorted(done) == [r.rid for r in reqs]
+    for request in reqs:
+        assert done[request.rid].tokens == expect(hf, model, request), request.rid
+    # The late request reused the shared prefix's full block.
+    assert done["d"].reused == 16
+    assert engine.cache.prefix_hits >= 1 and engine.cache.tokens_skipped >= 16
+    assert engine.cache.check() == [] and engine.cache.blocks_in_use == 0
+
+
+def test_engine_steps_fuse_paged_attention(hf) -> None:
+    """Each layer's attention is one poot.attention reading the pools through
+    the read map (no gathered view left), under the step's mask."""
+    from poot_mlir.compiler import fuse_attention
+    from poot_mlir.models.serving import EngineShape, step_modules
+
+    model = build(hf, "gemma2")
+    shape = EngineShape(max_batch=2, chunk=4, max_seq_len=32, num_blocks=4)
+    for tokens, (module, _) in step_modules(model, shape, VOCAB).items():
+        report = fuse_attention(module, remarks=True)
+        assert report.attention == COMMON["num_hidden_layers"] and report.remarks == []
+        ops = [line for line in str(module).splitlines() if "poot.attention" in line]
+        assert len(ops) == 2 and all(" read(%arg" in op and " mask(" in op for op in ops), ops
+        assert all(f"tensor<{shape.pool_slots}x2x16xf32>" in op for op in ops)
+
+
+def test_preemption_recomputes_and_matches(hf) -> None:
+    """Three requests that outgrow a 5-block pool together: the youngest is
+    preempted (recomputed later from its prompt and generated tokens) and
+    every one still equals transformers alone."""
+    from poot_mlir.driver import Request
+    from poot_mlir.models import CausalLM
+
+    model = build(hf, "llama")
+    rng = np.random.default_rng(5)
+    reqs = [Request(f"p{i}", [int(t) for t in rng.integers(2, VOCAB, 14)], 12) for i in range(3)]
+    with CausalLM.from_hf(model, "cpu", max_seq_len=32) as lm:
+        engine = lm.engine(max_batch=3, chunk=8, num_blocks=5, preempt=True)
+        done = serve(engine, reqs)
+        assert engine.preemptions >= 1
+    for request in reqs:
+        assert done[request.rid].tokens == expect(hf, model, request), request.rid
+
+
+def test_bad_requests_refused_and_nothing_changes(hf, llama) -> None:
+    from poot_mlir.driver import Request
+
+    model, engine = llama
+    before = (engine.cache.allocator.snapshot(), engine.step_index, dict(engine.completions))
+    with pytest.raises(errors.RangeBindError):
+        engine.submit(Request("x", [1, 2, VOCAB], 3))  # a token outside the vocabulary
+    with pytest.raises(errors.SequenceFull):
+        engine.submit(Request("y", [1] * 40, 10))  # 49 tokens > max_seq_len 48
+    with pytest.raises(errors.ShapeBindError):
+        engine.submit(Request("z", [1, 2.5], 3))
+    assert engine.idle
+    assert (engine.cache.allocator.snapshot(), engine.step_index, dict(engine.completions)) == before
+    # Refused ids were never taken: they submit and serve afterwards.
+    good = Request("x", [3, 4, 5, 6], 4)
+    assert serve(engine, [good])["x"].tokens == expect(hf, model, good)
+
+
+def test_llama_engine_on_lavapipe(hf) -> None:
+    """The whole paged step as Vulkan kernels, pools resident on the device."""
+    require("vulkan")
+    from poot_mlir.models import CausalLM
+
+    model = build(hf, "llama")
+    reqs = requests()
+    with CausalLM.from_hf(model, "vulkan", max_seq_len=48) as lm:
+        engine = lm.engine(max_batch=3, chunk=8, num_blocks=12)
+        done = serve(engine, reqs)
+        assert engine.cache.prefix_hits >= 1
+    for request in reqs:
+        assert done[request.rid].tokens == expect(hf, model, request), request.rid
