@@ -88,7 +88,7 @@ class Completion:
     adapter: str | None
     identity: WeightsIdentity
     tokens: list[int]  # generated (greedy, or drawn by the request's sampling)
-    logits: list[np.ndarray]  # one [vocab] row per generated token
+    logits: list[np.ndarray]  # one [vocab] row per generated token (none: keep_logits=False)
     reused: int  # prompt tokens taken from the prefix cache
     admitted: int
     finished: int
@@ -199,6 +199,7 @@ class Engine:
         bind: Callable[[Mapping[str, Any]], Any] | None = None,
         vocab: int | None = None,
         preempt: bool = False,
+        keep_logits: bool = True,
     ) -> None:
         if adapters is None and base is None:
             raise KVCacheError("Engine: give the base weights identity (base=) or an AdapterTable")
@@ -236,6 +237,10 @@ class Engine:
         # out, preempt the youngest running request by recompute.
         self.preempt = preempt
         self.preemptions = 0
+        # Each completion's logits rows ([vocab] per generated token): a
+        # server that only wants tokens keeps none (64 requests x 128 tokens
+        # of a 128k vocabulary are 2 GB of bf16).
+        self.keep_logits = keep_logits
         self._resumed: dict[Hashable, _Live] = {}  # preempted, waiting to resume
 
     def _signature(self) -> Any:
@@ -374,6 +379,16 @@ class Engine:
                 self._rids.discard(rid)
                 return
         raise KVCacheError(f"no request {rid!r} is queued or running")
+
+    def reset_prefix_cache(self) -> int:
+        """`PagedKVCache.reset_prefix_cache`: later requests find no cached
+        prefix (running ones keep their blocks). Not between `plan` and
+        `dispatch`."""
+        if self._planned is not None:
+            raise KVCacheError(
+                f"cannot reset the prefix cache while step {self._planned.step} is planned"
+            )
+        return self.cache.reset_prefix_cache()
 
     @property
     def idle(self) -> bool:
@@ -585,8 +600,10 @@ class Engine:
                     continue
             # One logits column: the step kept each row's last real token's.
             column = row.count - 1 if logits.shape[1] > 1 else 0
-            out = np.array(logits[r, column], copy=True)
-            live.logits.append(out)
+            out = logits[r, column]
+            if self.keep_logits:
+                out = np.array(out, copy=True)
+                live.logits.append(out)
             live.generated.append(live.choose(out))
             if len(live.generated) == live.submitted.max_new_tokens:
                 finished.append(live)
