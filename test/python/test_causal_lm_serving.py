@@ -161,3 +161,28 @@ def test_llama_engine_on_lavapipe(hf) -> None:
         assert engine.cache.prefix_hits >= 1
     for request in reqs:
         assert done[request.rid].tokens == expect(hf, model, request), request.rid
+
+
+def test_prefix_cache_hits_and_resets(hf, llama) -> None:
+    """A repeated prompt reuses its full blocks; after `reset_prefix_cache`
+    it is computed again, with the same tokens."""
+    from poot_mlir.driver import Request
+
+    model, engine = llama
+    prompt = [int(t) for t in np.random.default_rng(9).integers(2, VOCAB, 37)]
+    first = serve(engine, [Request("h0", prompt, 5)])["h0"]
+    again = serve(engine, [Request("h1", prompt, 5)])["h1"]
+    assert (first.reused, again.reused) == (0, 32)
+    assert engine.reset_prefix_cache() >= 2 and engine.cache.allocator.cached_blocks == 0
+    cold = serve(engine, [Request("h2", prompt, 5)])["h2"]
+    assert cold.reused == 0
+    assert first.tokens == again.tokens == cold.tokens == expect(hf, model, Request("-", prompt, 5))
+
+
+def test_serve_example_serves_a_hugging_face_model(hf) -> None:
+    """`python -m poot_mlir.examples.serve --hf mistral --check`: the example's
+    mixed traffic (shared prefixes, arrivals over 26 steps) from a
+    random-init Mistral, each request equal to transformers alone."""
+    from poot_mlir.examples import serve as example
+
+    assert example.main(["--hf", "mistral", "--check", "--quiet", "--layers", "1"]) == 0

@@ -212,6 +212,7 @@ class CausalLM:
         chunk: int = 16,
         max_seq_len: int | None = None,
         preempt: bool = False,
+        keep_logits: bool = True,
     ) -> Any:
         """A `driver.Engine` serving this model on its target: submit
         `driver.Request`s (token ids, `max_new_tokens`, optional sampling and
@@ -229,7 +230,8 @@ class CausalLM:
         `preempt=True`: admit a request when its prompt fits, and when the
         pool runs out recompute the youngest request later (vLLM's
         preemption by recompute) instead of reserving every request's final
-        blocks at admission. Compiles two step shapes (`[max_batch, chunk]`
+        blocks at admission. `keep_logits=False`: completions carry no
+        logits rows (tokens only). Compiles two step shapes (`[max_batch, chunk]`
         and `[max_batch, 1]`) on the first call; `close()` releases it (and
         `CausalLM.close` every engine it made)."""
         from ..driver import BLOCK_SIZE
@@ -239,7 +241,7 @@ class CausalLM:
         if num_blocks is None and isinstance(length, int) and isinstance(max_batch, int):
             num_blocks = max_batch * -(-length // BLOCK_SIZE)
         shape = EngineShape(max_batch, chunk, length, num_blocks)  # type: ignore[arg-type]
-        engine = build_engine(self, shape, preempt=preempt)
+        engine = build_engine(self, shape, preempt=preempt, keep_logits=keep_logits)
         self._engines.append(engine)
         return engine
 

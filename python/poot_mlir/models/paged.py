@@ -146,7 +146,6 @@ class _PagedStep(torch.nn.Module):
             self.register_buffer(f"v{i}", torch.zeros(v_shape, dtype=self._dtype, device=device), persistent=False)
             pools.append((getattr(self, f"k{i}"), getattr(self, f"v{i}")))
         self.cache = PagedCache(pools)
-        self._head = model.get_output_embeddings()
 
     def _mask(self, positions: torch.Tensor, cap: int, window: int | None) -> torch.Tensor:
         """`[rows, 1, T, cap]`: key t is seen by the query at position q iff
@@ -192,7 +191,9 @@ class _PagedStep(torch.nn.Module):
             index = (count - 1).reshape(rows, 1, 1).expand(rows, 1, hidden.shape[-1])
             return (torch.gather(hidden, 1, index),) + tuple(args[1:])
 
-        hook = self._head.register_forward_pre_hook(last_token)
+        # (The head is looked up here, not kept as an attribute: a second
+        # module path to it would rename its weight in the export.)
+        hook = self.model.get_output_embeddings().register_forward_pre_hook(last_token)
         try:
             out = self.model(
                 input_ids=tokens, attention_mask=mask, position_ids=positions,

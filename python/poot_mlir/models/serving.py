@@ -14,6 +14,9 @@ both buckets) over one `PagedKVCache`.
 
 `compile_runner` (the buckets' modules -> one runner) is shared with
 `examples/serve.py`, which serves the hand-traced decoder the same way.
+This module imports no MLIR until a step is compiled: `EngineShape` is the
+one owner of an engine's step shape and pool size on a machine that only
+runs prebuilt steps (bench/causal_lm_serving.py).
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..compiler import devices
 from ..driver import BLOCK_SIZE, Engine, PagedKVCache, StepShape, WeightsIdentity, weights_fingerprint
 from ..driver.runners import DeviceRunner, HostRunner
 from ..errors import KVCacheError
@@ -33,7 +35,7 @@ __all__ = ["EngineShape", "build_engine", "compile_runner", "step_modules"]
 
 
 def compile_runner(
-    target: "str | devices.Device",
+    target: Any,
     modules: Mapping[int, Any],
     out: Path,
     state: Mapping[str, np.ndarray],
@@ -48,6 +50,7 @@ def compile_runner(
     name ("vulkan", "wgpu", "cuda") or a Device; `backend`: a runtime
     backend to run on (default: a new one for the device). Returns the
     runner and where it runs, in words."""
+    from ..compiler import devices
     from .targets import GPU_TARGETS, backend_of, describe
 
     if target == "cpu" or (isinstance(target, devices.Device) and target.target == "cpu"):
@@ -104,16 +107,20 @@ class EngineShape:
         return sorted({1, self.chunk})
 
 
-def step_modules(model: Any, shape: EngineShape, vocab: int) -> dict[int, Any]:
+def step_modules(
+    model: Any, shape: EngineShape, vocab: int, device: str = "cpu"
+) -> dict[int, Any]:
     """Each bucket's paged step, exported from `model` and imported (not yet
-    compiled), with the driver contract's declared ranges."""
+    compiled), with the driver contract's declared ranges: tokens per row ->
+    (module, ExportedProgram). `device="meta"`: a model built on the meta
+    device (no weight memory: compiling for weights bound elsewhere)."""
     from ..frontend.torch_export import import_exported
     from .paged import export_paged_step
 
     s, slots = shape.step, shape.pool_slots
     modules = {}
     for tokens in shape.buckets():
-        ep = export_paged_step(model, s.rows, tokens, s.cap, slots)
+        ep = export_paged_step(model, s.rows, tokens, s.cap, slots, device=device)
         tracer = import_exported(
             ep, name=f"serve_r{s.rows}_t{tokens}", output_names=["logits"],
             pos="pos", max_pos=s.cap - tokens, pack_weights=True,
@@ -128,7 +135,9 @@ def step_modules(model: Any, shape: EngineShape, vocab: int) -> dict[int, Any]:
     return modules
 
 
-def build_engine(lm: Any, shape: EngineShape, *, preempt: bool = False) -> Engine:
+def build_engine(
+    lm: Any, shape: EngineShape, *, preempt: bool = False, keep_logits: bool = True
+) -> Engine:
     """An `Engine` serving `lm` (a CausalLM) on its target; see the module
     docstring. The engine's `close()` releases its runner."""
     from ..frontend.torch_export import exported_weights
@@ -152,4 +161,7 @@ def build_engine(lm: Any, shape: EngineShape, *, preempt: bool = False) -> Engin
     )
     cache = PagedKVCache(shape.num_blocks, max_tokens=s.max_tokens)
     identity = WeightsIdentity(weights_fingerprint(weights))
-    return Engine(runner, cache, s, pools=list(state), base=identity, preempt=preempt)
+    return Engine(
+        runner, cache, s, pools=list(state), base=identity, preempt=preempt,
+        keep_logits=keep_logits,
+    )  # fmt: skip
