@@ -21,7 +21,24 @@ from ._table import aten, axis, finish, to
       "unsqueeze", "view_as", "reshape_as")  # fmt: skip
 def _reshape(a, out, ctx):
     x = a["self"]
-    return x if x.shape == out.shape else P.reshape(x, out.shape)
+    if x.shape == out.shape:
+        return x
+    iota = _iota_laid_out(x, out.shape)
+    return iota if iota is not None else P.reshape(x, out.shape)
+
+
+def _iota_laid_out(x, shape) -> "Tensor | None":
+    """`torch.arange(n).reshape(1, 1, n, 1)` as one iota of that shape along
+    the axis of n (the same values): the key-position spelling the attention
+    rewrite reads in a causal or live-length compare. None unless `x` is a
+    1-D iota and `shape` only adds unit axes around it."""
+    owner = getattr(x.value, "owner", None)
+    if x.rank != 1 or getattr(getattr(owner, "operation", None), "name", None) != "poot.iota":
+        return None
+    big = [d for d, n in enumerate(shape) if n != 1]
+    if len(big) != 1 or shape[big[0]] != x.shape[0]:
+        return None
+    return P.iota(shape, big[0], x.dtype, tracer=x.tracer)
 
 
 @aten("expand", "expand_as", "broadcast_to", "expand_copy")
