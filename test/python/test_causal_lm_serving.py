@@ -96,20 +96,27 @@ def test_engine_matches_transformers_alone(hf, llama, name) -> None:
     assert engine.cache.check() == [] and engine.cache.blocks_in_use == 0
 
 
-def test_engine_steps_fuse_paged_attention(hf) -> None:
+@pytest.mark.parametrize("name", ["llama", "gemma2"])
+def test_engine_steps_fuse_paged_attention(hf, name) -> None:
     """Each layer's attention is one poot.attention reading the pools through
-    the read map (no gathered view left), under the step's mask."""
+    the read map (no gathered view left). A prefill step attends under its
+    mask; an sdpa model's decode step (Llama) with each row's live length
+    instead (no mask: the kernel stops at the length); an eager model's
+    (Gemma-2: softcaps, alternating window) under its masks."""
     from poot_mlir.compiler import fuse_attention
     from poot_mlir.models.serving import EngineShape, step_modules
 
-    model = build(hf, "gemma2")
+    model = build(hf, name)
     shape = EngineShape(max_batch=2, chunk=4, max_seq_len=32, num_blocks=4)
+    hd = model.config.head_dim
     for tokens, (module, _) in step_modules(model, shape, VOCAB).items():
         report = fuse_attention(module, remarks=True)
         assert report.attention == COMMON["num_hidden_layers"] and report.remarks == []
         ops = [line for line in str(module).splitlines() if "poot.attention" in line]
-        assert len(ops) == 2 and all(" read(%arg" in op and " mask(" in op for op in ops), ops
-        assert all(f"tensor<{shape.pool_slots}x2x16xf32>" in op for op in ops)
+        assert len(ops) == 2 and all(" read(%arg" in op for op in ops), ops
+        assert all(f"tensor<{shape.pool_slots}x2x{hd}xf32>" in op for op in ops)
+        live = name == "llama" and tokens == 1
+        assert all((" len(" in op) == live and (" mask(" in op) != live for op in ops), ops
 
 
 def test_preemption_recomputes_and_matches(hf) -> None:

@@ -75,10 +75,13 @@ class _PagedLayer(CacheLayerMixin):
 
     is_compileable = True
 
-    def __init__(self, cache: "PagedCache", keys: torch.Tensor, values: torch.Tensor) -> None:
+    def __init__(
+        self, cache: "PagedCache", keys: torch.Tensor, values: torch.Tensor, window: int | None
+    ) -> None:
         super().__init__()
         self._cache = cache
         self.keys, self.values = keys, values
+        self.window = window
         self.is_initialized = True
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
@@ -95,7 +98,17 @@ class _PagedLayer(CacheLayerMixin):
         # `pool[read]` is one gather through the read map (its declared
         # range is non-negative: no index wrap), then the model's
         # [rows, heads, cap, head_dim] layout.
-        return self.keys[read].transpose(1, 2), self.values[read].transpose(1, 2)
+        keys, values = self.keys[read].transpose(1, 2), self.values[read].transpose(1, 2)
+        live = self._cache.live
+        if live is None or self.window is not None:
+            return keys, values
+        # A decode row sees exactly its first `len` keys: zeroing the rest
+        # (with the mask `t < len`) is attention_live's spelling, which the
+        # rewrite fuses with a live length -- the kernel stops at each
+        # row's length instead of reading the whole read map.
+        t = torch.arange(read.shape[1], device=read.device).reshape(1, 1, -1, 1)
+        zero = torch.zeros((), dtype=keys.dtype, device=keys.device)
+        return torch.where(t < live, keys, zero), torch.where(t < live, values, zero)
 
     def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
         return int(self._cache.read.shape[1]), 0
@@ -110,15 +123,22 @@ class _PagedLayer(CacheLayerMixin):
 class PagedCache(Cache):
     """Paged K/V pools for one step: `read` and `write` are set per call."""
 
-    def __init__(self, pools: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    def __init__(
+        self, pools: list[tuple[torch.Tensor, torch.Tensor]], windows: list[int | None]
+    ) -> None:
         self.read: torch.Tensor | None = None
         self.write: torch.Tensor | None = None
-        super().__init__(layers=[_PagedLayer(self, k, v) for k, v in pools])
+        #: Each row's live length `[rows, 1, 1, 1]` in a decode step (None
+        #: in a step with prefill chunks: their queries need a causal mask).
+        self.live: torch.Tensor | None = None
+        super().__init__(
+            layers=[_PagedLayer(self, k, v, w) for (k, v), w in zip(pools, windows)]
+        )
 
-    def point(self, pools: list[tuple[torch.Tensor, torch.Tensor]], read, write) -> None:
+    def point(self, pools: list[tuple[torch.Tensor, torch.Tensor]], read, write, live) -> None:
         for layer, (k, v) in zip(self.layers, pools):
             layer.keys, layer.values = k, v
-        self.read, self.write = read, write
+        self.read, self.write, self.live = read, write, live
 
 
 class _PagedStep(torch.nn.Module):
@@ -145,17 +165,23 @@ class _PagedStep(torch.nn.Module):
             self.register_buffer(f"k{i}", torch.zeros(k_shape, dtype=self._dtype, device=device), persistent=False)
             self.register_buffer(f"v{i}", torch.zeros(v_shape, dtype=self._dtype, device=device), persistent=False)
             pools.append((getattr(self, f"k{i}"), getattr(self, f"v{i}")))
-        self.cache = PagedCache(pools)
+        self.cache = PagedCache(pools, self._windows)
 
-    def _mask(self, positions: torch.Tensor, cap: int, window: int | None) -> torch.Tensor:
+    def _mask(
+        self, positions: torch.Tensor, cap: int, window: int | None, live: torch.Tensor | None
+    ) -> torch.Tensor:
         """`[rows, 1, T, cap]`: key t is seen by the query at position q iff
-        t <= q (and t > q - window)."""
+        t <= q (and t > q - window). A decode step's global layers: `t <
+        len` (the same keys: len = pos + 1), the live length's spelling."""
         t = torch.arange(cap, device=positions.device)
-        q = positions[:, :, None]
-        keep = t <= q
-        if window is not None:
-            keep = keep & (t > q - window)
-        keep = keep[:, None]
+        if live is not None and window is None:
+            keep = t.reshape(1, 1, 1, cap) < live
+        else:
+            q = positions[:, :, None]
+            keep = t <= q
+            if window is not None:
+                keep = keep & (t > q - window)
+            keep = keep[:, None]
         if self._mask_form == "bool":
             return keep
         zero = torch.zeros((), dtype=self._dtype, device=positions.device)
@@ -174,9 +200,14 @@ class _PagedStep(torch.nn.Module):
         # torch.export swaps the buffers for its own tensors: point the
         # cache's layers at them.
         pools = [(getattr(self, f"k{i}"), getattr(self, f"v{i}")) for i in range(len(self.cache.layers))]
-        self.cache.point(pools, read, write)
+        # The live-length spelling needs the score select sdpa's bool mask
+        # gives (`where(mask, s, -inf)`); eager adds its mask instead.
+        live = None
+        if width == 1 and self._mask_form == "bool":
+            live = (pos + count).reshape(rows, 1, 1, 1)
+        self.cache.point(pools, read, write, live)
         positions = pos[:, None] + torch.arange(width, device=tokens.device)[None, :]
-        masks = {w: self._mask(positions, cap, w) for w in set(self._windows)}
+        masks = {w: self._mask(positions, cap, w, live) for w in set(self._windows)}
         if len(masks) == 1:
             mask: Any = next(iter(masks.values()))
         else:  # mixed layers (Gemma-2): the models that have them take a mapping
