@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BindError
-from .hf_export import cache_shapes, export_step
+from .hf_export import add_next_token, cache_shapes, export_step
 from .runners import make_runner
 from ..driver.sampling import Sampling
 
@@ -231,9 +231,11 @@ class CausalLM:
         pool runs out recompute the youngest request later (vLLM's
         preemption by recompute) instead of reserving every request's final
         blocks at admission. `keep_logits=False`: completions carry no
-        logits rows (tokens only). Compiles two step shapes (`[max_batch, chunk]`
-        and `[max_batch, 1]`) on the first call; `close()` releases it (and
-        `CausalLM.close` every engine it made)."""
+        logits rows (tokens only), and a step whose rows are all greedy
+        reads back only its tokens, chosen in the step (on a GPU: `rows x
+        4` bytes, not the `[rows, vocab]` logits). Compiles two step shapes
+        (`[max_batch, chunk]` and `[max_batch, 1]`) on the first call;
+        `close()` releases it (and `CausalLM.close` every engine it made)."""
         from ..driver import BLOCK_SIZE
         from .serving import EngineShape, build_engine
 
@@ -260,6 +262,7 @@ class CausalLM:
                 ep, name=f"step_b{batch}_t{tokens}", output_names=["logits"],
                 pos="pos", max_pos=self.capacity - tokens, pack_weights=True,
             )  # fmt: skip
+            add_next_token(tracer)  # greedy decoding reads back [batch] tokens, not logits
             self._runner.add(key, tracer.finish(), lambda: exported_weights(ep, pack_weights=True))
         return key
 
@@ -285,18 +288,27 @@ class CausalLM:
         ids = _token_ids(input_ids, self.vocab_size)
         return self._prefill(ids, _Padding.of(attention_mask, ids, self.capacity))
 
-    def _prefill(self, ids: np.ndarray, padding: "_Padding | None") -> np.ndarray:
+    def _prefill(self, ids: np.ndarray, padding: "_Padding | None", greedy: bool = False) -> np.ndarray:
+        """Prefill the prompt; the last chunk's logits `[B, vocab]`, or with
+        `greedy` its tokens `[B]` (chosen in the step: on a GPU the logits
+        are never read back). The inner chunks read nothing back."""
         batch, length = ids.shape
         if length > self.capacity:
             raise BindError(f"the prompt has {length} tokens; the cache holds {self.capacity} (max_seq_len)")
         self._reset(batch)
-        pos, logits = 0, None
-        for n in _chunks(length):
+        chunks, pos = _chunks(length), 0
+        for i, n in enumerate(chunks):
             key = self._step(batch, n, padding is not None)
             extra = padding.chunk(pos, n) if padding is not None else None
-            logits = self._runner.step(key, ids[:, pos : pos + n], pos, extra)
+            chunk = ids[:, pos : pos + n]
+            if i < len(chunks) - 1:
+                self._runner.advance(key, chunk, pos, extra)
+            elif greedy:
+                return self._runner.next_token(key, chunk, pos, extra)
+            else:
+                return self._runner.logits(key, chunk, pos, extra)
             pos += n
-        return logits
+        raise AssertionError("a prompt has at least one chunk")
 
     # --- generation ---------------------------------------------------------------------
 
@@ -349,10 +361,14 @@ class CausalLM:
         if max_new_tokens == 0:
             return ids
         padding = _Padding.of(attention_mask, ids, self.capacity)
-        logits = self._prefill(ids, padding)
+        # Greedy: each step chooses its tokens itself (its `next_token`, the
+        # first maximum as torch's argmax), so only they come back; sampling
+        # draws from the logits on the host.
+        greedy = not sampling.do_sample
+        produced = self._prefill(ids, padding, greedy)
         done = np.zeros(batch, dtype=bool)
         for step in range(max_new_tokens):
-            token = sampling.next_tokens(logits, rng)
+            token = produced if greedy else sampling.next_tokens(produced, rng)
             if eos_ids.size:
                 token = np.where(done, pad if pad is not None else token, token)
                 done |= np.isin(token, eos_ids)
@@ -361,5 +377,6 @@ class CausalLM:
                 break
             key = self._step(batch, 1, padding is not None)
             extra = padding.next(step) if padding is not None else None
-            logits = self._runner.step(key, token[:, None], length + step, extra)
+            run = self._runner.next_token if greedy else self._runner.logits
+            produced = run(key, token[:, None], length + step, extra)
         return np.concatenate(out, axis=1)
