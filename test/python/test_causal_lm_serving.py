@@ -193,3 +193,65 @@ def test_serve_example_serves_a_hugging_face_model(hf) -> None:
     from poot_mlir.examples import serve as example
 
     assert example.main(["--hf", "mistral", "--check", "--quiet", "--layers", "1"]) == 0
+
+
+@pytest.mark.parametrize("target", ["cpu", "vulkan"])
+def test_greedy_steps_read_tokens_not_logits(hf, target) -> None:
+    """keep_logits=False: a step whose rows that get a token are all greedy
+    takes them from the step's own argmax (`next_token`). On the device the
+    host then reads back max_batch x 4 bytes of tokens, not the logits, and
+    nothing at all from a step of inner prefill chunks; the steps where a
+    sampled request draws read the logits. The greedy requests still equal
+    transformers; the sampled one draws what it draws served alone (its own
+    seed), which is not the greedy continuation."""
+    if target != "cpu":
+        require(target)
+    from poot_mlir.driver import Request
+    from poot_mlir.driver.sampling import Sampling
+    from poot_mlir.models import CausalLM
+
+    model = build(hf, "llama")
+    greedy = requests()
+    sampling = Sampling(do_sample=True, temperature=1.0)
+    prompt = greedy[1].prompt
+    sampled = Request("s", prompt, 8, arrival=2, sampling=sampling, seed=11)
+    # Alone, a 20-token prompt's first two chunks (8 + 8) get no token.
+    lone = Request("lone", [int(t) for t in np.random.default_rng(4).integers(2, VOCAB, 20)], 3)
+    rows = 3
+    with CausalLM.from_hf(model, target, max_seq_len=48) as lm:
+        engine = lm.engine(max_batch=rows, chunk=8, num_blocks=12, keep_logits=False)
+        traffic = getattr(engine.runner, "traffic", None)
+        lengths = {r.rid: len(r.prompt) for r in greedy + [sampled, lone]}
+        kinds = []
+
+        def counted(reqs):
+            """Serve `reqs`, checking each step's bytes read back."""
+            last = traffic.read if traffic else 0
+
+            def on_step(report):
+                nonlocal last
+                choosers = [r.rid for r in report.rows
+                            if r.kind == "decode" or r.pos + r.count == lengths[r.rid]]  # fmt: skip
+                if "s" in choosers:  # the logits (f32) and the tokens
+                    want, kind = rows * VOCAB * 4 + rows * 4, "logits"
+                else:
+                    want, kind = (rows * 4, "tokens") if choosers else (0, "nothing")
+                kinds.append(kind)
+                if traffic is not None:
+                    assert traffic.read - last == want, (kind, choosers, traffic.read - last)
+                    last = traffic.read
+
+            for request in reqs:
+                engine.submit(request)
+            return engine.run(on_step)
+
+        done = dict(counted(greedy + [sampled]))
+        done.update(counted([lone]))
+        assert set(kinds) == {"logits", "tokens", "nothing"}, kinds
+        engine.reset_prefix_cache()
+        alone = serve(engine, [Request("s2", prompt, 8, sampling=sampling, seed=11)])["s2"]
+    for request in greedy + [lone]:
+        assert done[request.rid].tokens == expect(hf, model, request), request.rid
+    assert done["s"].tokens == alone.tokens
+    assert done["s"].tokens != expect(hf, model, Request("-", prompt, 8))
+    assert all(completion.logits == [] for completion in done.values())

@@ -3,8 +3,9 @@
 `Engine` admits requests as they arrive (and as rows and blocks allow),
 packs every running request into one fixed-shape step -- a prefilling
 request contributes a chunk of up to `tokens` prompt tokens, a decoding one
-its last generated token -- runs the step, and samples greedily. Requests
-finish at different steps; their blocks go back to the pool (full blocks
+its last generated token -- runs the step, and chooses each row's next
+token: greedily (the first maximum, as torch's argmax) or drawn by the
+request's own sampling. Requests finish at different steps; their blocks go back to the pool (full blocks
 stay cached for later prefixes until evicted).
 
 The step function it drives (any runner with `.step(inputs)` returning a
@@ -20,6 +21,16 @@ state name) takes, besides its weights:
                                    row's length: slot 0, never attended)
     write   [rows * tokens] i32    pool slot of each new token, -1: padding
     adapter [rows] i32             the row's adapter slot (with adapters)
+
+A step may also return each row's greedy token, `next_token [rows] i32`,
+the argmax of the row's last logits computed in the step (`models.paged`'s
+do; name it with `Engine(next_token=...)`): then, when no row needs its
+logits -- every row that gets a token this step is greedy and the engine
+keeps no logits (`keep_logits=False`) -- the engine asks the runner for
+that output alone (`runner.step(inputs, fetch=(next_token,))`, or `()`
+when no row gets a token): a device runner reads back `rows x 4` bytes,
+not `[rows, vocab]` logits, and the host computes no argmax. A step with a
+sampled row reads the logits, as without `next_token`.
 
 An unused row is a dummy: pos 0, count 1, every write -1. The runtime's
 binder checks every word of these maps and positions against their declared
@@ -133,6 +144,11 @@ class _Live:
     def submitted(self) -> Request:
         return self.original or self.request
 
+    @property
+    def greedy(self) -> bool:
+        sampling = self.request.sampling
+        return sampling is None or not sampling.do_sample
+
     def choose(self, logits: np.ndarray) -> int:
         sampling = self.request.sampling
         if sampling is None:
@@ -183,7 +199,10 @@ class Engine:
 
     `vocab` bounds the token ids a request may carry (`[0, vocab)`); by
     default it is the declared range of the step's `tokens` argument, read
-    from the runner's artifact signature, and a given `vocab` narrows it."""
+    from the runner's artifact signature, and a given `vocab` narrows it.
+    `next_token`: the name of the step's `[rows]` i32 result holding each
+    row's greedy token (see the module docstring); None: greedy tokens are
+    the host's argmax of the logits."""
 
     def __init__(
         self,
@@ -200,6 +219,7 @@ class Engine:
         vocab: int | None = None,
         preempt: bool = False,
         keep_logits: bool = True,
+        next_token: str | None = None,
     ) -> None:
         if adapters is None and base is None:
             raise KVCacheError("Engine: give the base weights identity (base=) or an AdapterTable")
@@ -241,6 +261,7 @@ class Engine:
         # server that only wants tokens keeps none (64 requests x 128 tokens
         # of a 128k vocabulary are 2 GB of bf16).
         self.keep_logits = keep_logits
+        self.next_token = self._greedy_output(next_token)
         self._resumed: dict[Hashable, _Live] = {}  # preempted, waiting to resume
 
     def _signature(self) -> Any:
@@ -275,6 +296,21 @@ class Engine:
                 f"{source} takes token ids up to {hi} only: a generated token could be refused"
             )
         return (lo, hi), source
+
+    def _greedy_output(self, name: str | None) -> str | None:
+        """`name`, once the step's signature has it as a `[rows]` i32 result
+        (its tokens replace the host's argmax, so a wrong one must not run)."""
+        if name is None:
+            return None
+        port = _port(self._signature(), "result", name)
+        if port is None:
+            raise KVCacheError(f"Engine: next_token={name!r}, but the step has no result of that name")
+        if tuple(port.shape) != (self.shape.rows,) or np.dtype(port.dtype) != np.int32:
+            raise KVCacheError(
+                f"Engine: the step's {name!r} is {port.spec()}; greedy tokens are "
+                f"tensor<{self.shape.rows}xi32> (one per row)"
+            )
+        return name
 
     # --- requests ----------------------------------------------------------------
 
@@ -567,13 +603,37 @@ class Engine:
                 elif self.bind is not None:
                     self.bind({**inputs, **self.runner.state})
                 self._apply_copies(plan.copies)
+            fetch = self._fetch(plan)
             start, cpu = time.perf_counter(), time.thread_time()
-            result = self.runner.step(inputs)
+            if fetch is None:
+                result = self.runner.step(inputs)
+            else:
+                result = self.runner.step(inputs, fetch=fetch)
             seconds, cpu = time.perf_counter() - start, time.thread_time() - cpu
         except BaseException:
             self.abort(plan)
             raise
-        return self._finish_step(plan, result.named[self.logits], seconds, cpu)
+        tokens = result.named[self.next_token] if fetch else None
+        logits = None if fetch is not None else result.named[self.logits]
+        return self._finish_step(plan, logits, tokens, seconds, cpu)
+
+    @staticmethod
+    def _chooses(live: _Live, row: RowPlan) -> bool:
+        """Whether `row` gets a token this step: a decode row, or the chunk
+        that ends its prompt."""
+        return row.kind == "decode" or live.fed + row.count >= len(live.request.prompt)
+
+    def _fetch(self, plan: StepPlan) -> tuple[str, ...] | None:
+        """The outputs the step's tokens need: None (all of them: the logits
+        are read) unless the step chooses greedy tokens itself and no row
+        needs its logits -- then `(next_token,)`, or `()` when no row gets
+        a token this step (a step of inner prefill chunks reads nothing)."""
+        if self.next_token is None or self.keep_logits:
+            return None
+        choosing = [live for live, row in plan.rows if self._chooses(live, row)]
+        if not all(live.greedy for live in choosing):
+            return None  # a sampled row draws from its logits on the host
+        return (self.next_token,) if choosing else ()
 
     def _apply_copies(self, copies: Sequence[Copy]) -> None:
         if hasattr(self.runner, "copy_rows"):  # in place, where the pools live
@@ -585,8 +645,15 @@ class Engine:
         apply_copies(state, self.pools, copies)
 
     def _finish_step(
-        self, plan: StepPlan, logits: np.ndarray, seconds: float, cpu_seconds: float
+        self,
+        plan: StepPlan,
+        logits: np.ndarray | None,
+        tokens: np.ndarray | None,
+        seconds: float,
+        cpu_seconds: float,
     ) -> StepReport:
+        """Commit `plan` and take each row's token: from `tokens` (the
+        step's greedy ones) when given, else chosen from `logits`."""
         self.cache.commit()
         self._planned = None
         for live in plan.preempted:
@@ -598,13 +665,16 @@ class Engine:
                 live.fed += row.count
                 if live.fed < len(live.request.prompt):
                     continue
-            # One logits column: the step kept each row's last real token's.
-            column = row.count - 1 if logits.shape[1] > 1 else 0
-            out = logits[r, column]
-            if self.keep_logits:
-                out = np.array(out, copy=True)
-                live.logits.append(out)
-            live.generated.append(live.choose(out))
+            if tokens is not None:  # chosen in the step: no logits came back
+                live.generated.append(int(tokens[r]))
+            else:
+                # One logits column: the step kept each row's last real token's.
+                column = row.count - 1 if logits.shape[1] > 1 else 0
+                out = logits[r, column]
+                if self.keep_logits:
+                    out = np.array(out, copy=True)
+                    live.logits.append(out)
+                live.generated.append(live.choose(out))
             if len(live.generated) == live.submitted.max_new_tokens:
                 finished.append(live)
         for live in finished:

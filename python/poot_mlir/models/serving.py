@@ -10,7 +10,10 @@ buckets -- `[max_batch, chunk]` for steps that carry prefill chunks and
 `[max_batch, 1]` for steps where every row decodes -- compiles both for the
 CausalLM's target, and hands them to a driver runner (`HostRunner` on the
 CPU, `DeviceRunner` on a GPU: the weights and pools uploaded once, shared by
-both buckets) over one `PagedKVCache`.
+both buckets) over one `PagedKVCache`. Each bucket also returns
+`next_token [max_batch]` i32, each row's argmax computed in the step
+(`hf_export.add_next_token`): with `keep_logits=False` a step whose rows
+are all greedy reads back those tokens alone, not the logits.
 
 `compile_runner` (the buckets' modules -> one runner) is shared with
 `examples/serve.py`, which serves the hand-traced decoder the same way.
@@ -115,6 +118,7 @@ def step_modules(
     (module, ExportedProgram). `device="meta"`: a model built on the meta
     device (no weight memory: compiling for weights bound elsewhere)."""
     from ..frontend.torch_export import import_exported
+    from .hf_export import add_next_token
     from .paged import export_paged_step
 
     s, slots = shape.step, shape.pool_slots
@@ -131,6 +135,7 @@ def step_modules(
                 "write": {"slot": "write_map", "range": (-1, slots - 1)},
             },
         )  # fmt: skip
+        add_next_token(tracer)
         modules[tokens] = (tracer.finish(), ep)
     return modules
 
@@ -141,6 +146,7 @@ def build_engine(
     """An `Engine` serving `lm` (a CausalLM) on its target; see the module
     docstring. The engine's `close()` releases its runner."""
     from ..frontend.torch_export import exported_weights
+    from .hf_export import NEXT_TOKEN
     from .paged import pool_shapes
 
     model = lm.model
@@ -163,5 +169,5 @@ def build_engine(
     identity = WeightsIdentity(weights_fingerprint(weights))
     return Engine(
         runner, cache, s, pools=list(state), base=identity, preempt=preempt,
-        keep_logits=keep_logits,
+        keep_logits=keep_logits, next_token=NEXT_TOKEN,
     )  # fmt: skip
