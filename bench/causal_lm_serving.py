@@ -139,6 +139,10 @@ def serve(engine, prompts: list[list[int]], new: int, tag: str) -> tuple[dict, d
     for i, prompt in enumerate(prompts):
         engine.submit(Request(f"{tag}{i}", prompt, new, arrival=engine.step_index))
     steps, step_s, prefill_steps = 0, 0.0, 0
+    # A device runner counts the bytes it reads back: greedy steps read
+    # their tokens only (max_batch x 4 bytes), never the logits.
+    traffic = getattr(engine.runner, "traffic", None)
+    read = traffic.read if traffic is not None else 0
     start = time.perf_counter()
     while not engine.idle:
         report = engine.step()
@@ -150,9 +154,11 @@ def serve(engine, prompts: list[list[int]], new: int, tag: str) -> tuple[dict, d
     wall = time.perf_counter() - start
     tokens = {i: engine.completions[f"{tag}{i}"].tokens for i in range(len(prompts))}
     generated = sum(len(t) for t in tokens.values())
-    return tokens, {"wall_s": wall, "tokens_per_s": generated / wall, "steps": steps,
-                    "prefill_steps": prefill_steps, "step_s": step_s,
-                    "host_s": wall - step_s}  # fmt: skip
+    stats = {"wall_s": wall, "tokens_per_s": generated / wall, "steps": steps,
+             "prefill_steps": prefill_steps, "step_s": step_s, "host_s": wall - step_s}  # fmt: skip
+    if traffic is not None:
+        stats["read_back_bytes_per_step"] = (traffic.read - read) / max(steps, 1)
+    return tokens, stats
 
 
 def timed_serve(engine, prompts, new: int, repeat: int) -> tuple[dict, dict]:
@@ -208,6 +214,7 @@ def cuda_engine(out: Path, model, case: dict):
 
     from poot_mlir.driver import Engine, PagedKVCache, WeightsIdentity
     from poot_mlir.driver.runners import DeviceRunner
+    from poot_mlir.models.hf_export import NEXT_TOKEN
     from poot_mlir.models.serving import EngineShape
     from poot_mlir.runtime.program import ProgramArtifact, make_device
 
@@ -232,7 +239,10 @@ def cuda_engine(out: Path, model, case: dict):
     cache = PagedKVCache(shape.num_blocks, max_tokens=s.max_tokens)
     # The weights are a function of the seed and the config: that is their identity.
     identity = WeightsIdentity(f"bench-llama seed={case['args']['seed']} {case['shape']}")
-    return Engine(runner, cache, s, pools=list(case["pools"]), base=identity, keep_logits=False)
+    # Every request is greedy and no logits are kept: each step reads back
+    # its `next_token` alone (max_batch x 4 bytes), never the logits.
+    return Engine(runner, cache, s, pools=list(case["pools"]), base=identity, keep_logits=False,
+                  next_token=NEXT_TOKEN)  # fmt: skip
 
 
 # --- transformers -------------------------------------------------------------------------
