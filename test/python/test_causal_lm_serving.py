@@ -255,3 +255,16 @@ def test_greedy_steps_read_tokens_not_logits(hf, target) -> None:
     assert done["s"].tokens == alone.tokens
     assert done["s"].tokens != expect(hf, model, Request("-", prompt, 8))
     assert all(completion.logits == [] for completion in done.values())
+
+
+def test_engine_refuses_a_next_token_the_step_lacks(llama) -> None:
+    """next_token must name the step's [rows] i32 result: its tokens replace
+    the host's argmax, so a missing or mistyped one is refused up front."""
+    from poot_mlir.driver import Engine, PagedKVCache
+
+    _, engine = llama
+    assert engine.next_token == "next_token"
+    for name, match in (("nope", "no result of that name"), ("logits", "one per row")):
+        with pytest.raises(errors.KVCacheError, match=match):
+            Engine(engine.runner, PagedKVCache(12, max_tokens=engine.shape.max_tokens), engine.shape,
+                   pools=engine.pools, base=engine.base, next_token=name)  # fmt: skip
