@@ -5,8 +5,9 @@ The artifact's program lists the step's buffers and its commands; a session
 allocates every buffer once (arguments, one arena for all temporaries,
 constants uploaded once), keeps the state on the device between steps, and
 per step writes the bound inputs, runs the validation prologue (if any),
-then the step's launches, and reads back the outputs. A state written in
-place never leaves the device; `Session.state` reads it back when asked.
+then the step's launches, and reads back the outputs (or those asked for:
+`step(fetch=...)`). A state written in place never leaves the device;
+`Session.state` reads it back when asked.
 
     art = ProgramArtifact("out/step", backend="vulkan")   # or "cuda", "wgpu"
     sess = art.session({"k0": k0, "v0": v0})
