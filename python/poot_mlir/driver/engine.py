@@ -5,8 +5,9 @@ packs every running request into one fixed-shape step -- a prefilling
 request contributes a chunk of up to `tokens` prompt tokens, a decoding one
 its last generated token -- runs the step, and chooses each row's next
 token: greedily (the first maximum, as torch's argmax) or drawn by the
-request's own sampling. Requests finish at different steps; their blocks go back to the pool (full blocks
-stay cached for later prefixes until evicted).
+request's own sampling. Requests finish at different steps; their blocks
+go back to the pool (full blocks stay cached for later prefixes until
+evicted).
 
 The step function it drives (any runner with `.step(inputs)` returning a
 result whose `.named[logits]` is `[rows, tokens, vocab]` -- or `[rows, 1,
@@ -23,8 +24,9 @@ state name) takes, besides its weights:
     adapter [rows] i32             the row's adapter slot (with adapters)
 
 A step may also return each row's greedy token, `next_token [rows] i32`,
-the argmax of the row's last logits computed in the step (`models.paged`'s
-do; name it with `Engine(next_token=...)`): then, when no row needs its
+the argmax of the row's last logits computed in the step (as the Hugging
+Face paged steps of `models.serving` do; name it with
+`Engine(next_token=...)`): then, when no row needs its
 logits -- every row that gets a token this step is greedy and the engine
 keeps no logits (`keep_logits=False`) -- the engine asks the runner for
 that output alone (`runner.step(inputs, fetch=(next_token,))`, or `()`
