@@ -15,8 +15,10 @@ Two phases, because the GPU machine has no MLIR:
 Per case: a prompt of `prompt` tokens (one prefill chunk), then greedy
 decode. ms/token is the slope of the whole generate's time between two
 lengths (32 and 160 new tokens), so it is the decode step as a user gets it
-(poot: the host writes the position, reads nothing: the
-argmax runs on the device beside it). The floor: the bytes a decode step
+(poot: the host writes the position and reads nothing back: each step
+chooses its greedy tokens itself -- its `next_token` output, the argmax
+of its logits computed in the step -- and they are copied on the device
+into the next step's input). The floor: the bytes a decode step
 must read (every weight but the embedding, and the live KV) over the
 measured copy bandwidth. Correctness: the prompt's last logits of poot and
 of transformers (bf16, eager) against a float64 run of the same bf16
@@ -54,7 +56,7 @@ def build(out: Path, names: list[str]) -> None:
     from poot_mlir.compiler import devices
     from poot_mlir.compiler.gpu import compile_gpu
     from poot_mlir.frontend.torch_export import import_exported, packed_weights
-    from poot_mlir.models.hf_export import export_step
+    from poot_mlir.models.hf_export import add_next_token, export_step
 
     for name in names:
         config_dict, rows, prompt, cap = CASES[name]
@@ -67,6 +69,7 @@ def build(out: Path, names: list[str]) -> None:
             ep = export_step(model, rows, tokens, cap, device="meta")
             tracer = import_exported(ep, name=f"step_t{tokens}", output_names=["logits"],
                                      pos="pos", max_pos=cap - tokens, pack_weights=True)  # fmt: skip
+            add_next_token(tracer)  # the greedy token chosen in the step
             arguments = {a: shape for a, shape, _ in tracer.arguments() if a not in ("input_ids", "pos")}
             state = [n for n in arguments if n.startswith("cache_")]
             weights = [n for n in arguments if n not in state]
@@ -82,8 +85,9 @@ def build(out: Path, names: list[str]) -> None:
 
 class PootGenerate:
     """The CausalLM loop over the carried artifacts: prefill chunk, then
-    decode steps; the token chosen on the device (argmax of the step's
-    logits, read in place) and fed back through one fixed input buffer."""
+    decode steps; each step's greedy tokens chosen in the step (its
+    `next_token`, left on the device: `device_outputs=True` reads nothing
+    back) and copied on the device into one fixed input buffer."""
 
     def __init__(self, folder: Path, case: dict, model) -> None:
         import numpy as np
@@ -126,19 +130,25 @@ class PootGenerate:
         out = self.s_prefill.step({"input_ids": self.prompt_ids, "pos": 0}, device_outputs=True)
         return self.torch.from_dlpack(out.named["logits"])[:, -1, :]
 
+    def _next(self, out) -> "object":
+        """The step's greedy tokens `[rows, 1]` i32, a view of its output buffer."""
+        return self.torch.from_dlpack(out.named["next_token"]).view(-1, 1)
+
     def generate(self, prompt, new: int) -> list:
         torch = self.torch
-        logits = self.logits(prompt)
+        for name, value in self.zeros.items():
+            self.s_prefill.write_state(name, value)
+        self.prompt_ids.copy_(prompt.to(torch.int32))
+        out = self.s_prefill.step({"input_ids": self.prompt_ids, "pos": 0}, device_outputs=True)
         tokens = []
         pos = prompt.shape[1]
         for i in range(new):
-            self.ids.copy_(torch.argmax(logits, dim=-1, keepdim=True).to(torch.int32))
+            self.ids.copy_(self._next(out))  # device to device: the output is overwritten next step
             tokens.append(self.ids.clone())
             if i == new - 1:
                 break
             torch.cuda.current_stream().synchronize()  # the id is written before poot reads it
             out = self.s_decode.step({"input_ids": self.ids, "pos": pos + i}, device_outputs=True)
-            logits = torch.from_dlpack(out.named["logits"])[:, -1, :]
         return torch.cat(tokens, dim=1)
 
 

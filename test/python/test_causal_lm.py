@@ -126,8 +126,10 @@ def test_llama_generates_on_lavapipe(hf, backend) -> None:
         # A second prompt: the prefill chunks (4 + 2 + 1) and the decode step
         # share one cache and one copy of the weights on the device, and the
         # cache is reused as it is (the mask hides what the last prompt left),
-        # so the host writes only each step's ids and position and reads back
-        # only each step's logits.
+        # so the host writes only each step's ids and position. Greedy: each
+        # step chooses its tokens itself (`next_token`), so the host reads
+        # back rows x 4 bytes of tokens from the last chunk and each decode
+        # step, never the logits, and nothing from the inner chunks.
         traffic = lm._runner._backend.traffic
         written, read = traffic.written, traffic.read
         np.testing.assert_array_equal(lm.generate(ids, max_new_tokens=NEW, eos_token_id=None), got)
@@ -135,7 +137,12 @@ def test_llama_generates_on_lavapipe(hf, backend) -> None:
         steps = [4, 2, 1] + [1] * (NEW - 1)
         step_inputs = sum(rows * n * 4 + 4 for n in steps)  # i32 ids and pos
         assert traffic.written - written == step_inputs
-        assert traffic.read - read == len(steps) * rows * COMMON["vocab_size"] * 4
+        assert traffic.read - read == NEW * rows * 4
+        # Sampling draws on the host: the same steps read back their f32
+        # logits instead (and only them).
+        read = traffic.read
+        lm.generate(ids, max_new_tokens=NEW, do_sample=True, seed=0, eos_token_id=None)
+        assert traffic.read - read == NEW * rows * COMMON["vocab_size"] * 4
 
 
 def test_prompt_lengths_and_int_types(hf, llama) -> None:

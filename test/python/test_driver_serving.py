@@ -30,6 +30,7 @@ from poot_mlir.errors import (
     WriteMapError,
 )
 from poot_mlir.examples import serve
+from poot_mlir.models.serving import compile_runner
 from poot_mlir.examples.decoder import DecoderConfig, init_weights
 from poot_mlir.examples.paged_decoder import (
     ServeShape,
@@ -313,7 +314,7 @@ def _device_engine(backend: str, rng: np.random.Generator, tmp_path):
     adapters = AdapterTable(weights_fingerprint(weights), SHAPE.adapter_slots, lora_shapes(CONFIG, 2))
     arrays = init_adapter(CONFIG, 2, int(rng.integers(1 << 30)))
     versions = {adapters.load("A", arrays).adapter: arrays}
-    runner, _ = serve.make_runner(backend, modules, tmp_path, init_pools(CONFIG, SHAPE), weights)
+    runner, _ = compile_runner(backend, modules, tmp_path, init_pools(CONFIG, SHAPE), weights)
     step = StepShape(SHAPE.rows, SHAPE.tokens, SHAPE.cap)
     engine = Engine(
         runner, PagedKVCache(SHAPE.pool_blocks, max_tokens=step.max_tokens), step,

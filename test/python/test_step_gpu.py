@@ -114,6 +114,39 @@ def test_decoder_steps_match_oracle_with_refusals_between(decoder, rng) -> None:
         token = int(np.argmax(want))
 
 
+def test_step_reads_back_only_the_fetched_outputs(decoder, rng) -> None:
+    """`step(fetch=names)` reads back only those outputs (the device's
+    `traffic` counter); the others stay on the device, absent from the
+    result, and the step itself is the same (the next step's logits match a
+    session that read everything). `fetch=()` reads nothing; an unknown
+    name is a BindError before anything runs; `device_outputs` needs CUDA."""
+    config, _, art = decoder
+    weights = init_weights(config, int(rng.integers(0, 1000)))
+    full, lean = art.session(init_state(config)), art.session(init_state(config))
+    traffic = art.device.traffic
+    (logits,) = [i for i, p in enumerate(art.signature.results) if p.key == "logits"]
+    logits_bytes = int(np.prod(art.signature.results[logits].shape)) * 4
+    tokens = [int(t) for t in rng.integers(0, config.vocab, 4)]
+    for step, token in enumerate(tokens):
+        inputs = {**_tokens(config, step, token), **weights}
+        want = full.step(inputs).named["logits"]
+        fetch = ("logits",) if step % 2 else ()
+        read = traffic.read
+        got = lean.step(inputs, fetch=fetch)
+        assert traffic.read - read == (logits_bytes if fetch else 0)
+        if fetch:
+            np.testing.assert_array_equal(got.named["logits"], want)
+        else:
+            assert got.named == {} and got.outputs[logits] is None
+    before = lean.state
+    with pytest.raises(errors.BindError, match="no output named"):
+        lean.step({**_tokens(config, 4, 1), **weights}, fetch=("logit",))
+    with pytest.raises(errors.PootError, match="needs the CUDA backend"):
+        lean.step({**_tokens(config, 4, 1), **weights}, device_outputs=True)
+    for name, value in lean.state.items():
+        np.testing.assert_array_equal(value, before[name], err_msg=name)
+
+
 def test_decoder_state_is_in_place(decoder) -> None:
     """Every state result is its argument's device buffer (nothing copied
     back), and the host side is launches only."""

@@ -148,6 +148,17 @@ class BlockAllocator:
     def key_of(self, block: int) -> bytes | None:
         return self._key_of.get(block)
 
+    def drop_cached(self) -> int:
+        """Forget every cached (unpinned) block's content: each goes back to
+        the free list and leaves the prefix index. Blocks a sequence holds
+        keep theirs. Returns how many were dropped."""
+        dropped = list(self._lru)
+        for block in dropped:
+            del self._by_key[self._key_of.pop(block)]
+            self._free.append(block)
+        self._lru.clear()
+        return len(dropped)
+
     # --- transactions and invariants -----------------------------------------
 
     def snapshot(self) -> AllocatorState:

@@ -235,6 +235,12 @@ class PagedKVCache:
         for block in reversed(table.blocks):
             self.allocator.release(block)
 
+    def reset_prefix_cache(self) -> int:
+        """Drop every cached prefix block no sequence holds (a benchmark's
+        cold start, or after the weights behind `WeightsIdentity` changed in
+        place); returns how many. The running sequences are untouched."""
+        return self.allocator.drop_cached()
+
     # --- steps -------------------------------------------------------------------
 
     def take_copies(self) -> list[Copy]:

@@ -3,13 +3,17 @@
 `Engine` admits requests as they arrive (and as rows and blocks allow),
 packs every running request into one fixed-shape step -- a prefilling
 request contributes a chunk of up to `tokens` prompt tokens, a decoding one
-its last generated token -- runs the step, and samples greedily. Requests
-finish at different steps; their blocks go back to the pool (full blocks
-stay cached for later prefixes until evicted).
+its last generated token -- runs the step, and chooses each row's next
+token: greedily (the first maximum, as torch's argmax) or drawn by the
+request's own sampling. Requests finish at different steps; their blocks
+go back to the pool (full blocks stay cached for later prefixes until
+evicted).
 
 The step function it drives (any runner with `.step(inputs)` returning a
-result whose `.named[logits]` is `[rows, tokens, vocab]`, and `.state`
-holding the pools by state name) takes, besides its weights:
+result whose `.named[logits]` is `[rows, tokens, vocab]` -- or `[rows, 1,
+vocab]`, each row's last real token's: a step that computes the head for
+those only, as `models.paged` does -- and `.state` holding the pools by
+state name) takes, besides its weights:
 
     tokens  [rows, tokens] i32     the row's new token ids (padding: 0)
     pos     [rows] i32             position of the row's first new token
@@ -18,6 +22,17 @@ holding the pools by state name) takes, besides its weights:
                                    row's length: slot 0, never attended)
     write   [rows * tokens] i32    pool slot of each new token, -1: padding
     adapter [rows] i32             the row's adapter slot (with adapters)
+
+A step may also return each row's greedy token, `next_token [rows] i32`,
+the argmax of the row's last logits computed in the step (as the Hugging
+Face paged steps of `models.serving` do; name it with
+`Engine(next_token=...)`): then, when no row needs its
+logits -- every row that gets a token this step is greedy and the engine
+keeps no logits (`keep_logits=False`) -- the engine asks the runner for
+that output alone (`runner.step(inputs, fetch=(next_token,))`, or `()`
+when no row gets a token): a device runner reads back `rows x 4` bytes,
+not `[rows, vocab]` logits, and the host computes no argmax. A step with a
+sampled row reads the logits, as without `next_token`.
 
 An unused row is a dummy: pos 0, count 1, every write -1. The runtime's
 binder checks every word of these maps and positions against their declared
@@ -86,7 +101,7 @@ class Completion:
     adapter: str | None
     identity: WeightsIdentity
     tokens: list[int]  # generated (greedy, or drawn by the request's sampling)
-    logits: list[np.ndarray]  # one [vocab] row per generated token
+    logits: list[np.ndarray]  # one [vocab] row per generated token (none: keep_logits=False)
     reused: int  # prompt tokens taken from the prefix cache
     admitted: int
     finished: int
@@ -130,6 +145,11 @@ class _Live:
     @property
     def submitted(self) -> Request:
         return self.original or self.request
+
+    @property
+    def greedy(self) -> bool:
+        sampling = self.request.sampling
+        return sampling is None or not sampling.do_sample
 
     def choose(self, logits: np.ndarray) -> int:
         sampling = self.request.sampling
@@ -181,7 +201,10 @@ class Engine:
 
     `vocab` bounds the token ids a request may carry (`[0, vocab)`); by
     default it is the declared range of the step's `tokens` argument, read
-    from the runner's artifact signature, and a given `vocab` narrows it."""
+    from the runner's artifact signature, and a given `vocab` narrows it.
+    `next_token`: the name of the step's `[rows]` i32 result holding each
+    row's greedy token (see the module docstring); None: greedy tokens are
+    the host's argmax of the logits."""
 
     def __init__(
         self,
@@ -197,6 +220,8 @@ class Engine:
         bind: Callable[[Mapping[str, Any]], Any] | None = None,
         vocab: int | None = None,
         preempt: bool = False,
+        keep_logits: bool = True,
+        next_token: str | None = None,
     ) -> None:
         if adapters is None and base is None:
             raise KVCacheError("Engine: give the base weights identity (base=) or an AdapterTable")
@@ -234,6 +259,11 @@ class Engine:
         # out, preempt the youngest running request by recompute.
         self.preempt = preempt
         self.preemptions = 0
+        # Each completion's logits rows ([vocab] per generated token): a
+        # server that only wants tokens keeps none (64 requests x 128 tokens
+        # of a 128k vocabulary are 2 GB of bf16).
+        self.keep_logits = keep_logits
+        self.next_token = self._greedy_output(next_token)
         self._resumed: dict[Hashable, _Live] = {}  # preempted, waiting to resume
 
     def _signature(self) -> Any:
@@ -268,6 +298,21 @@ class Engine:
                 f"{source} takes token ids up to {hi} only: a generated token could be refused"
             )
         return (lo, hi), source
+
+    def _greedy_output(self, name: str | None) -> str | None:
+        """`name`, once the step's signature has it as a `[rows]` i32 result
+        (its tokens replace the host's argmax, so a wrong one must not run)."""
+        if name is None:
+            return None
+        port = _port(self._signature(), "result", name)
+        if port is None:
+            raise KVCacheError(f"Engine: next_token={name!r}, but the step has no result of that name")
+        if tuple(port.shape) != (self.shape.rows,) or np.dtype(port.dtype) != np.int32:
+            raise KVCacheError(
+                f"Engine: the step's {name!r} is {port.spec()}; greedy tokens are "
+                f"tensor<{self.shape.rows}xi32> (one per row)"
+            )
+        return name
 
     # --- requests ----------------------------------------------------------------
 
@@ -372,6 +417,16 @@ class Engine:
                 self._rids.discard(rid)
                 return
         raise KVCacheError(f"no request {rid!r} is queued or running")
+
+    def reset_prefix_cache(self) -> int:
+        """`PagedKVCache.reset_prefix_cache`: later requests find no cached
+        prefix (running ones keep their blocks). Not between `plan` and
+        `dispatch`."""
+        if self._planned is not None:
+            raise KVCacheError(
+                f"cannot reset the prefix cache while step {self._planned.step} is planned"
+            )
+        return self.cache.reset_prefix_cache()
 
     @property
     def idle(self) -> bool:
@@ -550,13 +605,37 @@ class Engine:
                 elif self.bind is not None:
                     self.bind({**inputs, **self.runner.state})
                 self._apply_copies(plan.copies)
+            fetch = self._fetch(plan)
             start, cpu = time.perf_counter(), time.thread_time()
-            result = self.runner.step(inputs)
+            if fetch is None:
+                result = self.runner.step(inputs)
+            else:
+                result = self.runner.step(inputs, fetch=fetch)
             seconds, cpu = time.perf_counter() - start, time.thread_time() - cpu
         except BaseException:
             self.abort(plan)
             raise
-        return self._finish_step(plan, result.named[self.logits], seconds, cpu)
+        tokens = result.named[self.next_token] if fetch else None
+        logits = None if fetch is not None else result.named[self.logits]
+        return self._finish_step(plan, logits, tokens, seconds, cpu)
+
+    @staticmethod
+    def _chooses(live: _Live, row: RowPlan) -> bool:
+        """Whether `row` gets a token this step: a decode row, or the chunk
+        that ends its prompt."""
+        return row.kind == "decode" or live.fed + row.count >= len(live.request.prompt)
+
+    def _fetch(self, plan: StepPlan) -> tuple[str, ...] | None:
+        """The outputs the step's tokens need: None (all of them: the logits
+        are read) unless the step chooses greedy tokens itself and no row
+        needs its logits -- then `(next_token,)`, or `()` when no row gets
+        a token this step (a step of inner prefill chunks reads nothing)."""
+        if self.next_token is None or self.keep_logits:
+            return None
+        choosing = [live for live, row in plan.rows if self._chooses(live, row)]
+        if not all(live.greedy for live in choosing):
+            return None  # a sampled row draws from its logits on the host
+        return (self.next_token,) if choosing else ()
 
     def _apply_copies(self, copies: Sequence[Copy]) -> None:
         if hasattr(self.runner, "copy_rows"):  # in place, where the pools live
@@ -568,8 +647,15 @@ class Engine:
         apply_copies(state, self.pools, copies)
 
     def _finish_step(
-        self, plan: StepPlan, logits: np.ndarray, seconds: float, cpu_seconds: float
+        self,
+        plan: StepPlan,
+        logits: np.ndarray | None,
+        tokens: np.ndarray | None,
+        seconds: float,
+        cpu_seconds: float,
     ) -> StepReport:
+        """Commit `plan` and take each row's token: from `tokens` (the
+        step's greedy ones) when given, else chosen from `logits`."""
         self.cache.commit()
         self._planned = None
         for live in plan.preempted:
@@ -581,9 +667,16 @@ class Engine:
                 live.fed += row.count
                 if live.fed < len(live.request.prompt):
                     continue
-            out = np.array(logits[r, row.count - 1], copy=True)
-            live.logits.append(out)
-            live.generated.append(live.choose(out))
+            if tokens is not None:  # chosen in the step: no logits came back
+                live.generated.append(int(tokens[r]))
+            else:
+                # One logits column: the step kept each row's last real token's.
+                column = row.count - 1 if logits.shape[1] > 1 else 0
+                out = logits[r, column]
+                if self.keep_logits:
+                    out = np.array(out, copy=True)
+                    live.logits.append(out)
+                live.generated.append(live.choose(out))
             if len(live.generated) == live.submitted.max_new_tokens:
                 finished.append(live)
         for live in finished:
@@ -631,6 +724,13 @@ class Engine:
             self.step_index += 1
             return None
         return self.dispatch(plan)
+
+    def close(self) -> None:
+        """Release the runner (its compiled steps and, on a device, the
+        pools and weights there)."""
+        close = getattr(self.runner, "close", None)
+        if close is not None:
+            close()
 
     def run(
         self, on_step: Callable[[StepReport], None] | None = None

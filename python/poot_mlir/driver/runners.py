@@ -6,7 +6,8 @@ block: the full `tokens` for steps that carry prefill chunks, and `1` for
 steps where every row decodes, so a decode row carries no padding tokens)
 and answers the engine's calls:
 
-    step(inputs)          run the bucket whose shape `inputs["tokens"]` has
+    step(inputs, fetch=)  run the bucket whose shape `inputs["tokens"]` has
+                          (`fetch`: the outputs to read back; default all)
     check(inputs)         every refusal `step` would raise, nothing run
     copy_rows(copies)     copy-on-write: pool rows copied in place
     buckets               the token counts it has, ascending
@@ -19,12 +20,13 @@ and answers the engine's calls:
   session shares those device buffers (`session(share=...)`). A step moves
   only its own inputs in and its outputs out; copy-on-write is a
   device-side copy; nothing reads a pool back (the `traffic` counters of
-  the device say so).
+  the device say so), and with `fetch` only the named outputs come back
+  (a greedy step's `[rows]` tokens, not its logits).
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -64,7 +66,8 @@ class HostRunner:
     def check(self, inputs: Mapping[str, Any]) -> None:
         _bucket(inputs, self._steps).bind({**inputs, **self.constants, **self._state})
 
-    def step(self, inputs: Mapping[str, Any]) -> Any:
+    def step(self, inputs: Mapping[str, Any], fetch: Collection[str] | None = None) -> Any:
+        # In-process, every output is host memory already: `fetch` is moot.
         result = _bucket(inputs, self._steps).run(
             {**inputs, **self.constants, **self._state}, donate=True
         )
@@ -106,8 +109,8 @@ class DeviceRunner:
     def check(self, inputs: Mapping[str, Any]) -> None:
         _bucket(inputs, self._sessions).check(inputs)
 
-    def step(self, inputs: Mapping[str, Any]) -> Any:
-        return _bucket(inputs, self._sessions).step(inputs)
+    def step(self, inputs: Mapping[str, Any], fetch: Collection[str] | None = None) -> Any:
+        return _bucket(inputs, self._sessions).step(inputs, fetch=fetch)
 
     def copy_rows(self, pools: Sequence[str], copies: Sequence[Copy]) -> None:
         session = self._sessions[self.buckets[-1]]

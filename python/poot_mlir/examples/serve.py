@@ -1,6 +1,7 @@
 """Serve several requests at once from one paged KV cache (continuous batching).
 
     python -m poot_mlir.examples.serve [--check] [--rows 4] [--tokens 4] [--blocks 16]
+    python -m poot_mlir.examples.serve --hf llama [--target cpu|vulkan|wgpu|cuda] [--check]
 
 1. traces the example decoder as a serving step (examples/paged_decoder.py:
    per-row positions and lengths, paged K/V pools, per-row LoRA slots),
@@ -19,6 +20,12 @@
    dense fixed-capacity decoder of examples/decoder.py, with the request's
    adapter merged into the weights, one token at a time) and compares its
    tokens and every logits row; exits 1 on a mismatch.
+
+`--hf llama` (or mistral, qwen2) serves the same requests (without their
+adapters) from a random-init Hugging Face model instead, through
+`CausalLM.engine` (the model's own forward over paged pools,
+models/paged.py); `--check` then compares every request's tokens with
+transformers' greedy `generate` of it alone.
 """
 
 from __future__ import annotations
@@ -30,12 +37,11 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from .. import oracle
-from ..compiler import compile_cpu, fuse_attention
+from ..compiler import fuse_attention
 from ..driver import (
     AdapterTable,
     Completion,
@@ -46,8 +52,7 @@ from ..driver import (
     StepShape,
     weights_fingerprint,
 )
-from ..driver.runners import DeviceRunner, HostRunner
-from ..models import targets
+from ..models.serving import compile_runner
 from .decoder import DecoderConfig, build_decoder, init_state, init_weights
 from .paged_decoder import (
     ServeShape,
@@ -94,37 +99,6 @@ def scenario(vocab: int, seed: int, max_tokens: int) -> Scenario:
     for r in reqs:
         assert len(r.prompt) + r.max_new_tokens - 1 <= max_tokens, r.rid
     return Scenario(reqs, reload_step=24)
-
-
-# --- runners -------------------------------------------------------------------
-
-
-def make_runner(
-    target: str,
-    modules: dict[int, Any],
-    out: Path,
-    state: dict[str, np.ndarray],
-    weights: dict[str, np.ndarray],
-) -> tuple[Any, str]:
-    """The compiled step's buckets (tokens per row -> module) as one runner
-    over one set of pools, the weights bound once: in-process on the CPU,
-    or the whole step as kernels on a device (pools and weights resident
-    there, copy-on-write a device-side copy)."""
-    if target == "cpu":
-        from ..runtime.cpu import CpuArtifact
-
-        artifacts = {n: CpuArtifact(compile_cpu(m, out / f"t{n}")) for n, m in modules.items()}
-        return HostRunner(artifacts, state, weights), "the CPU"
-    from ..compiler.gpu import compile_gpu
-    from ..runtime.program import ProgramArtifact, make_device
-
-    device = targets.describe(target)
-    backend = make_device(target)
-    artifacts = {
-        n: ProgramArtifact(compile_gpu(m, device, out / f"t{n}"), backend=backend)
-        for n, m in modules.items()
-    }
-    return DeviceRunner(artifacts, state, weights), f"{device.name} (the whole step as kernels)"
 
 
 # --- the single-request reference ----------------------------------------------
@@ -187,6 +161,90 @@ def describe(report: StepReport, rows: int) -> str:
     return line
 
 
+# --- a Hugging Face model ------------------------------------------------------------
+
+#: Small random-init configs (nothing downloaded): (config class, model
+#: class, config). Mistral's window (8) is shorter than the shared prefix,
+#: so it hides keys.
+HF_MODELS = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": 8}),
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
+}
+
+
+def hf_model(family: str, layers: int, seed: int):
+    """A seeded random-init model of `family` (d_model 64, 4 query / 2 KV heads)."""
+    import torch
+    import transformers
+
+    config_class, model_class, extra = HF_MODELS[family]
+    config = getattr(transformers, config_class)(
+        vocab_size=97, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256, **extra,
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    return getattr(transformers, model_class)(config).eval()
+
+
+def serve_hf(args: argparse.Namespace) -> int:
+    """The scenario's requests (adapters dropped: a Hugging Face model has
+    none here) served by `CausalLM.engine` on `args.target`."""
+    import torch
+
+    from ..models import CausalLM
+
+    model = hf_model(args.hf, args.layers, args.seed)
+    step = StepShape(args.rows, args.tokens, args.cap)
+    t0 = time.perf_counter()
+    with CausalLM.from_hf(model, args.target, max_seq_len=step.max_tokens) as lm:
+        engine = lm.engine(
+            max_batch=args.rows, chunk=args.tokens, num_blocks=args.blocks,
+            max_seq_len=step.max_tokens,
+        )  # fmt: skip
+        print(
+            f"compiled {args.hf} ({args.layers} layers, random init) as a paged step "
+            f"[{args.rows} x {args.tokens}] and [{args.rows} x 1] for {args.target} in "
+            f"{time.perf_counter() - t0:.2f} s; pool {args.blocks} blocks x 16 slots"
+        )
+        plan = scenario(model.config.vocab_size, args.seed, step.max_tokens)
+        for request in plan.requests:
+            engine.submit(dataclasses.replace(request, adapter=None))
+        start = time.perf_counter()
+        while not engine.idle:
+            report = engine.step()
+            if report is not None and not args.quiet:
+                print(describe(report, args.rows))
+        wall = time.perf_counter() - start
+        done, cache = engine.completions, engine.cache
+        generated = sum(len(c.tokens) for c in done.values())
+        print(
+            f"served {len(done)} requests, {generated} tokens in {wall:.2f} s "
+            f"({generated / wall:.1f} tokens/s); prefix hits {cache.prefix_hits}, prefill tokens "
+            f"skipped {cache.tokens_skipped}, evictions {cache.allocator.evictions}"
+        )
+        if cache.check():
+            print(f"cache invariants broken: {cache.check()}")
+            return 1
+    if not args.check:
+        return 0
+    failed = []
+    for rid, c in done.items():
+        ids = torch.tensor([c.prompt])
+        with torch.no_grad():
+            want = model.generate(
+                ids, max_new_tokens=len(c.tokens), do_sample=False, eos_token_id=None,
+                pad_token_id=0,
+            )[0, len(c.prompt):].tolist()  # fmt: skip
+        if c.tokens != want:
+            failed.append(f"{rid}: {c.tokens} != transformers' {want}")
+    if failed:
+        print("mismatch against transformers' generate:\n  " + "\n  ".join(failed))
+        return 1
+    print("every request's tokens equal transformers' greedy generate of it alone")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=4, help="sequences per step")
@@ -203,7 +261,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rtol", type=float, default=1e-4, help="logits tolerance vs the oracle")
     parser.add_argument("--quiet", action="store_true", help="no per-step lines")
+    parser.add_argument(
+        "--hf", choices=sorted(HF_MODELS), help="serve a random-init Hugging Face model of this "
+        "family (CausalLM.engine) instead of the example decoder; --check compares each "
+        "request with transformers' greedy generate of it alone",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.hf:
+        return serve_hf(args)
 
     shape = ServeShape(rows=args.rows, tokens=args.tokens, cap=args.cap, pool_blocks=args.blocks)
     step_shape = StepShape(shape.rows, shape.tokens, shape.cap)
@@ -237,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="poot-serve-") as out:
         t0 = time.perf_counter()
-        runner, where = make_runner(
+        runner, where = compile_runner(
             args.target, modules, Path(out) / "step", init_pools(config, shape), weights
         )
         print(f"compiled for {where} in {time.perf_counter() - t0:.2f} s")

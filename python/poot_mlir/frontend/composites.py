@@ -14,6 +14,8 @@ from .checks import fail
 from .dtypes import FLOAT_DTYPES
 from .tensor import Tensor
 
+_I32_MAX = 2**31 - 1
+
 
 def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
     """GQA/MQA head repeat `[B, Hkv, L, D] -> [B, Hkv * n_rep, L, D]`,
@@ -61,6 +63,45 @@ def softmax(x: Tensor) -> Tensor:
     ex = P.exp(xs)
     s = P.reduce_sum(ex, axis=-1, keepdim=True)
     return P.div(ex, s)
+
+
+def argmax(x: Tensor, keepdim: bool = False) -> Tensor:
+    """`torch.argmax(x, dim=-1, keepdim=keepdim)` as i32: the index of the
+    first maximum of the last axis (ties go to the lowest index). NaN counts
+    as the maximum, as in torch and numpy: a row holding a NaN gives the
+    index of its first NaN. With `N = x.shape[-1]`, emits:
+
+        m    = reduce max x (last axis, keepdim)
+        top  = compare eq x, m
+        nan  = compare ne x, x
+        hit  = or top, nan
+        idx  = iota x.shape (last axis, i32)
+        n    = constant N (0-d i32)
+        cand = select hit, idx, n
+        out  = reduce min cand (last axis[, keepdim])
+
+    Why this form: `reduce max` propagates NaN, so in a row with a NaN `m`
+    is NaN and `eq` holds nowhere -- `ne x, x` marks the NaNs instead; in a
+    row without one `nan` is all false. Every row then has a hit, so `N`
+    (the select's fill) never reaches the result. A row of equal values,
+    -inf included, gives 0.
+    """
+    op = "argmax"
+    checks.require_tensor(op, "x", x)
+    tr = checks.tracer_of(op, {"x": x})
+    checks.require_dtype(op, "x", x, FLOAT_DTYPES + ("i32",))
+    if x.rank < 1:
+        raise fail(op, "x", "must have rank >= 1")
+    if not isinstance(keepdim, bool):
+        raise fail(op, "keepdim", f"must be a bool, got {keepdim!r}")
+    n = x.shape[-1]
+    if n > _I32_MAX:
+        raise fail(op, "x", f"has {n} entries on its last axis; an i32 index holds at most {_I32_MAX}")
+    m = P.reduce_max(x, axis=-1, keepdim=True)
+    hit = P.or_(P.eq(x, m), P.ne(x, x))
+    idx = P.iota(x.shape, x.rank - 1, "i32", tracer=tr)
+    cand = P.select(hit, idx, n)
+    return P.reduce_min(cand, axis=-1, keepdim=keepdim)
 
 
 def masked_fill(x: Tensor, mask: Tensor, value: float) -> Tensor:

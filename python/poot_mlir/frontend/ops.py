@@ -16,7 +16,7 @@ from .attention import (
     attention_paged,
     attention_prefill,
 )
-from .composites import linear, masked_fill, mlp, repeat_kv, rms_norm, rope, silu, softmax
+from .composites import argmax, linear, masked_fill, mlp, repeat_kv, rms_norm, rope, silu, softmax
 from .primitives import (
     abs,
     add,
@@ -73,7 +73,7 @@ __all__ = [
     "reduce_min", "reduce_sum", "reshape", "rsqrt", "scatter_update", "select", "sin", "slice",
     "sqrt", "sub", "tanh", "top_k", "transpose", "where",
     # composites
-    "linear", "masked_fill", "mlp", "repeat_kv", "rms_norm", "rope", "silu", "softmax",
+    "argmax", "linear", "masked_fill", "mlp", "repeat_kv", "rms_norm", "rope", "silu", "softmax",
     "attention_live", "attention_masked", "attention_mla", "attention_paged", "attention_prefill",
     "indexer_scores", "sparse_block_topk", "sparse_selected_attention",
 ]  # fmt: skip

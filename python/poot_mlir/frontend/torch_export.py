@@ -107,6 +107,7 @@ def import_exported(
     pos: str | None = None,
     max_pos: int | None = None,
     pack_weights: bool = False,
+    declare: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Tracer:
     """A Tracer (not finished) holding `ep`'s forward as poot primitives.
 
@@ -125,7 +126,13 @@ def import_exported(
     (`ep.run_decompositions({})`), so in-place updates of intermediates
     import too. `pos` names a 0-d integer user input that is the decode
     position: it becomes the step's `pos` argument, declared in `[0,
-    max_pos]` (every binder refuses a position outside it).
+    max_pos]` (every binder refuses a position outside it); a 1-D `[rows]`
+    one is one position per row (a continuous batch: `Tracer.pos(rows=)`).
+
+    `declare` maps a user input's name to what `Tracer.input` declares
+    beyond its shape and dtype: `range=(lo, hi)` (i32 inputs; every binder
+    checks it) and `slot="slot_map"` / `"write_map"` (a paged step's read
+    and write maps, whose ranges the attention rewrite's proofs start from).
 
     `pack_weights=True` stores each 2-D weight the forward only reads
     transposed (`nn.Linear`'s `[out, in]`, read as `x @ W.T`) as an input of
@@ -141,13 +148,14 @@ def import_exported(
     outputs = program.output_nodes()
     names = _output_names(output_names, len(outputs))
     pos_node = _pos_input(program, pos, max_pos)
+    declared = _declarations(program, declare, pos_node)
     tracer = Tracer(name)
     try:
         inputs = {
             node.name: (
-                tracer.pos(max_pos, name=node.name)
+                _pos_argument(tracer, node, max_pos)
                 if node is pos_node
-                else tracer.input(node.name, *_tensor_meta(node))
+                else tracer.input(node.name, *_tensor_meta(node), **declared.get(node.name, {}))
             )
             for node in program.user_inputs()
         }
@@ -285,14 +293,47 @@ def _pos_input(program: "_Program", pos: str | None, max_pos: int | None):
         names = [n.name for n in program.user_inputs()]
         raise TorchImportError(f"import_exported: pos={pos!r} is not a user input (inputs: {names})")
     shape, dtype = _tensor_meta(node)
-    if shape != () or dtype != "i32":
+    if len(shape) > 1 or dtype != "i32":
         raise TorchImportError(
-            f"import_exported: pos input {pos!r} must be a 0-d integer tensor, got {list(shape)} "
-            f"{node.meta['val'].dtype}"
+            f"import_exported: pos input {pos!r} must be a 0-d integer tensor (or [rows]: one "
+            f"position per row), got {list(shape)} {node.meta['val'].dtype}"
         )
     if not isinstance(max_pos, int) or isinstance(max_pos, bool) or max_pos < 0:
         raise TorchImportError(f"import_exported: pos needs max_pos, an int >= 0, got {max_pos!r}")
     return node
+
+
+def _pos_argument(tracer: Tracer, node: "torch.fx.Node", max_pos: int) -> Tensor:
+    """The step's `pos`: 0-d, or one word per row for a `[rows]` input."""
+    shape, _ = _tensor_meta(node)
+    return tracer.pos(max_pos, name=node.name, rows=shape[0] if shape else None)
+
+
+_DECLARABLE = ("range", "slot")
+
+
+def _declarations(
+    program: "_Program", declare: Mapping[str, Mapping[str, Any]] | None, pos_node: Any
+) -> dict[str, dict[str, Any]]:
+    """`declare`, checked: each key a user input other than `pos`, each
+    value a mapping of `Tracer.input`'s `range` / `slot` only."""
+    if declare is None:
+        return {}
+    names = [n.name for n in program.user_inputs()]
+    out = {}
+    for input_name, what in declare.items():
+        if input_name not in names or (pos_node is not None and input_name == pos_node.name):
+            raise TorchImportError(
+                f"import_exported: declare names {input_name!r}, not a user input other than pos "
+                f"(inputs: {names})"
+            )
+        if not isinstance(what, Mapping) or set(what) - set(_DECLARABLE):
+            raise TorchImportError(
+                f"import_exported: declare[{input_name!r}] must map some of {_DECLARABLE}, "
+                f"got {what!r}"
+            )
+        out[input_name] = dict(what)
+    return out
 
 
 def _has_mutation(graph: "torch.fx.Graph") -> bool:

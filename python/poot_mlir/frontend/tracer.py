@@ -288,6 +288,16 @@ class Tracer:
         """(name, shape, dtype) of each argument, in order."""
         return [(a.name, a.tensor.shape, a.tensor.dtype) for a in self._args]
 
+    def result(self, name: str) -> Tensor:
+        """The Tensor already returned as result `name`: more outputs may be
+        traced from it before `finish()` (an imported step's logits -> its
+        greedy token, `models.hf_export.add_next_token`)."""
+        self._check_open(f"read result {name!r}")
+        for res in self._results:
+            if res.name == name:
+                return res.tensor
+        raise TraceError(f"result {name!r}: no such result (the results: {self.result_names})")
+
     # --- finishing ----------------------------------------------------------
 
     def finish(self) -> ir.Module:

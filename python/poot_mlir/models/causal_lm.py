@@ -13,6 +13,10 @@ prompt of L tokens is prefilled in the chunks of L's binary expansion (37 =
 32 + 4 + 1: no padding token, every chunk ends where the next begins), and
 each new token is one `[B, 1]` step. Shapes are compiled on first use and
 kept (the compile cache, $POOT_CACHE, also keeps them across processes).
+
+Serving many requests at once -- continuous batching over paged KV pools,
+prefix caching, preemption -- is `lm.engine(...)`: a `driver.Engine` over
+the model's paged step (`models.paged`, `models.serving`).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BindError
-from .hf_export import cache_shapes, export_step
+from .hf_export import add_next_token, cache_shapes, export_step
 from .runners import make_runner
 from ..driver.sampling import Sampling
 
@@ -142,6 +146,7 @@ class CausalLM:
         self._generation = getattr(model, "generation_config", None)
         self._batch: int | None = None
         self._shapes: list | None = None  # per layer (K, V) cache shapes of `_batch` rows
+        self._engines: list = []  # closed before the runner (they may share its device)
 
     # --- construction -------------------------------------------------------------------
 
@@ -182,7 +187,11 @@ class CausalLM:
         return cls(model, runner, capacity, root, owns)
 
     def close(self) -> None:
-        """Release the runtime and the compiled steps (when the workdir is ours)."""
+        """Release the runtime, the engines' runners and the compiled steps
+        (when the workdir is ours)."""
+        for engine in self._engines:
+            engine.close()
+        self._engines.clear()
         self._runner.close()
         if self._owns_workdir:
             shutil.rmtree(self._workdir, ignore_errors=True)
@@ -192,6 +201,51 @@ class CausalLM:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # --- serving --------------------------------------------------------------------------
+
+    def engine(
+        self,
+        *,
+        max_batch: int = 8,
+        num_blocks: int | None = None,
+        chunk: int = 16,
+        max_seq_len: int | None = None,
+        preempt: bool = False,
+        keep_logits: bool = True,
+    ) -> Any:
+        """A `driver.Engine` serving this model on its target: submit
+        `driver.Request`s (token ids, `max_new_tokens`, optional sampling and
+        seed), then `run()` (or `step()`); each `Completion` holds the
+        generated tokens, greedy by default, equal to transformers' `generate`
+        of the request alone.
+
+        Each step runs up to `max_batch` sequences, a prefilling one
+        contributing a chunk of up to `chunk` prompt tokens, a decoding one
+        its last token. Keys and values live in one pool of `num_blocks`
+        blocks of 16 tokens (default: `max_batch` sequences of `max_seq_len`
+        tokens), allocated on demand; full blocks are shared by later
+        requests with the same prefix. `max_seq_len`: a sequence's tokens,
+        prompt and generated (default this model's `max_seq_len`).
+        `preempt=True`: admit a request when its prompt fits, and when the
+        pool runs out recompute the youngest request later (vLLM's
+        preemption by recompute) instead of reserving every request's final
+        blocks at admission. `keep_logits=False`: completions carry no
+        logits rows (tokens only), and a step whose rows are all greedy
+        reads back only its tokens, chosen in the step (on a GPU: `rows x
+        4` bytes, not the `[rows, vocab]` logits). Compiles two step shapes
+        (`[max_batch, chunk]` and `[max_batch, 1]`) on the first call;
+        `close()` releases it (and `CausalLM.close` every engine it made)."""
+        from ..driver import BLOCK_SIZE
+        from .serving import EngineShape, build_engine
+
+        length = self.capacity if max_seq_len is None else max_seq_len
+        if num_blocks is None and isinstance(length, int) and isinstance(max_batch, int):
+            num_blocks = max_batch * -(-length // BLOCK_SIZE)
+        shape = EngineShape(max_batch, chunk, length, num_blocks)  # type: ignore[arg-type]
+        engine = build_engine(self, shape, preempt=preempt, keep_logits=keep_logits)
+        self._engines.append(engine)
+        return engine
 
     # --- steps --------------------------------------------------------------------------
 
@@ -208,6 +262,7 @@ class CausalLM:
                 ep, name=f"step_b{batch}_t{tokens}", output_names=["logits"],
                 pos="pos", max_pos=self.capacity - tokens, pack_weights=True,
             )  # fmt: skip
+            add_next_token(tracer)  # greedy decoding reads back [batch] tokens, not logits
             self._runner.add(key, tracer.finish(), lambda: exported_weights(ep, pack_weights=True))
         return key
 
@@ -233,18 +288,27 @@ class CausalLM:
         ids = _token_ids(input_ids, self.vocab_size)
         return self._prefill(ids, _Padding.of(attention_mask, ids, self.capacity))
 
-    def _prefill(self, ids: np.ndarray, padding: "_Padding | None") -> np.ndarray:
+    def _prefill(self, ids: np.ndarray, padding: "_Padding | None", greedy: bool = False) -> np.ndarray:
+        """Prefill the prompt; the last chunk's logits `[B, vocab]`, or with
+        `greedy` its tokens `[B]` (chosen in the step: on a GPU the logits
+        are never read back). The inner chunks read nothing back."""
         batch, length = ids.shape
         if length > self.capacity:
             raise BindError(f"the prompt has {length} tokens; the cache holds {self.capacity} (max_seq_len)")
         self._reset(batch)
-        pos, logits = 0, None
-        for n in _chunks(length):
+        chunks, pos = _chunks(length), 0
+        for i, n in enumerate(chunks):
             key = self._step(batch, n, padding is not None)
             extra = padding.chunk(pos, n) if padding is not None else None
-            logits = self._runner.step(key, ids[:, pos : pos + n], pos, extra)
+            chunk = ids[:, pos : pos + n]
+            if i < len(chunks) - 1:
+                self._runner.advance(key, chunk, pos, extra)
+            elif greedy:
+                return self._runner.next_token(key, chunk, pos, extra)
+            else:
+                return self._runner.logits(key, chunk, pos, extra)
             pos += n
-        return logits
+        raise AssertionError("a prompt has at least one chunk")
 
     # --- generation ---------------------------------------------------------------------
 
@@ -297,10 +361,14 @@ class CausalLM:
         if max_new_tokens == 0:
             return ids
         padding = _Padding.of(attention_mask, ids, self.capacity)
-        logits = self._prefill(ids, padding)
+        # Greedy: each step chooses its tokens itself (its `next_token`, the
+        # first maximum as torch's argmax), so only they come back; sampling
+        # draws from the logits on the host.
+        greedy = not sampling.do_sample
+        produced = self._prefill(ids, padding, greedy)
         done = np.zeros(batch, dtype=bool)
         for step in range(max_new_tokens):
-            token = sampling.next_tokens(logits, rng)
+            token = produced if greedy else sampling.next_tokens(produced, rng)
             if eos_ids.size:
                 token = np.where(done, pad if pad is not None else token, token)
                 done |= np.isin(token, eos_ids)
@@ -309,5 +377,6 @@ class CausalLM:
                 break
             key = self._step(batch, 1, padding is not None)
             extra = padding.next(step) if padding is not None else None
-            logits = self._runner.step(key, token[:, None], length + step, extra)
+            run = self._runner.next_token if greedy else self._runner.logits
+            produced = run(key, token[:, None], length + step, extra)
         return np.concatenate(out, axis=1)

@@ -14,6 +14,10 @@ model's own mask (causal, sliding window, softcaps: what its
 the importer (`frontend.torch_export.import_exported`) functionalizes it and
 makes the written buffers the compiled step's state, the position its `pos`.
 
+The compiled step also returns `next_token [batch]` i32, the argmax of
+each row's logits computed in the step (`add_next_token`): a greedy
+generate reads back those tokens, not `[batch, vocab]` logits.
+
 Sliding-window layers get a full-length cache (as transformers' ExecuTorch
 recipe does): the window is the mask's, so the tokens are the same as
 transformers' `generate`, at the cost of `capacity` slots per layer.
@@ -26,7 +30,11 @@ from typing import Any
 
 import torch
 
-__all__ = ["cache_shapes", "export_step"]
+__all__ = ["NEXT_TOKEN", "add_next_token", "cache_shapes", "export_step"]
+
+#: The name of the imported steps' greedy-token output (`add_next_token`):
+#: the CausalLM runners and the serving engine ask for it by this name.
+NEXT_TOKEN = "next_token"
 
 
 def _text_config(model: Any) -> Any:
@@ -135,3 +143,23 @@ def export_step(
         )
     with torch.no_grad():
         return torch.export.export(step, args, strict=False)
+
+
+def add_next_token(tracer: Any, logits: str = "logits") -> None:
+    """Give an imported step (an open Tracer whose output `logits` is
+    `[rows, 1, vocab]`: each row's last token's, as `export_step` and
+    `models.paged` keep them) the output `next_token [rows]` i32: each row's
+    argmax (`frontend.ops.argmax`: the first maximum, as torch's, so the
+    tokens are transformers' greedy ones), computed in the step on its
+    device."""
+    from ..errors import TraceError
+    from ..frontend import ops
+
+    out = tracer.result(logits)
+    if out.rank != 3 or out.shape[1] != 1:
+        raise TraceError(
+            f"add_next_token: the step's {logits!r} is {list(out.shape)}; it must be "
+            "[rows, 1, vocab] (each row's last token's logits)"
+        )
+    rows, _, vocab = out.shape
+    tracer.output(NEXT_TOKEN, ops.argmax(ops.reshape(out, (rows, vocab))))

@@ -11,6 +11,11 @@ weights and the cache state every step shares:
   cache once; every other shape's session shares those device buffers
   (`session(share=...)`), so a prompt's chunks and the decode steps read
   and write one cache and nothing moves between them.
+
+A step is run for what the caller reads of it: `logits` (the last
+token's, `[B, vocab]`), `next_token` (the step's own argmax, `[B]`: a GPU
+reads back those `B x 4` bytes, not the logits) or `advance` (a prefill
+chunk whose outputs nobody reads: nothing is read back).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..compiler import devices
+from .hf_export import NEXT_TOKEN
 
 __all__ = ["CpuRunner", "GpuRunner", "make_runner"]
 
@@ -46,19 +52,36 @@ def _folder(key: Key) -> str:
     return f"b{key[0]}_t{key[1]}" + ("_padded" if key[2] else "")
 
 
-def _last_logits(result: Any) -> np.ndarray:
-    logits = np.asarray(result.named["logits"])
-    return logits[:, -1, :].astype(np.float32)
+class _Runner:
+    """What both runners answer; `_run(key, inputs, fetch)` runs one step,
+    reading back (on a GPU) only the outputs named in `fetch`."""
+
+    numpy_dtype = staticmethod(_numpy_dtype)
+
+    def _run(self, key: Key, inputs: dict[str, Any], fetch: tuple[str, ...]) -> Any:
+        raise NotImplementedError
+
+    def logits(self, key: Key, ids: np.ndarray, pos: int, extra: dict | None = None) -> np.ndarray:
+        """The step's last-token logits `[B, vocab]` as float32."""
+        result = self._run(key, _step_inputs(ids, pos, extra), ("logits",))
+        return np.asarray(result.named["logits"])[:, -1, :].astype(np.float32)
+
+    def next_token(self, key: Key, ids: np.ndarray, pos: int, extra: dict | None = None) -> np.ndarray:
+        """Each row's greedy token `[B]` (int64), chosen in the step."""
+        result = self._run(key, _step_inputs(ids, pos, extra), (NEXT_TOKEN,))
+        return np.asarray(result.named[NEXT_TOKEN]).astype(np.int64)
+
+    def advance(self, key: Key, ids: np.ndarray, pos: int, extra: dict | None = None) -> None:
+        """Run the step for its cache writes only (a prompt's inner chunk)."""
+        self._run(key, _step_inputs(ids, pos, extra), ())
 
 
-class CpuRunner:
+class CpuRunner(_Runner):
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self._steps: dict[Key, Any] = {}
         self._weights: dict[str, np.ndarray] | None = None
         self._state: dict[str, np.ndarray] = {}
-
-    numpy_dtype = staticmethod(_numpy_dtype)
 
     def has(self, key: Key) -> bool:
         return key in self._steps
@@ -75,11 +98,11 @@ class CpuRunner:
     def reset(self, state: dict[str, np.ndarray]) -> None:
         self._state = state
 
-    def step(self, key: Key, ids: np.ndarray, pos: int, extra: dict | None = None) -> np.ndarray:
-        inputs = {**_step_inputs(ids, pos, extra), **self._weights, **self._state}
-        result = self._steps[key].run(inputs, donate=True)
+    def _run(self, key: Key, inputs: dict[str, Any], fetch: tuple[str, ...]) -> Any:
+        # In-process: every output is host memory already (`fetch` is moot).
+        result = self._steps[key].run({**inputs, **self._weights, **self._state}, donate=True)
         self._state.update(result.state)
-        return _last_logits(result)
+        return result
 
     def close(self) -> None:
         for artifact in self._steps.values():
@@ -87,7 +110,7 @@ class CpuRunner:
         self._steps.clear()
 
 
-class GpuRunner:
+class GpuRunner(_Runner):
     def __init__(self, device: "devices.Device", workdir: Path) -> None:
         from ..runtime.program import make_device
         from .targets import backend_of
@@ -99,8 +122,6 @@ class GpuRunner:
         self._sessions: dict[Key, Any] = {}
         self._weights: dict[str, Any] | None = None
         self._first: Any = None  # the session that owns the cache and the weights
-
-    numpy_dtype = staticmethod(_numpy_dtype)
 
     def has(self, key: Key) -> bool:
         return key in self._steps
@@ -140,8 +161,8 @@ class GpuRunner:
                 self._sessions[key] = artifact.session(share=self._first)
         return self._sessions[key]
 
-    def step(self, key: Key, ids: np.ndarray, pos: int, extra: dict | None = None) -> np.ndarray:
-        return _last_logits(self._session(key).step(_step_inputs(ids, pos, extra)))
+    def _run(self, key: Key, inputs: dict[str, Any], fetch: tuple[str, ...]) -> Any:
+        return self._session(key).step(inputs, fetch=fetch)
 
     def close(self) -> None:
         for session in self._sessions.values():

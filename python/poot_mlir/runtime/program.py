@@ -5,8 +5,9 @@ The artifact's program lists the step's buffers and its commands; a session
 allocates every buffer once (arguments, one arena for all temporaries,
 constants uploaded once), keeps the state on the device between steps, and
 per step writes the bound inputs, runs the validation prologue (if any),
-then the step's launches, and reads back the outputs. A state written in
-place never leaves the device; `Session.state` reads it back when asked.
+then the step's launches, and reads back the outputs (or those asked for:
+`step(fetch=...)`). A state written in place never leaves the device;
+`Session.state` reads it back when asked.
 
     art = ProgramArtifact("out/step", backend="vulkan")   # or "cuda", "wgpu"
     sess = art.session({"k0": k0, "v0": v0})
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 import numpy as np
 
@@ -459,7 +460,8 @@ class Session:
       of addresses: reuse input tensors to stay on one graph).
     - `step(..., device_outputs=True)` returns the outputs as `DeviceTensor`s
       over the session's result buffers (DLPack / `__cuda_array_interface__`,
-      no copy), valid until the next step.
+      no copy), valid until the next step; with `fetch=` the named ones are
+      read back, the rest stay DeviceTensors.
 
     It is created from the initial value of every state (a missing one is a
     MissingStateError naming each, before anything is allocated). After
@@ -698,14 +700,34 @@ class Session:
         arrays = binding.bind(sub, host_inputs)
         return [(index[id(p)], a) for p, a in zip(host_ports, arrays)], device
 
-    def step(self, inputs: Mapping[str, Any], *, device_outputs: bool = False) -> binding.Result:
-        """One step. `device_outputs=True` (CUDA): the outputs as
-        DeviceTensors over the session's buffers, not read back."""
+    def step(
+        self,
+        inputs: Mapping[str, Any],
+        *,
+        device_outputs: bool = False,
+        fetch: "Collection[str] | None" = None,
+    ) -> binding.Result:
+        """One step. `fetch`: the names of the outputs to read back (default:
+        every one); the others stay on the device, absent from the result --
+        a greedy decode reads back its `[rows]` tokens, not the logits they
+        came from. `device_outputs=True` (CUDA): the outputs not fetched come
+        as DeviceTensors over the session's buffers, not read back (alone:
+        none is read back). Validation witnesses are always read: they
+        decide whether the step failed."""
         self._check_open()
         signature = self.artifact.signature
         dev = self.artifact.device
         if device_outputs and not hasattr(dev, "device_output"):
             raise PootError("device_outputs=True needs the CUDA backend")
+        if fetch is not None:
+            fetch = set(fetch)
+            known = {p.key for p in signature.results if p.state is None and p.slot != "validation"}
+            if not fetch <= known:
+                raise BindError(
+                    f"fetch: no output named {sorted(fetch - known)} (the outputs: {sorted(known)})"
+                )
+        elif device_outputs:
+            fetch = set()
         host, borrowed = self._bind(inputs)
         for i, array in host:
             dev.write(self._args[i], array)
@@ -729,17 +751,13 @@ class Session:
             buf = bufs[next(remaining)]
             if port.state is not None:
                 outputs.append(None)  # copied into its argument buffer by the program
-                continue
-            outputs.append(dev.read(buf, port.dtype, port.shape))
+            elif port.slot == "validation" or fetch is None or port.key in fetch:
+                outputs.append(dev.read(buf, port.dtype, port.shape))
+            elif device_outputs:
+                outputs.append(dev.device_output(buf, port.dtype, port.shape))
+            else:
+                outputs.append(None)  # left on the device: not fetched
         binding.check_validation(signature, outputs)
-        if device_outputs:
-            remaining = iter(program["results"])
-            for k, port in enumerate(signature.results):
-                if port.in_place_of is not None:
-                    continue
-                buf = bufs[next(remaining)]
-                if port.state is None and not port.slot == "validation":
-                    outputs[k] = dev.device_output(buf, port.dtype, port.shape)
         named = {p.key: v for p, v in zip(signature.results, outputs) if p.name is not None and v is not None}
         return binding.Result(outputs, named, {})
 

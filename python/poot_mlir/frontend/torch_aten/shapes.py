@@ -21,7 +21,24 @@ from ._table import aten, axis, finish, to
       "unsqueeze", "view_as", "reshape_as")  # fmt: skip
 def _reshape(a, out, ctx):
     x = a["self"]
-    return x if x.shape == out.shape else P.reshape(x, out.shape)
+    if x.shape == out.shape:
+        return x
+    iota = _iota_laid_out(x, out.shape)
+    return iota if iota is not None else P.reshape(x, out.shape)
+
+
+def _iota_laid_out(x, shape) -> "Tensor | None":
+    """`torch.arange(n).reshape(1, 1, n, 1)` as one iota of that shape along
+    the axis of n (the same values): the key-position spelling the attention
+    rewrite reads in a causal or live-length compare. None unless `x` is a
+    1-D iota and `shape` only adds unit axes around it."""
+    owner = getattr(x.value, "owner", None)
+    if x.rank != 1 or getattr(getattr(owner, "operation", None), "name", None) != "poot.iota":
+        return None
+    big = [d for d, n in enumerate(shape) if n != 1]
+    if len(big) != 1 or shape[big[0]] != x.shape[0]:
+        return None
+    return P.iota(shape, big[0], x.dtype, tracer=x.tracer)
 
 
 @aten("expand", "expand_as", "broadcast_to", "expand_copy")
@@ -213,9 +230,14 @@ def _index(a, out, ctx):
     linear = None
     for d, index in enumerate(indices):
         size = x.shape[d]
-        index = P.select(P.lt(index, 0), P.add(index, size), index)
+        # An index declared non-negative (a paged read map: `pool[read]`)
+        # needs no wrap: the gather then reads the map itself, the form the
+        # attention rewrite fuses as a paged key.
+        declared = index.declared_range
+        if declared is None or declared[0] < 0:
+            index = P.select(P.lt(index, 0), P.add(index, size), index)
         linear = index if linear is None else P.add(P.mul(linear, size), index)
-    flat = P.reshape(x, (math.prod(x.shape[:k]),) + x.shape[k:])
+    flat = x if k == 1 else P.reshape(x, (math.prod(x.shape[:k]),) + x.shape[k:])
     return P.gather(flat, linear, 0)
 
 
