@@ -183,3 +183,41 @@ def test_lavapipe_decoder_step_row_alone_or_batched(invariant, rng, tmp_path) ->
         finally:
             art.close()
     _check_step(results, invariant)
+
+
+@pytest.mark.parametrize("invariant", [False, True], ids=["default", "batch_invariant"])
+def test_lavapipe_matmul_row_alone_or_batched(invariant, rng, tmp_path) -> None:
+    """poot-gpu-split-reductions alone (no attention): a decode matmul
+    [rows, 2048] x [2048, 256]. One row splits its reduction
+    min(131072 / 64 threads, 2048 / 32) = 64 ways; by default a batch of 16
+    jams 8 rows a thread and caps its partials at a quarter of the weight
+    (32 ways), so the row is summed in other chunks; batch-invariant splits
+    the batch 64 ways too (16 x 64 x 256 partials) and the row's bits
+    match."""
+    require("vulkan")
+    from poot_mlir.compiler.gpu import compile_gpu
+    from poot_mlir.frontend import Tracer, ops
+    from poot_mlir.runtime.program import ProgramArtifact
+
+    k, n = 2048, 256
+    device = devices.VULKAN_LAVAPIPE.with_limits(batch_invariant=invariant)
+    x = rng.standard_normal((B, k), dtype=np.float32)
+    w = rng.standard_normal((k, n), dtype=np.float32)
+    outs, temps = [], []
+    for rows, xs in ((1, x[ROW:ROW + 1]), (B, x)):
+        tr = Tracer("gemm")
+        tr.output("out", ops.matmul(tr.input("x", (rows, k)), tr.input("w", (k, n))))
+        art = ProgramArtifact(compile_gpu(tr.finish(), device, tmp_path / f"rows{rows}"), "lavapipe")
+        try:
+            temps.append({b["bytes"] for b in art.programs["gemm"]["buffers"] if b["kind"] == "temp"})
+            outs.append(art.run({"x": np.ascontiguousarray(xs), "w": w}).named["out"])
+        finally:
+            art.close()
+    assert 64 * 1 * n * 4 in temps[0], temps[0]
+    if invariant:
+        assert 64 * B * n * 4 in temps[1], temps[1]
+        np.testing.assert_array_equal(outs[1][ROW], outs[0][0])
+    else:
+        assert 32 * B * n * 4 in temps[1], temps[1]
+        assert not np.array_equal(outs[1][ROW], outs[0][0])
+        np.testing.assert_allclose(outs[1][ROW], outs[0][0], rtol=1e-4, atol=1e-4)
