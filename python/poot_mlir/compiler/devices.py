@@ -75,7 +75,8 @@ class Device:
     #: a long reduction (a split matmul's final sum, a norm's row sum) gets
     #: up to 32 lanes of a warp per thread, combined by shuffles
     #: (poot-gpu-warp-reductions, docs/gpu-steps.md); False: one thread each
-    #: (a comparison knob).
+    #: (a comparison knob). A batch-invariant device runs without it (its
+    #: lanes follow the kernel's thread count, which follows the batch).
     warp_reductions: bool = True
     #: Whole GPU steps: a batched matmul's thread computes up to N rows, so
     #: the weight element they share is loaded once for all of them
