@@ -69,7 +69,8 @@ NB_MODULE(_pootTargets, m) {
             {"wide_head_mma", d.wideHeadMma},
             {"max_unroll", d.maxUnroll},
             {"max_keys_per_load", d.maxKeysPerLoad},
-            {"jam_rows", d.jamRows}};
+            {"jam_rows", d.jamRows},
+            {"batch_invariant", d.batchInvariant}};
       },
       "The one set of device defaults (lib/Transforms/DeviceDescription.h "
       "kDefaultDevice) by compiler.devices.Device field name.");

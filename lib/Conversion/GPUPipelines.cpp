@@ -216,7 +216,8 @@ void mlir::poot::buildPootStepToSPIRVPipeline(
   addWholeStepPasses(pm, [&](OpPassManager &p) {
     addPlanAndGenerate(p, DeviceTarget::SPIRV, o);
   }, {/*vectorMemory=*/false, o.maxGridX, o.maxBufferBytes,
-      /*maxElements=*/(int64_t(1) << 31) - 1, /*warpLanes=*/0, o.jamRows});
+      /*maxElements=*/(int64_t(1) << 31) - 1, /*warpLanes=*/0, o.jamRows,
+      o.batchInvariant});
   pm.addPass(createPootGPUSPIRVEntryABI());
   addSPIRVLowering(pm, /*everyType=*/true, o.client);
 }
@@ -226,7 +227,8 @@ void mlir::poot::buildPootStepToNVVMPipeline(
   addWholeStepPasses(pm, [&](OpPassManager &p) {
     addPlanAndGenerate(p, DeviceTarget::NVVM, o);
   }, {/*vectorMemory=*/true, o.maxGridX, o.maxBufferBytes, /*maxElements=*/0,
-      /*warpLanes=*/o.warpReductions ? 32 : 0, o.jamRows});
+      /*warpLanes=*/o.warpReductions ? 32 : 0, o.jamRows,
+      o.batchInvariant});
   addNVVMLowering(pm, o);
 }
 
@@ -235,7 +237,8 @@ void mlir::poot::buildPootStepToROCDLPipeline(
   addWholeStepPasses(pm, [&](OpPassManager &p) {
     addPlanAndGenerate(p, DeviceTarget::ROCDL, o);
   }, {/*vectorMemory=*/true, o.maxGridX, o.maxBufferBytes, /*maxElements=*/0,
-      /*warpLanes=*/0, o.jamRows});
+      /*warpLanes=*/0, o.jamRows,
+      o.batchInvariant});
   addROCDLLowering(pm, o);
 }
 

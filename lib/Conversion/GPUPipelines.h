@@ -46,6 +46,7 @@ struct PootDeviceOptions : public PassPipelineOptions<Derived> {
     device.maxSplits = maxSplits;
     device.maxUnroll = maxUnroll;
     device.maxKeysPerLoad = maxKeysPerLoad;
+    device.batchInvariant = batchInvariant;
     return device;
   }
   Opt::Option<int64_t> workgroupMemory{
@@ -91,6 +92,16 @@ struct PootDeviceOptions : public PassPipelineOptions<Derived> {
                      "computes, loading the weight they share once "
                      "(poot-gpu-jam-rows; 1: a thread per row)"),
       llvm::cl::init(kDefaultDevice.jamRows)};
+  Opt::Option<bool> batchInvariant{
+      *this, "batch-invariant",
+      llvm::cl::desc("Every reduction order a row sees is chosen for one "
+                     "row: split-KV counts and chunks as if the batch were "
+                     "1, matmul split ratios per row "
+                     "(poot-gpu-split-reductions), no warp-lane spreading "
+                     "(poot-gpu-warp-reductions), so a row's output is "
+                     "bit-identical alone or batched; costs a large batch "
+                     "splits it would not need"),
+      llvm::cl::init(kDefaultDevice.batchInvariant)};
 };
 
 /// Who reads the SPIR-V: a Vulkan driver, or wgpu, whose shader translator
@@ -190,6 +201,10 @@ struct WholeStepTarget {
   int64_t warpLanes = 0;
   /// Rows of a batched matmul one thread computes (poot-gpu-jam-rows).
   int64_t jamRows = kDefaultDevice.jamRows;
+  /// Reduction orders chosen per row, never from the batch
+  /// (DeviceDescription::batchInvariant): split-reductions' ratio per row,
+  /// no warp-lane spreading.
+  bool batchInvariant = kDefaultDevice.batchInvariant;
 };
 
 /// The target-independent part of a whole step (StepPipelines.cpp), with the

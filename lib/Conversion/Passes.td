@@ -910,6 +910,16 @@ def PootGPUSplitReductions
     thread over everything. (The summation order changes: f32 results move
     within rounding.)
 
+    With `batch-invariant` the ratio is chosen for one row: the op's rows
+    (the loops poot-gpu-jam-rows jams -- parallel, not the last, not indexed
+    by the weight -- or every parallel loop where each output reduces data
+    of its own, as a norm's sum of squares does) count as 1 and the partials
+    are not capped by the rows, so a row's chunks and the order its sums
+    are added in are the same at any batch (issue 24: a request's output is
+    bit-identical alone or batched). The cost: a batched op is split as far
+    as one row would be, writing rows x ratio partials where the default
+    would split less or not at all.
+
     Before:
     ```mlir
     %o = linalg.matmul ins(%x, %w : tensor<1x4096xf32>, tensor<4096x1024xf32>)
@@ -933,7 +943,13 @@ def PootGPUSplitReductions
            "Rows poot-gpu-jam-rows will give one thread (its `max-rows`): "
            "threads are counted per group of jammed rows, and the partial "
            "sums of jammed ops are kept to a quarter of the shared input's "
-           "bytes">
+           "bytes">,
+    Option<"batchInvariant", "batch-invariant", "bool", /*default=*/"::mlir::poot::kDefaultDevice.batchInvariant",
+           "Choose each ratio for one row: the op's rows (the loops "
+           "jam-rows jams; every parallel loop where each output reduces "
+           "data of its own, as a norm's) count as 1 and the partials are "
+           "not capped, so a row's chunks and summation order do not depend "
+           "on the batch (a batched op then writes rows x the partials)">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",

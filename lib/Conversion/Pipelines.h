@@ -74,6 +74,12 @@ struct PootToLLVMCPUPipelineOptions
       *this, "max-splits",
       llvm::cl::desc("Most split-KV partitions per row (1: never split)"),
       llvm::cl::init(kCpuLoopsDevice.maxSplits)};
+  PassOptions::Option<bool> batchInvariant{
+      *this, "batch-invariant",
+      llvm::cl::desc("Split-KV counts and chunks chosen for one row, as if "
+                     "the batch were 1: a row's output is bit-identical "
+                     "alone or batched"),
+      llvm::cl::init(kCpuLoopsDevice.batchInvariant)};
   PassOptions::Option<int64_t> maxGridX{
       *this, "max-grid-x",
       llvm::cl::desc("Largest workgroup count per grid dimension (>= 1)"),

@@ -108,6 +108,7 @@ void poot::buildPootToLLVMCPUPipeline(
   device.maxGridX = options.maxGridX;
   device.vectorWidth = options.vectorWidth;
   device.maxSplits = options.maxSplits;
+  device.batchInvariant = options.batchInvariant;
   pm.addPass(createPootPlanAttention(planAttentionOptions(device)));
   // What the manifest reports about each fused op (compiler/cpu.py reads it).
   pm.addPass(createPootRecordFusedOps());

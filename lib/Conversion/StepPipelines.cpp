@@ -64,6 +64,7 @@ void mlir::poot::addWholeStepPasses(
   // the device.
   PootGPUSplitReductionsOptions split;
   split.jamRows = target.jamRows;
+  split.batchInvariant = target.batchInvariant;
   pm.addNestedPass<func::FuncOp>(createPootGPUSplitReductions(split));
   // 3. Buffers, the state in place (the CPU pipeline's bufferization).
   addInPlaceBufferization(pm);
@@ -95,7 +96,9 @@ void mlir::poot::addWholeStepPasses(
   pm.addNestedPass<func::FuncOp>(createPootGPUVectorizeColumns(columns));
   // Kernels with few threads and long reductions: lanes of a warp share
   // each reduction and combine it by shuffles.
-  if (target.warpLanes > 0) {
+  // (Not on a batch-invariant device: the lanes follow the loop's
+  // iteration count, which follows the rows.)
+  if (target.warpLanes > 0 && !target.batchInvariant) {
     PootGPUWarpReductionsOptions warps;
     warps.warpSize = target.warpLanes;
     pm.addNestedPass<func::FuncOp>(createPootGPUWarpReductions(warps));

@@ -66,6 +66,16 @@ struct DeviceDescription {
   /// so the weight element they share is loaded once for all of them
   /// (poot-gpu-jam-rows; 1: a thread per row).
   int64_t jamRows = 8;
+  /// Batch invariance (docs/attention-schedules.md, docs/gpu-steps.md):
+  /// every reduction order a row sees is chosen for one row, never from the
+  /// batch it is packed into -- the planners' split-KV counts and chunks as
+  /// if the batch were 1, poot-gpu-split-reductions' ratio per row (no
+  /// rows-dependent partial cap), and no warp-lane spreading of reductions
+  /// (its lanes follow the loop's iteration count) -- so a request's output
+  /// is bit-identical alone or batched. Costs: a large batch keeps a row's
+  /// splits (more partials and a combine launch where the batch alone would
+  /// fill the device), and NVIDIA steps lose poot-gpu-warp-reductions.
+  bool batchInvariant = false;
 };
 
 /// The defaults: what a device nobody described more closely gets.

@@ -127,6 +127,15 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     chunks (one per core) the items are dealt to — 1 (no thread team) when
     the attention has fewer than 2^18 multiply-adds (rows x Lk x widths).
 
+    With `batch-invariant` every rule above chooses its split over keys (the
+    count, hence the chunks) for one batch row, as if B were 1: the same
+    row gets the same splits, chunk boundaries and combine order whatever
+    batch it is packed into, so its output is bit-identical alone or
+    batched (issue 24). It costs a batch that fills the device the splits
+    (scratch and combine launch) one row needs; a split whose whole batch's
+    scratch passes `max-buffer-bytes` or whose grid does not fit still falls
+    back to one split.
+
     It also refuses what the target cannot lower: an attention that is not
     f32, f16 or bf16 (`DtypeLowering`: the kernels read those and compute in
     f32; a two-byte op keeps f32 lane state and scratch, and the CPU key
@@ -186,6 +195,13 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
     Option<"maxSplits", "max-splits", "int64_t", /*default=*/"::mlir::poot::kDefaultDevice.maxSplits",
            "Most split-KV partitions per row any schedule may use (>= 1; 1: "
            "never split). Each schedule has its own smaller bound too">,
+    Option<"batchInvariant", "batch-invariant", "bool", /*default=*/"::mlir::poot::kDefaultDevice.batchInvariant",
+           "Every schedule chooses its split over keys (count and chunk) for "
+           "one row, as if the batch were 1, so a row's summation order and "
+           "its output bits do not depend on the batch it is packed into "
+           "(off: the split follows rows vs compute units). Costs a large "
+           "batch the splits (partials and a combine launch) it would not "
+           "need">,
     Option<"mmaSm", "mma-sm", "int64_t", /*default=*/"::mlir::poot::kDefaultDevice.mmaSm",
            "NVVM only: the SM version (80 and up) whose warp-level "
            "mma.sync m16n8k16 a two-byte prefill may use "

@@ -152,6 +152,7 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
     device.wideHeadMma = wideHeadMma;
     device.maxUnroll = maxUnroll;
     device.maxKeysPerLoad = maxKeysPerLoad;
+    device.batchInvariant = batchInvariant;
     return device;
   }
 
@@ -209,5 +210,6 @@ mlir::poot::planAttentionOptions(const DeviceDescription &device) {
   plan.wideHeadMma = device.wideHeadMma;
   plan.maxUnroll = device.maxUnroll;
   plan.maxKeysPerLoad = device.maxKeysPerLoad;
+  plan.batchInvariant = device.batchInvariant;
   return plan;
 }

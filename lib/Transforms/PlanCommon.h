@@ -26,6 +26,14 @@ struct Grid {
   int64_t x = 0, y = 0;
 };
 
+/// The batch a schedule chooses its split over keys for: the op's, or 1
+/// when the device is batch-invariant (DeviceDescription::batchInvariant:
+/// a row's split count and chunks, hence its summation order, are the same
+/// at any batch).
+inline int64_t splitBatch(const DeviceDescription &device, int64_t batch) {
+  return device.batchInvariant ? 1 : batch;
+}
+
 /// `a * b`, or nullopt when the product overflows int64 (shapes are
 /// arbitrary static sizes; a count that does not fit is refused, not wrapped).
 inline std::optional<int64_t> mul(std::optional<int64_t> a, int64_t b) {

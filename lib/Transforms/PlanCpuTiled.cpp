@@ -78,10 +78,14 @@ PlanResult poot::planCpuTiled(AttentionOp op, AttentionRequestAttr shape,
     return FailureOr<AttentionRequestAttr>(failure());
   }
   int64_t items = batch * kvHeads * llvm::divideCeil(qLen, qBlock);
+  // Batch-invariant: the split one row of the batch would get (the items
+  // are then only how the work is shared, never how a row is summed).
+  int64_t splitItems = splitBatch(device, batch) * kvHeads *
+                       llvm::divideCeil(qLen, qBlock);
   int64_t splits = 1;
-  if (qLen == 1 && items < 2 * computeUnits)
+  if (qLen == 1 && splitItems < 2 * computeUnits)
     splits = std::clamp<int64_t>(
-        std::min<int64_t>(llvm::divideCeil(2 * computeUnits, items),
+        std::min<int64_t>(llvm::divideCeil(2 * computeUnits, splitItems),
                           keyLen / kCpuMinChunk),
         1, std::min<int64_t>(kMaxSplits, device.maxSplits));
   int64_t laneBytes = (valueWidth + 2) * kFloatBytes;

@@ -129,10 +129,12 @@ withWideHeadSplits(AttentionOp op, AttentionRequestAttr base,
   int64_t blocks = llvm::divideCeil(base.getNumRep() * base.getQLen(), rows);
   int64_t perSplit = units * blocks;
   int64_t rowCount = base.getBatch() * base.getQHeads() * base.getQLen();
+  // Batch-invariant: the split one row of the batch would get.
+  int64_t splitUnits = splitBatch(device, base.getBatch()) * base.getKvHeads();
   int64_t splits = std::min<int64_t>(
       {(int64_t)llvm::divideCeil(
            mul(workgroupsPerUnit, device.computeUnits).value_or(INT64_MAX),
-           perSplit),
+           splitUnits * blocks),
        keyLen / minChunk, maxWideSplits, device.maxSplits});
   splits = std::max<int64_t>(1, splits);
   int64_t chunk = keyLen;

@@ -105,8 +105,10 @@ LogicalResult planSelectedAttention(SelectedAttentionOp op,
   if (device.target == DeviceTarget::NVVM && qLen == 1 &&
       warpDecodeFits(nRep, keyWidth, 0, valueWidth, device.workgroupMemory)) {
     int64_t groups = batch * kvHeads, rows = batch * qHeads;
+    // Batch-invariant: the split one row of the batch would get.
     int64_t splits = std::min<int64_t>(
-        warpDecodeSplits(groups, visited, device.computeUnits),
+        warpDecodeSplits(splitBatch(device, batch) * kvHeads, visited,
+                         device.computeUnits),
         device.maxSplits);
     SplitCost cost;
     cost.rows = rows;
@@ -132,9 +134,10 @@ LogicalResult planSelectedAttention(SelectedAttentionOp op,
            << device.workgroupMemory << " bytes";
 
   int64_t rows = batch * qHeads * qLen;
+  int64_t splitRows = splitBatch(device, batch) * qHeads * qLen;
   int64_t splits = 1;
-  if (qLen == 1 && rows < device.computeUnits) {
-    int64_t want = llvm::divideCeil(device.computeUnits, rows);
+  if (qLen == 1 && splitRows < device.computeUnits) {
+    int64_t want = llvm::divideCeil(device.computeUnits, splitRows);
     splits = std::min({kMaxSplits, want, visited / kMinChunk, device.maxSplits});
     if (splits < 2)
       splits = 1;

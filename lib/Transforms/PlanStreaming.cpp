@@ -4,7 +4,8 @@
 // the widest power of two <= 64 whose running state lanes * (Dv + 2) f32
 // fits workgroup memory (else AttentionLds); a decode whose rows do not fill
 // the compute units splits its keys (split_kv: <= 16 splits, chunks of
-// >= 128 keys) while the planner tail keeps them.
+// >= 128 keys) while the planner tail keeps them; a batch-invariant device
+// counts the rows of one batch row.
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,9 +93,12 @@ PlanResult poot::planStreaming(AttentionOp op, AttentionRequestAttr shape,
   // most q's element count, which the tensor type keeps below 2^63.)
   int64_t qLen = shape.getQLen(), keyLen = shape.getKeyLen();
   int64_t rows = shape.getBatch() * shape.getQHeads() * qLen;
+  // Batch-invariant: the split one row of the batch would get.
+  int64_t splitRows = splitBatch(device, shape.getBatch()) *
+                      shape.getQHeads() * qLen;
   int64_t splits = 1;
-  if (qLen == 1 && rows < device.computeUnits) {
-    int64_t want = llvm::divideCeil(device.computeUnits, rows);
+  if (qLen == 1 && splitRows < device.computeUnits) {
+    int64_t want = llvm::divideCeil(device.computeUnits, splitRows);
     splits = std::min({kMaxSplits, want, keyLen / kMinChunk, device.maxSplits});
     if (splits < 2)
       splits = 1;

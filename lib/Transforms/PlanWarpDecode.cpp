@@ -24,8 +24,11 @@ PlanResult poot::planWarpDecode(AttentionOp op, AttentionRequestAttr shape,
   int64_t groups = shape.getBatch() * shape.getKvHeads();
   if (!foldGrid(groups, device.maxGridX, device.maxGridY))
     return std::nullopt;
+  // Batch-invariant: the split one row of the batch would get.
   int64_t splits = std::min<int64_t>(
-      warpDecodeSplits(groups, shape.getKeyLen(), device.computeUnits),
+      warpDecodeSplits(splitBatch(device, shape.getBatch()) *
+                           shape.getKvHeads(),
+                       shape.getKeyLen(), device.computeUnits),
       device.maxSplits);
   // Half-warp (or narrower) rows where a whole warp's row would not read
   // 16-byte vectors (bf16/f16 D = 128), within max-keys-per-load and while

@@ -224,26 +224,23 @@ void remapIndices(RewriterBase &rewriter, linalg::LinalgOp split,
   }
 }
 
-/// The rows poot-gpu-jam-rows will give one thread of `op`'s kernel, and
-/// the bytes of the operand those rows share, read on linalg as that pass
-/// reads the loops: a parallel dimension other than the last (the columns)
-/// that the largest input read along the reduction (the weight) does not
-/// index. The most rows a thread wins; {1, 0} when none.
-std::pair<int64_t, int64_t> jammedRowsOf(linalg::LinalgOp op,
-                                         int64_t maxRows) {
-  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  SmallVector<utils::IteratorType> kinds = op.getIteratorTypesArray();
-  // The weight: the largest static input indexed by a reduction loop.
+/// Whether `map` (an input's) reads along one of the reduction loops.
+bool readsAlongReduction(linalg::LinalgOp op, AffineMap map) {
+  for (auto [r, kind] : llvm::enumerate(op.getIteratorTypesArray()))
+    if (kind == utils::IteratorType::reduction && map.isFunctionOfDim(r))
+      return true;
+  return false;
+}
+
+/// The weight: the largest static input indexed by a reduction loop (the
+/// operand a matmul's rows share), and its bytes; {null, 0} when none.
+std::pair<OpOperand *, int64_t> weightOf(linalg::LinalgOp op) {
   OpOperand *weight = nullptr;
   int64_t weightBytes = 0;
   for (OpOperand *input : op.getDpsInputOperands()) {
     AffineMap map = op.getMatchingIndexingMap(input);
     auto type = dyn_cast<ShapedType>(input->get().getType());
-    bool alongReduction = false;
-    for (auto [r, kind] : llvm::enumerate(kinds))
-      alongReduction |=
-          kind == utils::IteratorType::reduction && map.isFunctionOfDim(r);
-    if (!type || !type.hasStaticShape() || !alongReduction ||
+    if (!type || !type.hasStaticShape() || !readsAlongReduction(op, map) ||
         !type.getElementType().isIntOrFloat())
       continue;
     int64_t bytes =
@@ -253,6 +250,19 @@ std::pair<int64_t, int64_t> jammedRowsOf(linalg::LinalgOp op,
       weightBytes = bytes;
     }
   }
+  return {weight, weightBytes};
+}
+
+/// The rows poot-gpu-jam-rows will give one thread of `op`'s kernel, and
+/// the bytes of the operand those rows share, read on linalg as that pass
+/// reads the loops: a parallel dimension other than the last (the columns)
+/// that the largest input read along the reduction (the weight) does not
+/// index. The most rows a thread wins; {1, 0} when none.
+std::pair<int64_t, int64_t> jammedRowsOf(linalg::LinalgOp op,
+                                         int64_t maxRows) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> kinds = op.getIteratorTypesArray();
+  auto [weight, weightBytes] = weightOf(op);
   if (!weight)
     return {1, 0};
   AffineMap weightMap = op.getMatchingIndexingMap(weight);
@@ -268,6 +278,44 @@ std::pair<int64_t, int64_t> jammedRowsOf(linalg::LinalgOp op,
     best = std::max(best, poot::jammedRows(ranges[d], maxRows));
   }
   return {best, best > 1 ? weightBytes : 0};
+}
+
+/// The loops of `op` that are rows -- the batch-like dimensions one row's
+/// work does not span -- for a batch-invariant split: where every input
+/// read along the reduction indexes every parallel loop (each output
+/// reduces data of its own: a norm's sum of squares), every parallel loop;
+/// else the loops jammedRowsOf reads (parallel, not the last, not indexed
+/// by the weight: a matmul's rows).
+SmallVector<bool> rowLoopsOf(linalg::LinalgOp op) {
+  SmallVector<utils::IteratorType> kinds = op.getIteratorTypesArray();
+  SmallVector<bool> rows(kinds.size(), false);
+  auto isParallel = [&](int64_t d) {
+    return kinds[d] == utils::IteratorType::parallel;
+  };
+  bool shared = false;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    if (!readsAlongReduction(op, map))
+      continue;
+    for (int64_t d = 0, e = kinds.size(); d < e; ++d)
+      shared |= isParallel(d) && !map.isFunctionOfDim(d);
+  }
+  if (!shared) {
+    for (int64_t d = 0, e = kinds.size(); d < e; ++d)
+      rows[d] = isParallel(d);
+    return rows;
+  }
+  OpOperand *weight = weightOf(op).first;
+  if (!weight)
+    return rows;
+  AffineMap weightMap = op.getMatchingIndexingMap(weight);
+  int64_t lastParallel = -1;
+  for (int64_t d = 0, e = kinds.size(); d < e; ++d)
+    if (isParallel(d))
+      lastParallel = d;
+  for (int64_t d = 0, e = kinds.size(); d < e; ++d)
+    rows[d] = isParallel(d) && d != lastParallel && !weightMap.isFunctionOfDim(d);
+  return rows;
 }
 
 struct SplitReductions
@@ -312,6 +360,11 @@ struct SplitReductions
                  t.getElementTypeBitWidth() == 16;
         }))
       columns = 2 * kColumns;
+    // An empty op (a zero-sized dimension) has nothing to split; a
+    // `min-chunk` below 1 is read as 1.
+    int64_t chunkFloor = std::max<int64_t>(minChunk, 1);
+    if (batchInvariant)
+      return perRowRatio(op, ranges, reduction, columns, chunkFloor);
     int64_t threads = parallel;
     if (init.getRank() > 0 && init.getShape().back() % columns == 0)
       threads = parallel / columns;
@@ -320,9 +373,6 @@ struct SplitReductions
     // ratio), which must stay small beside the weight they share.
     auto [rows, sharedBytes] = jammedRowsOf(op, jamRows);
     threads /= rows;
-    // An empty op (a zero-sized dimension) has nothing to split; a
-    // `min-chunk` below 1 is read as 1.
-    int64_t chunkFloor = std::max<int64_t>(minChunk, 1);
     if (threads <= 0 || threads >= minThreads || reduction / chunkFloor < 2)
       return 0;
     int64_t ratio = int64_t(1)
@@ -335,6 +385,38 @@ struct SplitReductions
       ratio = cap < 2 ? 1
                       : std::min(ratio, int64_t(1) << llvm::Log2_64(cap));
     }
+    while (ratio > 1 && reduction % ratio)
+      ratio /= 2;
+    return ratio > 1 ? ratio : 0;
+  }
+
+  /// The batch-invariant ratio: the same rule counting one row's threads
+  /// (the rows, rowLoopsOf, as 1), with no cap on the partials (it follows
+  /// the rows), so a row's chunks and their order are the same at any
+  /// batch.
+  int64_t perRowRatio(linalg::LinalgOp op, ArrayRef<int64_t> ranges,
+                      int64_t reduction, int64_t columns,
+                      int64_t chunkFloor) {
+    SmallVector<bool> rows = rowLoopsOf(op);
+    SmallVector<utils::IteratorType> kinds = op.getIteratorTypesArray();
+    int64_t threads = 1;
+    for (auto [d, kind] : llvm::enumerate(kinds))
+      if (kind == utils::IteratorType::parallel && !rows[d])
+        threads *= ranges[d];
+    // Columns a thread owns, when the output's last dimension is one of a
+    // row's own loops and holds whole column groups.
+    AffineMap initMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+    if (initMap.getNumResults() > 0) {
+      auto last = dyn_cast<AffineDimExpr>(initMap.getResults().back());
+      if (last && !rows[last.getPosition()] &&
+          ranges[last.getPosition()] % columns == 0)
+        threads /= columns;
+    }
+    if (threads <= 0 || threads >= minThreads || reduction / chunkFloor < 2)
+      return 0;
+    int64_t ratio = int64_t(1)
+                    << llvm::Log2_64(std::min<int64_t>(minThreads / threads,
+                                                       reduction / chunkFloor));
     while (ratio > 1 && reduction % ratio)
       ratio /= 2;
     return ratio > 1 ? ratio : 0;

@@ -176,6 +176,7 @@ def _plan_options(device: "devices.Device | None") -> str:
         f" workgroup-memory={d.workgroup_memory} compute-units={d.compute_units}"
         f" max-grid-x={d.max_grid_x} vector-width={d.vector_width}"
         f" max-splits={d.max_splits} max-alloc-bytes={d.max_alloc_bytes}"
+        + (" batch-invariant=1" if d.batch_invariant else "")
     )
 
 

@@ -75,12 +75,23 @@ class Device:
     #: a long reduction (a split matmul's final sum, a norm's row sum) gets
     #: up to 32 lanes of a warp per thread, combined by shuffles
     #: (poot-gpu-warp-reductions, docs/gpu-steps.md); False: one thread each
-    #: (a comparison knob).
+    #: (a comparison knob). A batch-invariant device runs without it (its
+    #: lanes follow the kernel's thread count, which follows the batch).
     warp_reductions: bool = True
     #: Whole GPU steps: a batched matmul's thread computes up to N rows, so
     #: the weight element they share is loaded once for all of them
     #: (poot-gpu-jam-rows, docs/gpu-steps.md); 1: a thread per row.
     jam_rows: int = 8
+    #: Batch invariance (issue 24): every reduction order a row sees is
+    #: chosen for one row, never from the batch it is packed into -- the
+    #: attention planner's split-KV count and chunks as if the batch were 1
+    #: (every target), a whole GPU step's matmul split ratios per row
+    #: (poot-gpu-split-reductions) and no warp-lane spreading of reductions
+    #: (poot-gpu-warp-reductions, NVIDIA) -- so a request's output is
+    #: bit-identical alone or batched. Costs a large batch splits (partials
+    #: and a combine launch) it would not otherwise need, and NVIDIA steps
+    #: their warp reductions (docs/attention-schedules.md, docs/gpu-steps.md).
+    batch_invariant: bool = False
 
     def pipeline_options(self) -> str:
         """The device description as pass-pipeline options."""
@@ -94,6 +105,9 @@ class Device:
             f"max-buffer-bytes={self.max_buffer_bytes} "
             f"max-alloc-bytes={self.max_alloc_bytes} "
             f"max-splits={self.max_splits}"
+            # Named only when on: the default's options (and artifacts) stay
+            # as they were.
+            + (" batch-invariant=1" if self.batch_invariant else "")
         )
 
     def _lowering_options(self) -> str:
@@ -126,7 +140,12 @@ class Device:
         return dataclasses.replace(self, **changes)
 
     def to_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        fields = dataclasses.asdict(self)
+        # Recorded only when on, so a manifest of the default build reads as
+        # it did before the field existed (Device(**json) restores False).
+        if not self.batch_invariant:
+            del fields["batch_invariant"]
+        return fields
 
     @staticmethod
     def custom(**fields: Any) -> "Device":
