@@ -32,14 +32,6 @@ using namespace mlir;
 
 namespace {
 
-/// A kernel-to-be holding a reduction: an scf.for with iteration arguments
-/// directly in its body.
-bool holdsReduction(scf::ParallelOp loop) {
-  return llvm::any_of(loop.getBody()->getOps<scf::ForOp>(), [](scf::ForOp f) {
-    return f.getNumRegionIterArgs() > 0;
-  });
-}
-
 /// An elementwise kernel: loads, stores and pure ops, no nested regions.
 bool isElementwise(scf::ParallelOp loop) {
   return llvm::all_of(loop.getBody()->without_terminator(), [](Operation &op) {
@@ -98,22 +90,24 @@ FailureOr<Accesses> accessesOf(scf::ParallelOp loop) {
 
 struct FuseEpilogues
     : poot::impl::PootGPUFuseEpiloguesBase<FuseEpilogues> {
-  /// Whether `consumer` may run inside `producer`'s iterations: it writes
-  /// nothing the producer touches, and reads what the producer writes only
-  /// from the very buffers (checked element by element after the merge).
-  bool independent(scf::ParallelOp producer, scf::ParallelOp consumer) {
+  /// The producer's writes when `consumer` may run inside `producer`'s
+  /// iterations: it writes nothing the producer touches, and reads what the
+  /// producer writes only from the very buffers (checked element by element
+  /// after the merge); failure otherwise.
+  FailureOr<SmallVector<Value>> independent(scf::ParallelOp producer,
+                                            scf::ParallelOp consumer) {
     FailureOr<Accesses> p = accessesOf(producer), c = accessesOf(consumer);
     if (failed(p) || failed(c))
-      return false;
+      return failure();
     for (Value w : c->writes)
       for (Value a : llvm::concat<Value>(p->reads, p->writes))
         if (mayAlias(w, a))
-          return false;
+          return failure();
     for (Value r : c->reads)
       for (Value w : p->writes)
         if (mayAlias(r, w) && r != w)
-          return false;
-    return true;
+          return failure();
+    return p->writes;
   }
 
   /// Whether `op` may write an element of `memref`.
@@ -153,8 +147,7 @@ struct FuseEpilogues
   /// values; null (nothing changed) when such a load does not read exactly
   /// the element its own iteration stored.
   scf::ParallelOp merge(IRRewriter &rewriter, scf::ParallelOp producer,
-                        scf::ParallelOp consumer) {
-    FailureOr<Accesses> produced = accessesOf(producer);
+                        scf::ParallelOp consumer, ArrayRef<Value> produced) {
     rewriter.setInsertionPoint(producer);
     auto merged = cast<scf::ParallelOp>(rewriter.clone(*producer));
     Block *body = merged.getBody();
@@ -175,7 +168,7 @@ struct FuseEpilogues
     for (Operation *op = boundary->getNextNode(); op != body->getTerminator();
          op = op->getNextNode())
       if (auto load = dyn_cast<memref::LoadOp>(op))
-        if (llvm::any_of(produced->writes,
+        if (llvm::any_of(produced,
                          [&](Value w) { return mayAlias(w, load.getMemRef()); }))
           loads.push_back(load);
     for (memref::LoadOp load : loads) {
@@ -239,7 +232,7 @@ struct FuseEpilogues
     bool fused = false;
     for (scf::ParallelOp producer : loops) {
       if (erased.contains(producer) || producer.getNumResults() != 0 ||
-          !holdsReduction(producer))
+          poot::reductionLoops(producer).empty())
         continue;
       // Consumers one after the other: the rounding, then the copy into
       // the heads' layout, ...
@@ -248,13 +241,16 @@ struct FuseEpilogues
         scf::ParallelOp consumer = nextLoop(producer, between);
         if (!consumer || consumer.getNumResults() != 0 ||
             !isElementwise(consumer) ||
-            !poot::sameIterationSpace(producer, consumer) ||
-            !independent(producer, consumer))
+            !poot::sameIterationSpace(producer, consumer))
+          break;
+        FailureOr<SmallVector<Value>> produced =
+            independent(producer, consumer);
+        if (failed(produced))
           break;
         // The consumer's buffers and constants, before the merged loop.
         for (Operation *op : between)
           op->moveBefore(producer);
-        scf::ParallelOp merged = merge(rewriter, producer, consumer);
+        scf::ParallelOp merged = merge(rewriter, producer, consumer, *produced);
         if (!merged) {
           for (Operation *op : between)
             op->moveBefore(consumer);

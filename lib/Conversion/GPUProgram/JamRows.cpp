@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Conversion/GPUProgram/JamRows.h"
+#include "lib/Conversion/GPUProgram/LoopSpaces.h"
 #include "lib/Conversion/Passes.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
@@ -48,16 +49,6 @@ bool dependsOn(Value v, Value iv, const llvm::SetVector<Operation *> &slice) {
   return def && slice.contains(def);
 }
 
-/// The reduction loops of a kernel-to-be: `scf.for`s with iteration
-/// arguments directly in the parallel loop's body.
-SmallVector<scf::ForOp> reductionLoops(scf::ParallelOp loop) {
-  SmallVector<scf::ForOp> found;
-  for (auto inner : loop.getBody()->getOps<scf::ForOp>())
-    if (inner.getNumRegionIterArgs() > 0)
-      found.push_back(inner);
-  return found;
-}
-
 /// The bytes of a memref with a static shape (0 otherwise).
 int64_t bytesOf(Value memref) {
   auto type = dyn_cast<MemRefType>(memref.getType());
@@ -85,7 +76,7 @@ bool rowsShareTheWeight(scf::ParallelOp loop, unsigned dim) {
   if (boundsVary)
     return false;
   bool shared = false;
-  for (scf::ForOp reduction : reductionLoops(loop)) {
+  for (scf::ForOp reduction : poot::reductionLoops(loop)) {
     Value k = reduction.getInductionVar();
     llvm::SetVector<Operation *> kSlice = dependents(k);
     // The streamed loads, and whether each depends on the row.
@@ -117,7 +108,7 @@ struct JamRows : poot::impl::PootGPUJamRowsBase<JamRows> {
   /// dimension is the columns (poot-gpu-vectorize-columns' vectors); of
   /// the others, the one with the most rows a thread wins.
   std::optional<std::pair<unsigned, int64_t>> chooseRows(scf::ParallelOp loop) {
-    if (loop.getNumResults() != 0 || reductionLoops(loop).empty())
+    if (loop.getNumResults() != 0 || poot::reductionLoops(loop).empty())
       return std::nullopt;
     std::optional<std::pair<unsigned, int64_t>> best;
     unsigned dims = loop.getNumLoops();
@@ -137,17 +128,16 @@ struct JamRows : poot::impl::PootGPUJamRowsBase<JamRows> {
   }
 
   /// Rebuilds `loop` with dimension `dim` over groups of `rows`, the rows of
-  /// a group an inner scf.for, and unroll-jams that loop. Returns the new
-  /// parallel loop.
-  scf::ParallelOp jam(IRRewriter &rewriter, scf::ParallelOp loop,
-                      unsigned dim, int64_t rows) {
+  /// a group an inner scf.for, and unroll-jams that loop.
+  void jam(IRRewriter &rewriter, scf::ParallelOp loop, unsigned dim,
+           int64_t rows) {
     Location loc = loop.getLoc();
     rewriter.setInsertionPoint(loop);
     int64_t total = *getConstantIntValue(loop.getUpperBound()[dim]);
     SmallVector<Value> ubs(loop.getUpperBound());
     ubs[dim] = arith::ConstantIndexOp::create(rewriter, loc, total / rows);
     scf::ForOp rowLoop;
-    auto grouped = scf::ParallelOp::create(
+    scf::ParallelOp::create(
         rewriter, loc, loop.getLowerBound(), ubs, loop.getStep(),
         [&](OpBuilder &b, Location l, ValueRange ivs) {
           Value size = arith::ConstantIndexOp::create(b, l, rows);
@@ -169,7 +159,6 @@ struct JamRows : poot::impl::PootGPUJamRowsBase<JamRows> {
     // Jam the rows: each reduction loop carries `rows` accumulators. (On
     // failure the row loop stays, a correct serial loop per thread.)
     (void)loopUnrollJamByFactor(rowLoop, rows);
-    return grouped;
   }
 
   void runOnOperation() override {

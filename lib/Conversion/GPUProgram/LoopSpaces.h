@@ -3,7 +3,8 @@
 // Passes that merge two top-level loops of a whole step (a fill into its
 // reduction, an elementwise consumer into its producer) need them to run
 // over the same iterations, corresponding induction variable by induction
-// variable.
+// variable; passes that reshape a reduction kernel (jam-rows,
+// fuse-epilogues) find its reduction loops the same way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +33,16 @@ inline bool sameIterationSpace(scf::ParallelOp a, scf::ParallelOp b) {
       return false;
   }
   return true;
+}
+
+/// The reduction loops of a kernel-to-be: `scf.for`s with iteration
+/// arguments directly in the parallel loop's body.
+inline SmallVector<scf::ForOp> reductionLoops(scf::ParallelOp loop) {
+  SmallVector<scf::ForOp> found;
+  for (auto inner : loop.getBody()->getOps<scf::ForOp>())
+    if (inner.getNumRegionIterArgs() > 0)
+      found.push_back(inner);
+  return found;
 }
 
 } // namespace mlir::poot

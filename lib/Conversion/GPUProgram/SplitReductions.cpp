@@ -253,42 +253,48 @@ std::pair<OpOperand *, int64_t> weightOf(linalg::LinalgOp op) {
   return {weight, weightBytes};
 }
 
+/// The loops that are a matmul's rows: parallel, not the last parallel
+/// loop (the columns), and not indexed by the weight (weightOf): the loops
+/// poot-gpu-jam-rows reads as rows on the lowered kernel. All false when
+/// the op has no weight.
+SmallVector<bool> weightFreeRowLoops(linalg::LinalgOp op) {
+  SmallVector<utils::IteratorType> kinds = op.getIteratorTypesArray();
+  SmallVector<bool> rows(kinds.size(), false);
+  OpOperand *weight = weightOf(op).first;
+  if (!weight)
+    return rows;
+  AffineMap weightMap = op.getMatchingIndexingMap(weight);
+  int64_t lastParallel = -1;
+  for (auto [d, kind] : llvm::enumerate(kinds))
+    if (kind == utils::IteratorType::parallel)
+      lastParallel = d;
+  for (auto [d, kind] : llvm::enumerate(kinds))
+    rows[d] = kind == utils::IteratorType::parallel &&
+              int64_t(d) != lastParallel && !weightMap.isFunctionOfDim(d);
+  return rows;
+}
+
 /// The rows poot-gpu-jam-rows will give one thread of `op`'s kernel, and
-/// the bytes of the operand those rows share, read on linalg as that pass
-/// reads the loops: a parallel dimension other than the last (the columns)
-/// that the largest input read along the reduction (the weight) does not
-/// index. The most rows a thread wins; {1, 0} when none.
+/// the bytes of the operand those rows share: of the weight-free row loops
+/// with a static range, the one with the most rows a thread. {1, 0} when
+/// none.
 std::pair<int64_t, int64_t> jammedRowsOf(linalg::LinalgOp op,
                                          int64_t maxRows) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  SmallVector<utils::IteratorType> kinds = op.getIteratorTypesArray();
-  auto [weight, weightBytes] = weightOf(op);
-  if (!weight)
-    return {1, 0};
-  AffineMap weightMap = op.getMatchingIndexingMap(weight);
-  int64_t lastParallel = -1;
-  for (auto [i, kind] : llvm::enumerate(kinds))
-    if (kind == utils::IteratorType::parallel)
-      lastParallel = i;
   int64_t best = 1;
-  for (auto [d, kind] : llvm::enumerate(kinds)) {
-    if (kind != utils::IteratorType::parallel || int64_t(d) == lastParallel ||
-        ShapedType::isDynamic(ranges[d]) || weightMap.isFunctionOfDim(d))
-      continue;
-    best = std::max(best, poot::jammedRows(ranges[d], maxRows));
-  }
-  return {best, best > 1 ? weightBytes : 0};
+  for (auto [d, isRow] : llvm::enumerate(weightFreeRowLoops(op)))
+    if (isRow && !ShapedType::isDynamic(ranges[d]))
+      best = std::max(best, poot::jammedRows(ranges[d], maxRows));
+  return {best, best > 1 ? weightOf(op).second : 0};
 }
 
 /// The loops of `op` that are rows -- the batch-like dimensions one row's
 /// work does not span -- for a batch-invariant split: where every input
 /// read along the reduction indexes every parallel loop (each output
 /// reduces data of its own: a norm's sum of squares), every parallel loop;
-/// else the loops jammedRowsOf reads (parallel, not the last, not indexed
-/// by the weight: a matmul's rows).
+/// else the weight-free row loops (a matmul's rows).
 SmallVector<bool> rowLoopsOf(linalg::LinalgOp op) {
   SmallVector<utils::IteratorType> kinds = op.getIteratorTypesArray();
-  SmallVector<bool> rows(kinds.size(), false);
   auto isParallel = [&](int64_t d) {
     return kinds[d] == utils::IteratorType::parallel;
   };
@@ -300,22 +306,31 @@ SmallVector<bool> rowLoopsOf(linalg::LinalgOp op) {
     for (int64_t d = 0, e = kinds.size(); d < e; ++d)
       shared |= isParallel(d) && !map.isFunctionOfDim(d);
   }
-  if (!shared) {
-    for (int64_t d = 0, e = kinds.size(); d < e; ++d)
-      rows[d] = isParallel(d);
-    return rows;
-  }
-  OpOperand *weight = weightOf(op).first;
-  if (!weight)
-    return rows;
-  AffineMap weightMap = op.getMatchingIndexingMap(weight);
-  int64_t lastParallel = -1;
+  if (shared)
+    return weightFreeRowLoops(op);
+  SmallVector<bool> rows(kinds.size(), false);
   for (int64_t d = 0, e = kinds.size(); d < e; ++d)
-    if (isParallel(d))
-      lastParallel = d;
-  for (int64_t d = 0, e = kinds.size(); d < e; ++d)
-    rows[d] = isParallel(d) && d != lastParallel && !weightMap.isFunctionOfDim(d);
+    rows[d] = isParallel(d);
   return rows;
+}
+
+/// The split ratio for a reduction of `reduction` products over `threads`
+/// threads: the largest power of two that brings the threads to
+/// `minThreads` and keeps chunks of >= `chunkFloor` products, at most
+/// `cap` (rounded down to a power of two; a cap below 2 allows no split),
+/// halved until it divides the reduction. 0: leave the op whole.
+int64_t splitRatio(int64_t threads, int64_t reduction, int64_t chunkFloor,
+                   int64_t minThreads, std::optional<int64_t> cap) {
+  if (threads <= 0 || threads >= minThreads || reduction / chunkFloor < 2)
+    return 0;
+  int64_t ratio = int64_t(1)
+                  << llvm::Log2_64(std::min<int64_t>(minThreads / threads,
+                                                     reduction / chunkFloor));
+  if (cap)
+    ratio = *cap < 2 ? 1 : std::min(ratio, int64_t(1) << llvm::Log2_64(*cap));
+  while (ratio > 1 && reduction % ratio)
+    ratio /= 2;
+  return ratio > 1 ? ratio : 0;
 }
 
 struct SplitReductions
@@ -373,21 +388,12 @@ struct SplitReductions
     // ratio), which must stay small beside the weight they share.
     auto [rows, sharedBytes] = jammedRowsOf(op, jamRows);
     threads /= rows;
-    if (threads <= 0 || threads >= minThreads || reduction / chunkFloor < 2)
-      return 0;
-    int64_t ratio = int64_t(1)
-                    << llvm::Log2_64(std::min<int64_t>(minThreads / threads,
-                                                       reduction / chunkFloor));
-    if (rows > 1) {
-      // Partial sums (4 bytes each, written then read) at most a quarter
-      // of the shared input's bytes.
-      int64_t cap = sharedBytes / (16 * parallel);
-      ratio = cap < 2 ? 1
-                      : std::min(ratio, int64_t(1) << llvm::Log2_64(cap));
-    }
-    while (ratio > 1 && reduction % ratio)
-      ratio /= 2;
-    return ratio > 1 ? ratio : 0;
+    // Partial sums (4 bytes each, written then read) at most a quarter of
+    // the shared input's bytes.
+    std::optional<int64_t> cap;
+    if (rows > 1)
+      cap = sharedBytes / (16 * parallel);
+    return splitRatio(threads, reduction, chunkFloor, minThreads, cap);
   }
 
   /// The batch-invariant ratio: the same rule counting one row's threads
@@ -412,14 +418,8 @@ struct SplitReductions
           ranges[last.getPosition()] % columns == 0)
         threads /= columns;
     }
-    if (threads <= 0 || threads >= minThreads || reduction / chunkFloor < 2)
-      return 0;
-    int64_t ratio = int64_t(1)
-                    << llvm::Log2_64(std::min<int64_t>(minThreads / threads,
-                                                       reduction / chunkFloor));
-    while (ratio > 1 && reduction % ratio)
-      ratio /= 2;
-    return ratio > 1 ? ratio : 0;
+    return splitRatio(threads, reduction, chunkFloor, minThreads,
+                      std::nullopt);
   }
 
   void runOnOperation() override {
