@@ -123,6 +123,36 @@ class AllocationError(PootError, MemoryError):
         self.nbytes = int(nbytes)
 
 
+# --- tensor-parallel steps (poot.all_reduce) -----------------------------------
+
+
+class CommunicatorError(PootError, RuntimeError):
+    """A tensor-parallel step cannot run with the communicator it was given:
+    none for an artifact split over several ranks, one whose size or rank is
+    not the artifact's, torch.distributed missing, or a collective that
+    failed inside the step. The message names the fix."""
+
+
+class RankRefused(PootError, RuntimeError):
+    """Another rank of a tensor-parallel step refused it (its inputs failed
+    to bind or validate): a step runs on every rank or on none, so this rank
+    did not run it either and its state is as it was. `ranks` are the ranks
+    that refused."""
+
+    def __init__(self, message: str, ranks: "tuple[int, ...]" = ()) -> None:
+        super().__init__(message)
+        self.ranks = tuple(ranks)
+
+
+class RankFailed(PootError, RuntimeError):
+    """A rank started by `poot_mlir.runtime.distributed.spawn` raised or
+    died; the message holds its traceback text. `rank` is that rank."""
+
+    def __init__(self, message: str, rank: int) -> None:
+        super().__init__(message)
+        self.rank = rank
+
+
 # --- artifacts on disk ----------------------------------------------------------
 
 

@@ -21,7 +21,8 @@ and links it with the system C compiler:
 
 Each manifest input/output carries its name (`poot.name`), shape, dtype,
 slot kind, state name and declared range; a write map also carries `pool`,
-the S its words must stay below (compiler.signature). `poot_mlir.runtime.cpu`
+the S its words must stay below, and a tensor-parallel rank program's
+sharded ones their `shard` (compiler.signature). `poot_mlir.runtime.cpu`
 runs the artifact with ctypes and numpy alone.
 
 Compiled artifacts are cached by a hash of everything that determines them
@@ -37,6 +38,7 @@ import dataclasses
 import glob
 import hashlib
 import json
+import operator
 import os
 import re
 import shutil
@@ -69,7 +71,10 @@ from .trace import PassTrace
 ARTIFACT_FORMAT = "poot-artifact/1"
 LIBRARY = "step.so"
 #: Bump when the artifact layout or the driver's compile steps change.
-_CACHE_VERSION = "cpu-3"  # cpu-3: max_alloc_bytes checked (check_allocations)
+_CACHE_VERSION = "cpu-4"  # cpu-4: tensor_parallel, poot_all_reduce_hook exported
+#: The global a step with `poot.all_reduce` exports: the runtime stores its
+#: collective's address there (null: each all_reduce is the identity).
+ALL_REDUCE_HOOK = "poot_all_reduce_hook"
 
 
 def find_cc() -> str:
@@ -189,11 +194,20 @@ def _lower(
     *,
     fuse: bool,
     trace: PassTrace | None,
+    tensor_parallel: "tuple[int, int] | None" = None,
 ) -> "tuple[Module, Lowered]":
-    """The step fused, planned and lowered to the LLVM dialect (a private
-    copy of `module`), and what the manifest says about it."""
+    """The step fused, split for one tensor-parallel rank (when asked),
+    planned and lowered to the LLVM dialect (a private copy of `module`),
+    and what the manifest says about it."""
     mod = parse_module(module)
     fusion = fuse_for_compile(mod, fuse, "compile_cpu", trace)
+    if tensor_parallel is not None:
+        # After the fusion: the split cuts each fused attention by heads, so
+        # every rank still runs one planned kernel per layer.
+        rank, degree = tensor_parallel
+        run_pipeline(
+            mod, f"builtin.module(poot-tensor-parallel{{degree={degree} rank={rank}}})", trace=trace
+        )
     func_op = _select_function(mod, func)
     signature = function_signature(func_op)
     check_allocations(mod, func_op, signature, device or devices.CPU)
@@ -347,13 +361,19 @@ def lower(
     *,
     fuse: bool = True,
     trace: PassTrace | None = None,
+    tensor_parallel: "tuple[int, int] | None" = None,
 ) -> Lowered:
-    """Fuse (unless `fuse=False`), plan and lower the step to LLVM IR, on a
-    private copy of `module`. `device` describes the CPU to the attention
-    planner (default: devices.CPU)."""
+    """Fuse (unless `fuse=False`), split for one tensor-parallel rank (see
+    `compile_cpu`), plan and lower the step to LLVM IR, on a private copy
+    of `module`. `device` describes the CPU to the attention planner
+    (default: devices.CPU)."""
     from .._mlir_libs import _pootCPU
 
-    mod, lowered = _lower(module, func, device, attention, parallel, fuse=fuse, trace=trace)
+    tensor_parallel = check_tensor_parallel(tensor_parallel)
+    mod, lowered = _lower(
+        module, func, device, attention, parallel, fuse=fuse, trace=trace,
+        tensor_parallel=tensor_parallel,
+    )
     try:
         with mod.context:
             text = _pootCPU.translate_to_llvm_ir(mod.operation)
@@ -430,6 +450,7 @@ def compile_cpu(
     trace: PassTrace | None = None,
     parallel: str | None = None,
     opt_level: int = 3,
+    tensor_parallel: "tuple[int, int] | None" = None,
 ) -> Path:
     """Compile the step function `func` (default: the only public one) of
     `module` (an `ir.Module`, MLIR text, or a `Path` to a .mlir file) into
@@ -455,9 +476,17 @@ def compile_cpu(
     `find_openmp`) or "serial"; by default omp on a multi-core host with an
     OpenMP runtime installed.
 
+    `tensor_parallel=(rank, degree)` compiles rank `rank`'s program of the
+    step split over `degree` ranks (`poot-tensor-parallel`, after the
+    fusion; docs/tensor-parallel.md): the manifest then records
+    `tensor_parallel` and each sharded argument's `shard`, and the library
+    exports `poot_all_reduce_hook`, which `runtime.cpu` points at its
+    communicator. Anything but two ints with 0 <= rank < degree is a
+    CompileError before anything is compiled.
     """
     from .._mlir_libs import _pootCPU
 
+    tensor_parallel = check_tensor_parallel(tensor_parallel)
     d = device or devices.CPU
     if parallel is None:
         parallel, openmp = _parallel_mode(d)
@@ -481,7 +510,8 @@ def compile_cpu(
         key = hashlib.sha256(
             json.dumps(
                 [_CACHE_VERSION, text, func, d.to_json(), parallel, fuse,
-                 str(openmp), cpu_name, cpu_features, opt_level, _compiler_fingerprint()]
+                 str(openmp), cpu_name, cpu_features, opt_level, _compiler_fingerprint(),
+                 list(tensor_parallel) if tensor_parallel is not None else None]
             ).encode()
         ).hexdigest()
         hit = cache / key
@@ -498,7 +528,9 @@ def compile_cpu(
             return out
 
     started = time.perf_counter()
-    mod, lowered = _lower(module, func, d, "loops", parallel, fuse=fuse, trace=trace)
+    mod, lowered = _lower(
+        module, func, d, "loops", parallel, fuse=fuse, trace=trace, tensor_parallel=tensor_parallel
+    )
     signature = lowered.signature
     lowered_at = time.perf_counter()
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", signature["name"]):
@@ -526,6 +558,8 @@ def compile_cpu(
         exported = entry
         if "validate" in signature:
             exported += f"; _mlir_ciface_{signature['validate']['name']}"
+        if signature.get("all_reduce_sites"):
+            exported += f"; {ALL_REDUCE_HOOK}"  # the runtime sets it (runtime/cpu.py)
         exports.write_text(f"{{ global: {exported}; local: *; }};\n")
         libs = ["-lm"]
         if openmp is not None:
@@ -560,6 +594,32 @@ def compile_cpu(
     if cache is not None and key is not None:
         _store_in_cache(cache, key, out)
     return out
+
+
+def check_tensor_parallel(value: Any) -> "tuple[int, int] | None":
+    """`tensor_parallel` as (rank, degree), or None; a CompileError naming
+    the fix for anything else."""
+    if value is None:
+        return None
+    try:
+        rank, degree = value
+    except (TypeError, ValueError):
+        raise errors.CompileError(
+            f"tensor_parallel={value!r}: expected (rank, degree), e.g. tensor_parallel=(0, 2) "
+            "for rank 0 of a step split over 2 ranks"
+        ) from None
+    try:
+        if isinstance(rank, bool) or isinstance(degree, bool):
+            raise TypeError
+        rank, degree = operator.index(rank), operator.index(degree)
+    except TypeError:
+        raise errors.CompileError(f"tensor_parallel={value!r}: rank and degree are ints") from None
+    if degree < 1 or not 0 <= rank < degree:
+        raise errors.CompileError(
+            f"tensor_parallel={value!r}: expected degree >= 1 and 0 <= rank < degree "
+            f"(ranks 0..{max(degree, 1) - 1} of a step split over {max(degree, 1)})"
+        )
+    return int(rank), int(degree)
 
 
 def _cached_manifest(hit: Path) -> dict[str, Any] | None:

@@ -2,8 +2,10 @@
 
 The runtimes import no MLIR, so everything they need to bind inputs and
 publish outputs (names, shapes, dtypes, slot kinds, state names, declared
-ranges, and each write map's pool size) is read here from the function's
-`poot.*` markers and body and written into the manifest. A write map whose
+ranges, each write map's pool size, and for a tensor-parallel rank program
+each argument's `shard`, the function's `tensor_parallel` {rank, degree} and
+its `all_reduce_sites`) is read here from the function's `poot.*` markers and
+body and written into the manifest. A write map whose
 pool cannot be derived is refused here (`WriteMapPoolError`), so no artifact
 binds one unchecked.
 """
@@ -16,6 +18,7 @@ from typing import Any
 from .. import errors
 from ..contract import BodyOp, write_map_pool
 from ..ir import ArrayAttr, DictAttr, RankedTensorType, StringAttr, Type
+from ..runtime.binding import Shard, tensor_parallel_of
 
 _SLOT = re.compile(r'#poot\.slot<(\w+)(?:\s+"([^"]*)")?>')
 _RANGE = re.compile(r"#poot\.range<(-?\d+),\s*(-?\d+)>")
@@ -58,6 +61,8 @@ def _describe(kind: str, index: int, type_: Type, attrs: DictAttr | None) -> dic
         match = _RANGE.fullmatch(str(attrs["poot.range"]))
         if match:
             entry["range"] = [int(match.group(1)), int(match.group(2))]
+    if "poot.shard" in attrs:
+        entry["shard"] = Shard.parse(str(attrs["poot.shard"])).to_json()
     return entry
 
 
@@ -104,7 +109,7 @@ def function_signature(func_op) -> dict[str, Any]:
         _describe("arg", i, t, a) for i, (t, a) in enumerate(zip(ftype.inputs, arg_attrs))
     ]
     _write_map_pools(func_op, inputs)
-    return {
+    signature = {
         "name": StringAttr(func_op.attributes["sym_name"]).value,
         "inputs": inputs,
         "outputs": [
@@ -112,3 +117,17 @@ def function_signature(func_op) -> dict[str, Any]:
             for i, (t, a) in enumerate(zip(ftype.results, res_attrs))
         ],
     }
+    _tensor_parallel(func_op, signature)
+    return signature
+
+
+def _tensor_parallel(func_op, signature: dict[str, Any]) -> None:
+    """Record a rank program's `{rank, degree}` (`poot.tensor_parallel`) and
+    how many `poot.all_reduce` it runs: the runtime installs its collective
+    (and requires a communicator of that degree) from these."""
+    if "poot.tensor_parallel" in func_op.attributes:
+        rank, degree = tensor_parallel_of(str(func_op.attributes["poot.tensor_parallel"]))
+        signature["tensor_parallel"] = {"rank": rank, "degree": degree}
+    sites = sum(1 for op in _body(func_op) if op.name == "poot.all_reduce")
+    if sites:
+        signature["all_reduce_sites"] = sites

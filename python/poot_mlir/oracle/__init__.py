@@ -8,6 +8,7 @@ parse the program).
     res = oracle.run(module, inputs, func=None, reference=False)
     oracle.check_bind(module_or_func, inputs)
     sess = oracle.Session(module, state={...}); sess.step(inputs)
+    oracle.run(rank_program, inputs, all_reduce=oracle.Lockstep(n).member(rank))
     oracle.semantics.attention(q, k, v, scale=..., ...)
 """
 
@@ -27,6 +28,7 @@ _LAZY = {
     "check_bind": ".runner",
     "run": ".runner",
     "Session": ".session",
+    "Lockstep": ".lockstep",
 }
 
 
@@ -37,6 +39,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Program",
+    "Lockstep",
     "Result",
     "Session",
     "UnsupportedOpError",

@@ -21,6 +21,11 @@ from .program import Instruction, Program, TensorSpec
 
 Values = Sequence[np.ndarray]
 Handler = Callable[[Instruction, Values, bool], Sequence[np.ndarray]]
+#: A rank's side of `poot.all_reduce`: takes this rank's operand (as the
+#: oracle holds it) and returns the sum over every rank, same shape and dtype
+#: (`semantics.all_reduce` of all ranks' operands; `oracle.Lockstep` makes one
+#: for rank programs run in threads).
+Collective = Callable[[np.ndarray], np.ndarray]
 
 
 class OracleInternalError(AssertionError):
@@ -131,6 +136,8 @@ HANDLERS: dict[str, Handler] = {
         semantics.index_guard(a[0], inst.attrs["min"], inst.attrs["max"])
     ),
     "poot.rope": lambda inst, a, r: [semantics.rope(a[0], a[1], a[2])],
+    # A world of one rank; `execute` answers it with its collective when given one.
+    "poot.all_reduce": lambda inst, a, r: [semantics.all_reduce([a[0]])],
     "poot.attention": _attention,
     "poot.block_topk": lambda inst, a, r: [
         semantics.block_topk(a[0], a[1], k=inst.attrs["k"], block_size=inst.attrs["block_size"])
@@ -169,11 +176,18 @@ def _conform(inst: Instruction, values: Sequence[np.ndarray], reference: bool) -
     return out
 
 
-def execute(program: Program, arguments: Sequence[np.ndarray], reference: bool) -> list[np.ndarray]:
+def execute(
+    program: Program,
+    arguments: Sequence[np.ndarray],
+    reference: bool,
+    all_reduce: Collective | None = None,
+) -> list[np.ndarray]:
     """Run `program` on bound argument arrays; its results in order.
 
     `arguments` must already have passed `binding.bind` (declared shapes and
-    dtypes). They are never modified.
+    dtypes). They are never modified. `all_reduce` answers each
+    `poot.all_reduce` in program order (a rank program run beside its peers);
+    without it the op is the identity (a world of one).
     """
     env: dict[int, np.ndarray] = {}
     for port, array in zip(program.args, arguments):
@@ -185,6 +199,10 @@ def execute(program: Program, arguments: Sequence[np.ndarray], reference: bool) 
             if handler is None:
                 raise NotImplementedError(f"the oracle has no semantics for {inst.name}")
             operands = [env[i] for i in inst.operands]
-            values = _conform(inst, handler(inst, operands, reference), reference)
+            if inst.name == "poot.all_reduce" and all_reduce is not None:
+                raw: Sequence[np.ndarray] = [all_reduce(operands[0])]
+            else:
+                raw = handler(inst, operands, reference)
+            values = _conform(inst, raw, reference)
             env.update(zip(inst.results, values))
     return [np.array(env[i], copy=True) for i in program.returns]

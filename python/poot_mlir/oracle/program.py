@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import errors, ir
 from ..contract import BodyOp, write_map_pool
+from ..runtime.binding import Shard, tensor_parallel_of
 from . import constants, dtypes
 
 _ENUM = re.compile(r"^#poot<\s*(\w+)\s+(\w+)\s*>$")
@@ -62,6 +63,7 @@ class Port:
     slot: str | None = None
     state: str | None = None
     range: tuple[int, int] | None = None
+    shard: "Shard | None" = None
 
     def describe(self) -> str:
         """How error messages name this port: `'pos' (arg2)`, `arg2`, or
@@ -101,6 +103,8 @@ class Program:
     instructions: tuple[Instruction, ...]
     returns: tuple[int, ...]
     write_map_pools: dict[int, int]
+    #: (rank, degree) of a tensor-parallel rank program, else None.
+    tensor_parallel: tuple[int, int] | None = None
 
     @property
     def state_names(self) -> tuple[str, ...]:
@@ -119,12 +123,14 @@ class Program:
                 shape=tuple(p.spec.shape), element=p.spec.element, slot=p.slot,
                 state=p.state, range=p.range,
                 pool=self.write_map_pools.get(p.index) if p.role == "arg" else None,
+                shard=p.shard,
             )
 
         return binding.Signature(
             name=self.name,
             args=tuple(port(p) for p in self.args),
             results=tuple(port(p) for p in self.results),
+            tensor_parallel=self.tensor_parallel,
         )
 
 
@@ -188,8 +194,9 @@ def _port(role: str, index: int, spec: TensorSpec, markers: dict[str, str]) -> P
         if match is None:
             raise ValueError(f"cannot read range marker {markers['poot.range']!r}")
         bounds = (int(match.group(1)), int(match.group(2)))
+    shard = Shard.parse(markers["poot.shard"]) if "poot.shard" in markers else None
     key = name if name is not None else f"{role}{index}"
-    return Port(role, index, key, name, spec, slot, state, bounds)
+    return Port(role, index, key, name, spec, slot, state, bounds, shard)
 
 
 # --- module / function selection -----------------------------------------------
@@ -303,8 +310,12 @@ def read_function(func: Any) -> Program:
     if returns is None:
         raise ValueError(f"@{_sym_name(func)} has no func.return")
     frozen = tuple(instructions)
+    parallel = None
+    if "poot.tensor_parallel" in attrs:
+        parallel = tensor_parallel_of(str(attrs["poot.tensor_parallel"]))
     return Program(
-        _sym_name(func), args, results, frozen, returns, _pool_sizes(args, frozen, specs)
+        _sym_name(func), args, results, frozen, returns, _pool_sizes(args, frozen, specs),
+        parallel,
     )
 
 

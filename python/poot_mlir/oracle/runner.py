@@ -56,21 +56,30 @@ def run_program(
     *,
     reference: bool = False,
     carried: "dict[int, np.ndarray] | None" = None,
+    all_reduce: "interpreter.Collective | None" = None,
 ) -> Result:
     """Bind, execute and validate one step of an already loaded program.
 
     `carried` (argument index -> array) replaces bound arguments after the
     bind check: a reference Session carries its state in float64 between
-    steps, while the binder checks the declared types."""
+    steps, while the binder checks the declared types. `all_reduce` is the
+    rank's collective (see `run`)."""
     arrays = binding.bind(program, inputs)
     for index, array in (carried or {}).items():
         arrays[index] = array
-    outputs = interpreter.execute(program, arrays, reference)
+    outputs = interpreter.execute(program, arrays, reference, all_reduce)
     check_validation(program, outputs)
     return package(program, outputs)
 
 
-def run(module: Any, inputs: Inputs, *, func: str | None = None, reference: bool = False) -> Result:
+def run(
+    module: Any,
+    inputs: Inputs,
+    *,
+    func: str | None = None,
+    reference: bool = False,
+    all_reduce: "interpreter.Collective | None" = None,
+) -> Result:
     """Interpret one step of a function with numpy.
 
     `module` is a `poot_mlir.ir.Module`, a `func.func` op or MLIR text;
@@ -78,8 +87,13 @@ def run(module: Any, inputs: Inputs, *, func: str | None = None, reference: bool
     a state argument also answers to its state name) or a list in argument
     order. With `reference=True` every float op computes in float64 and the
     float outputs are float64; otherwise each op computes in its own dtype.
+
+    `all_reduce` makes a tensor-parallel rank program's `poot.all_reduce`
+    sum over its peers: it gets this rank's operand and returns the sum over
+    every rank (`oracle.Lockstep(n).member(rank)` for n rank programs run in
+    threads). Without it `poot.all_reduce` is the identity (a world of one).
     """
-    return run_program(load(module, func), inputs, reference=reference)
+    return run_program(load(module, func), inputs, reference=reference, all_reduce=all_reduce)
 
 
 def check_bind(module_or_func: Any, inputs: Inputs, *, func: str | None = None) -> list[np.ndarray]:

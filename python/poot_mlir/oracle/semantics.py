@@ -200,6 +200,21 @@ def top_k(operand: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     return np.take_along_axis(operand, order, axis=-1), order.astype(dtypes.I32)
 
 
+@_quiet
+def all_reduce(operands: Sequence[np.ndarray]) -> np.ndarray:
+    """`poot.all_reduce`: the elementwise sum of every rank's operand, in rank
+    order (`operands[r]` is rank r's). 16-bit floats widen exactly to
+    float32, sum in float32 and round once to their type; other floats sum in
+    their own type (float64 in reference mode). With one rank (no
+    communicator) the result is the operand, exactly."""
+    first = np.asarray(operands[0])
+    wide = _accumulator if _is_half(first) else np.asarray
+    total = wide(first).copy()
+    for operand in operands[1:]:
+        total += wide(operand)
+    return total.astype(first.dtype)
+
+
 # --- elementwise ----------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import BindError
 from ..runtime import binding
 from .program import load
+from .interpreter import Collective
 from .runner import Result, run_program
 
 
@@ -39,9 +40,12 @@ class Session:
         *,
         func: str | None = None,
         reference: bool = False,
+        all_reduce: "Collective | None" = None,
     ) -> None:
         self.program = load(module, func)
         self.reference = reference
+        # A rank program's collective (oracle.run's `all_reduce`); None: a world of one.
+        self.all_reduce = all_reduce
         state = dict(state or {})
         # Every state, and nothing else (the runtimes' rule: MissingStateError).
         signature = self.program.signature
@@ -82,7 +86,10 @@ class Session:
                     carried[index] = value
                     value = value.astype(port.spec.dtype)
                 bound[port.key] = value
-        result = run_program(self.program, bound, reference=self.reference, carried=carried)
+        result = run_program(
+            self.program, bound, reference=self.reference, carried=carried,
+            all_reduce=self.all_reduce,
+        )
         published = dict(self._state)
         # Copies: a state result may be an input array (a pass-through).
         published.update({k: _frozen_copy(v) for k, v in result.state.items()})

@@ -28,6 +28,7 @@ state (`check_session_state`: `MissingStateError` naming the missing ones).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -56,6 +57,64 @@ def numpy_dtype(name: str) -> np.dtype:
         raise ValueError(f"unknown element type {name!r}") from None
 
 
+_SHARD = re.compile(r"#poot\.shard<\s*dim\s*=\s*(\d+)\s*,\s*block\s*=\s*(\d+)\s*,\s*parts\s*=\s*(\d+)\s*>")
+_TENSOR_PARALLEL = re.compile(r"#poot\.tensor_parallel<\s*rank\s*=\s*(\d+)\s*,\s*degree\s*=\s*(\d+)\s*>")
+
+
+@dataclass(frozen=True)
+class Shard:
+    """`#poot.shard<dim = D, block = B, parts = P>`: a tensor-parallel rank's
+    value is block B of P equal blocks along dim D of the unsharded tensor,
+    `unsharded[..., B*n:(B+1)*n, ...]` with `n = unsharded.shape[D] // P`.
+    The one reader of the attribute (compiler manifests and the oracle both
+    parse it here) and the one place that slices by it."""
+
+    dim: int
+    block: int
+    parts: int
+
+    @staticmethod
+    def parse(text: str) -> "Shard":
+        match = _SHARD.fullmatch(text.strip())
+        if match is None:
+            raise ValueError(f"cannot read shard attribute {text!r}")
+        return Shard(*(int(g) for g in match.groups()))
+
+    @staticmethod
+    def from_json(entry: "Mapping[str, Any] | None") -> "Shard | None":
+        if entry is None:
+            return None
+        return Shard(int(entry["dim"]), int(entry["block"]), int(entry["parts"]))
+
+    def to_json(self) -> dict[str, int]:
+        return {"dim": self.dim, "block": self.block, "parts": self.parts}
+
+    def window(self, full_shape: Sequence[int]) -> tuple[slice, ...]:
+        """The index of this block in an unsharded array of `full_shape`."""
+        size = int(full_shape[self.dim])
+        if size % self.parts:
+            raise ShapeBindError(
+                f"dim {self.dim} of an unsharded {tuple(full_shape)} does not split into "
+                f"{self.parts} equal blocks"
+            )
+        n = size // self.parts
+        index = [slice(None)] * len(full_shape)
+        index[self.dim] = slice(self.block * n, (self.block + 1) * n)
+        return tuple(index)
+
+    def take(self, full: np.ndarray) -> np.ndarray:
+        """This rank's block of the unsharded array `full` (C-contiguous)."""
+        return np.ascontiguousarray(full[self.window(full.shape)])
+
+
+def tensor_parallel_of(text: str) -> tuple[int, int]:
+    """(rank, degree) of a printed `#poot.tensor_parallel<rank = R, degree = N>`."""
+    match = _TENSOR_PARALLEL.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"cannot read tensor_parallel attribute {text!r}")
+    return int(match.group(1)), int(match.group(2))
+
+
 @dataclass(frozen=True)
 class Port:
     """One argument or result of the step, as the manifest describes it."""
@@ -71,6 +130,7 @@ class Port:
     range: tuple[int, int] | None = None
     pool: int | None = None  # write maps: the S their words stay below
     in_place_of: int | None = None  # results: the argument whose buffer it is
+    shard: Shard | None = None  # tensor-parallel: which block of the unsharded value
 
     @property
     def dtype(self) -> np.dtype:
@@ -104,6 +164,7 @@ class Port:
             range=None if bounds is None else (int(bounds[0]), int(bounds[1])),
             pool=None if entry.get("pool") is None else int(entry["pool"]),
             in_place_of=None if entry.get("in_place_of") is None else int(entry["in_place_of"]),
+            shard=Shard.from_json(entry.get("shard")),
         )
 
 
@@ -122,10 +183,17 @@ class Signature:
     #: 0: none).
     arena_bytes: int = 0
     validate_arena_bytes: int = 0
+    #: A tensor-parallel rank program (`#poot.tensor_parallel`): (rank,
+    #: degree); None for a step of one rank.
+    tensor_parallel: tuple[int, int] | None = None
+    #: How many `poot.all_reduce` the step runs (each calls the runtime's
+    #: collective, in program order).
+    all_reduce_sites: int = 0
 
     @staticmethod
     def from_json(function: Mapping[str, Any]) -> "Signature":
         prologue = function.get("validate")
+        parallel = function.get("tensor_parallel")
         return Signature(
             name=str(function["name"]),
             args=tuple(Port.from_json("arg", i, e) for i, e in enumerate(function["inputs"])),
@@ -135,7 +203,16 @@ class Signature:
             else (str(prologue["name"]), tuple(int(i) for i in prologue["outputs"])),
             arena_bytes=int(function.get("arena_bytes", 0)),
             validate_arena_bytes=0 if prologue is None else int(prologue.get("arena_bytes", 0)),
+            tensor_parallel=None
+            if parallel is None
+            else (int(parallel["rank"]), int(parallel["degree"])),
+            all_reduce_sites=int(function.get("all_reduce_sites", 0)),
         )
+
+    @property
+    def degree(self) -> int:
+        """How many ranks run this step together (1 unless tensor-parallel)."""
+        return 1 if self.tensor_parallel is None else self.tensor_parallel[1]
 
     @property
     def donated(self) -> frozenset[int]:

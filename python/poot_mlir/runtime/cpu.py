@@ -24,6 +24,18 @@ writes anything.
     sess = Session(art, state={"k0": k0, ...})    # every state, or MissingStateError
     sess.step({"q": q, "pos": 3})                 # state replaced on success only
     sess.close(); art.close()                     # then a step is a ClosedError
+
+A tensor-parallel rank program (`compile_cpu(..., tensor_parallel=(r, n))`)
+runs with a `collectives.Communicator` of its n ranks: the library exports
+`poot_all_reduce_hook`, a pointer the runtime sets to a callback
+
+    int32_t hook(void *data, int64_t count, int32_t dtype, int64_t site)
+
+that sums `count` elements at `data` over the ranks in place (dtype 0 f32,
+1 f16, 2 bf16, 3 f64; `site` the all_reduce's index in program order). Before
+each step every rank binds and validates its inputs and the ranks agree
+(`Communicator.refusals`): if any rank refused, every rank raises (that rank
+its own error, the others RankRefused) and nothing runs anywhere.
 """
 
 from __future__ import annotations
@@ -38,10 +50,18 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..errors import AllocationError, ArtifactError, BindError, ClosedError
+from ..errors import (
+    AllocationError,
+    ArtifactError,
+    BindError,
+    ClosedError,
+    CommunicatorError,
+    RankRefused,
+)
 from . import binding
 from .manifest import MANIFEST, listed_file, manifest_field, manifest_signature, read_manifest
 from .binding import Inputs, Port, Result, Signature  # noqa: F401  (Signature: part of this module's API)
+from .sharding import shard_inputs
 
 ARTIFACT_FORMAT = "poot-artifact/1"
 
@@ -203,6 +223,89 @@ def _private_copy(array: np.ndarray, what: str, key: str) -> np.ndarray:
         raise _out_of_memory(what, f"{array.dtype}{list(array.shape)}", array.nbytes, key) from None
 
 
+#: The global a step with poot.all_reduce exports (compiler.cpu.ALL_REDUCE_HOOK).
+ALL_REDUCE_HOOK = "poot_all_reduce_hook"
+_HookType = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, ctypes.c_int64)
+
+
+class _Collective:
+    """The library's `poot_all_reduce_hook`, pointed at a communicator.
+
+    ctypes prints and swallows an exception raised inside a callback, and the
+    compiled code ignores the hook's return value, so the first failure of a
+    step is kept here and raised (`raise_failure`) once the step returns.
+    Later sites of the failed step still call the communicator: a local
+    failure must not leave the other ranks waiting in a collective this rank
+    skipped."""
+
+    def __init__(self, library: ctypes.CDLL, communicator: Any, where: str) -> None:
+        self.communicator = communicator
+        self.failure: tuple[int, BaseException] | None = None
+        try:
+            self._slot = ctypes.c_void_p.in_dll(library, ALL_REDUCE_HOOK)
+        except ValueError:
+            raise ArtifactError(
+                f"{where} runs poot.all_reduce but does not export {ALL_REDUCE_HOOK}: "
+                "recompile it with this poot_mlir (compile_cpu)",
+                where,
+            ) from None
+        # The callback object must outlive every call through the pointer.
+        self._callback = _HookType(self._all_reduce)
+        self._slot.value = ctypes.cast(self._callback, ctypes.c_void_p).value
+
+    def _all_reduce(self, data: int | None, count: int, dtype: int, site: int) -> int:
+        try:
+            self.communicator.all_reduce_(data or 0, count, dtype)
+            return 0
+        except BaseException as exc:  # noqa: BLE001 -- re-raised after the step
+            if self.failure is None:
+                self.failure = (site, exc)
+            return 1
+
+    def raise_failure(self) -> None:
+        """Raise (as a CommunicatorError) the step's first collective failure."""
+        if self.failure is None:
+            return
+        site, exc = self.failure
+        self.failure = None
+        raise CommunicatorError(
+            f"poot.all_reduce #{site} failed on rank {self.communicator.rank}: "
+            f"{type(exc).__name__}: {exc} (the step's results are not usable; a state "
+            "written in place may hold part of the step)"
+        ) from exc
+
+    def detach(self) -> None:
+        self._slot.value = None
+
+
+def _check_communicator(signature: Signature, communicator: Any, where: str) -> None:
+    """A tensor-parallel rank program needs a communicator of its degree
+    whose rank is the program's rank; a CommunicatorError naming the fix."""
+    if communicator is None:
+        if signature.degree > 1:
+            rank, degree = signature.tensor_parallel  # type: ignore[misc]
+            raise CommunicatorError(
+                f"{where} is rank {rank}'s program of a step split over {degree} ranks "
+                "(tensor_parallel): load it in each rank's process with "
+                "communicator=poot_mlir.runtime.collectives.Communicator() after "
+                "torch.distributed.init_process_group (poot_mlir.runtime.distributed.spawn does both)"
+            )
+        return
+    if communicator.size != signature.degree:
+        raise CommunicatorError(
+            f"{where} runs on {signature.degree} rank(s) but the communicator has "
+            f"{communicator.size}: compile with tensor_parallel=(rank, {communicator.size}) "
+            "or use a process group of the artifact's degree"
+        )
+    rank = 0 if signature.tensor_parallel is None else signature.tensor_parallel[0]
+    if communicator.rank != rank:
+        raise CommunicatorError(
+            f"{where} is rank {rank}'s program but the communicator's rank is "
+            f"{communicator.rank}: load the artifact compiled with "
+            f"tensor_parallel=({communicator.rank}, {signature.degree}) in this process"
+        )
+
+
 class CpuArtifact:
     """A loaded CPU artifact: its signature and the callable step.
 
@@ -214,9 +317,15 @@ class CpuArtifact:
     machine's runnable threads fit its cores and sleeping at once when they
     do not, so a step on a busy machine slows with its share of the cores
     instead of collapsing. After `close()` (or a `with` block) it
-    runs nothing: a run is a ClosedError."""
+    runs nothing: a run is a ClosedError.
 
-    def __init__(self, path: "str | Path", threads: int | None = None) -> None:
+    `communicator` (a `collectives.Communicator`) runs a tensor-parallel
+    rank program's all_reduce; such an artifact refuses to load without one
+    of its degree and rank (CommunicatorError)."""
+
+    def __init__(
+        self, path: "str | Path", threads: int | None = None, communicator: Any = None
+    ) -> None:
         self.path = Path(path)
         self._closed = False
         manifest_path = self.path / MANIFEST
@@ -259,6 +368,16 @@ class CpuArtifact:
         # Each calling thread's arena of temporaries (kept between steps: a
         # step reuses it, so its temporaries cost no allocation).
         self._arenas = threading.local()
+        _check_communicator(self.signature, communicator, str(self.path))
+        self.communicator = communicator
+        self._collective: _Collective | None = None
+        if communicator is not None and self.signature.all_reduce_sites:
+            self._collective = _Collective(self._library, communicator, str(library))
+        # Validation outputs computed by the step itself (no prologue) are
+        # only known after it ran: the ranks agree on them once more.
+        self._late_validation = self.signature.validate is None and any(
+            p.slot == "validation" for p in self.signature.results
+        )
 
     @property
     def _own_results(self) -> list[int]:
@@ -292,6 +411,9 @@ class CpuArtifact:
         """Release the step (idempotent); running it afterwards is a ClosedError."""
         self._closed = True
         self._entry = self._validate = None
+        if self._collective is not None:
+            self._collective.detach()
+            self._collective = None
 
     def __enter__(self) -> "CpuArtifact":
         return self
@@ -309,6 +431,11 @@ class CpuArtifact:
     def bind(self, inputs: Inputs) -> list[np.ndarray]:
         """Check `inputs` without running (the BindError a run would raise)."""
         return binding.bind(self.signature, inputs)
+
+    def shard(self, full: Mapping[str, Any]) -> dict[str, Any]:
+        """This rank's inputs (or initial state) from unsharded ones: each
+        sharded argument's block (runtime.sharding.shard_inputs)."""
+        return shard_inputs(self.signature, full)
 
     def _arena(self, nbytes: int) -> np.ndarray:
         """This thread's arena of at least `nbytes` bytes, 64-byte aligned
@@ -338,6 +465,8 @@ class CpuArtifact:
             # Per calling thread too (libomp keeps it with the thread's team).
             self._set_blocktime(self._blocktime())
         function(*[ctypes.addressof(d) for d in descriptors])
+        if self._collective is not None:
+            self._collective.raise_failure()
 
     def _blocktime(self) -> int:
         """This step's blocktime: the fixed one, else spin unless the
@@ -397,6 +526,11 @@ class CpuArtifact:
         the caller's array, unless `donate` hands the caller's arrays over
         (a Session does: the arrays are its own)."""
         self._check_open()
+        return self._run_everywhere(lambda: self._prepare(inputs, donate))
+
+    def _prepare(self, inputs: Inputs, donate: bool) -> list[np.ndarray]:
+        """Everything that may refuse a step before it runs: bind, the private
+        copies of donated state, the validation prologue."""
         arrays = self.bind(inputs)
         if not donate:
             args = self.signature.args
@@ -407,18 +541,52 @@ class CpuArtifact:
                 for i, a in enumerate(arrays)
             ]
         self.validate(arrays)
+        return arrays
+
+    def _run_everywhere(self, prepare: Any) -> Result:
+        """Run the step on the arrays `prepare()` binds: on every rank or on
+        none (the one place a tensor-parallel step's ranks agree)."""
+        arrays = self._agreed(prepare)
         outputs = self.call(arrays)
-        binding.check_validation(self.signature, outputs)
+        if self._late_validation:
+            self._agreed(lambda: binding.check_validation(self.signature, outputs))
+        else:
+            binding.check_validation(self.signature, outputs)
         return binding.package(self.signature, outputs)
 
+    def _agreed(self, attempt: Any) -> Any:
+        """`attempt()`, after every rank has said whether its own attempt
+        succeeded: a rank that failed raises its error, the others
+        RankRefused, so either every rank goes on or none does. Without a
+        communicator, just `attempt()`."""
+        if self.communicator is None:
+            return attempt()
+        try:
+            value, error = attempt(), None
+        except Exception as exc:  # every failure must reach the other ranks
+            value, error = None, exc
+        refused = self.communicator.refusals(error is None)
+        if error is not None:
+            raise error
+        if refused:
+            raise RankRefused(
+                f"rank(s) {list(refused)} of this tensor-parallel step refused it (their "
+                "inputs failed to bind or validate; see their errors): a step runs on every "
+                f"rank or on none, so rank {self.communicator.rank} did not run it and its "
+                "state is as it was",
+                refused,
+            )
+        return value
+
     def session(self, state: Mapping[str, np.ndarray] | None = None) -> "Session":
-        """A Session from `state`: the initial value of every state."""
+        """A Session from `state`: the initial value of every state (this
+        rank's blocks of a sharded one: `shard` them first)."""
         return Session(self, state)
 
 
-def load(path: "str | Path", threads: int | None = None) -> CpuArtifact:
-    """Load the artifact directory `path`."""
-    return CpuArtifact(path, threads)
+def load(path: "str | Path", threads: int | None = None, communicator: Any = None) -> CpuArtifact:
+    """Load the artifact directory `path` (see CpuArtifact)."""
+    return CpuArtifact(path, threads, communicator)
 
 
 class Session:
@@ -529,9 +697,8 @@ class Session:
             if array.base is not None or sys.getrefcount(array) > 3:
                 self._state[name] = _private_copy(array, f"state {name!r}", name)
 
-    def step(self, inputs: Mapping[str, Any]) -> Result:
-        """Run one step; `inputs` maps the non-state arguments' names to values."""
-        self._check_open()
+    def _bound(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """The step's inputs with the carried state beside them."""
         bound = binding.step_inputs(inputs)
         for port in self.artifact.signature.args:
             if port.state is None:
@@ -544,7 +711,30 @@ class Session:
         for port in self.artifact.signature.args:
             if port.state is not None and port.state in self._state:
                 bound[port.key] = self._state[port.state]
-        result = self.artifact.run(bound, donate=True)
+        return bound
+
+    def _run(self, inputs: Mapping[str, Any]) -> Result:
+        """Bind and run one step; a CpuArtifact binds inside its agreement
+        of ranks, so a refusal of the session's own rules on one rank stops
+        every rank too."""
+        everywhere = getattr(self.artifact, "_run_everywhere", None)
+        if everywhere is None:  # another artifact that steps with run()
+            return self.artifact.run(self._bound(inputs), donate=True)
+        return everywhere(lambda: self.artifact._prepare(self._bound(inputs), donate=True))
+
+    def step(self, inputs: Mapping[str, Any]) -> Result:
+        """Run one step; `inputs` maps the non-state arguments' names to values.
+
+        A tensor-parallel step whose collective fails mid-step
+        (CommunicatorError) may have written part of a state in place: the
+        session then closes (its state is not a step's state any more)."""
+        self._check_open()
+        try:
+            result = self._run(inputs)
+        except CommunicatorError:
+            if self._in_place:
+                self.close()
+            raise
         published = dict(self._state)
         published.update(result.state)  # the session's own (in place) or fresh arrays
         self._state = published
