@@ -1,6 +1,7 @@
 """Generate tokens with a small decoder compiled by poot_mlir (the main job).
 
     python -m poot_mlir.examples.decode [--steps 16] [--layers 2] [--cap 64]
+    python -m poot_mlir.examples.decode --tensor-parallel 2   # the step split over 2 CPU ranks
 
 1. traces a decoder stack (RMSNorm, RoPE, GQA attention over a fixed-capacity
    KV cache, SiLU MLP) with `poot_mlir.frontend` (examples/decoder.py);
@@ -18,6 +19,15 @@
    session; every step's logits are checked against the numpy
    oracle running the unfused module in float64 from the same state, and the
    time per step is printed.
+
+With `--tensor-parallel N` (CPU only) the step runs split over N ranks
+(docs/tensor-parallel.md): N processes joined by torch.distributed (gloo),
+each compiling its own rank program (`compile_cpu(..., tensor_parallel=(r,
+N))`: attention by heads, the MLP by columns and rows, an all-reduce after
+each), taking its blocks of the same weights and empty KV cache, and
+decoding together. Rank 0 checks every step's logits against the float64
+oracle of the *unsharded* step, carrying the oracle's own state; every rank
+must pick the same token.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import argparse
 import json
 import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -47,11 +58,24 @@ def main(argv: list[str] | None = None) -> int:
         help="cpu: everything in-process; vulkan/wgpu/cuda: the whole step on the device",
     )
     parser.add_argument("--rtol", type=float, default=1e-4, help="logits tolerance vs the oracle")
+    parser.add_argument(
+        "--tensor-parallel", type=int, default=1, metavar="N",
+        help="split the step over N CPU ranks (torch.distributed, gloo)",
+    )
     args = parser.parse_args(argv)
     if args.steps > args.cap:
         parser.error("--steps cannot exceed --cap")
+    if args.tensor_parallel < 1:
+        parser.error("--tensor-parallel takes a number of ranks, at least 1")
+    if args.tensor_parallel > 1 and args.target != "cpu":
+        parser.error(
+            f"--tensor-parallel runs on CPU ranks (gloo) only, not --target {args.target}: "
+            "drop --target (or pass --target cpu)"
+        )
 
     config = DecoderConfig(layers=args.layers, cap=args.cap)
+    if args.tensor_parallel > 1:
+        return _tensor_parallel(args, config)
     tracer = build_decoder(config)
     module = tracer.finish()
 
@@ -111,6 +135,77 @@ def main(argv: list[str] | None = None) -> int:
             print(f"step {step:3d}  token {token:3d}  {elapsed * 1e3:7.3f} ms/step  "
                   f"max rel err vs oracle {err:.1e}{first}")
     print(f"generated {tokens}; every step matched the float64 oracle (worst {worst:.1e})")
+    return 0
+
+
+def _tensor_parallel(args: argparse.Namespace, config: DecoderConfig) -> int:
+    """Launch `args.tensor_parallel` ranks running `_decode_rank`."""
+    from ..runtime.distributed import spawn
+    from . import decode  # the rank function by its module's name, not __main__'s
+
+    degree = args.tensor_parallel
+    print(f"decoding on {degree} CPU ranks (torch.distributed, gloo)", flush=True)
+    with tempfile.TemporaryDirectory(prefix="poot-decode-tp-") as out:
+        codes = spawn(decode._decode_rank, degree, config, vars(args), out)
+    return max(codes)
+
+
+def _decode_rank(rank: int, degree: int, config: DecoderConfig, opts: dict, out: str) -> int:
+    """One rank: compile its program, take its blocks, decode; 0 when every
+    step matched the oracle (checked on rank 0) and all ranks agreed."""
+    import torch.distributed as dist
+
+    from ..runtime.collectives import Communicator
+
+    comm = Communicator()
+    module = build_decoder(config).finish()  # every rank traces the same step
+    t0 = time.perf_counter()
+    # Ranks compile concurrently, each into its own directory.
+    path = compile_cpu(module, Path(out) / f"rank{rank}", tensor_parallel=(rank, degree))
+    seconds = time.perf_counter() - t0
+    artifact = CpuArtifact(path, communicator=comm)
+    full_weights = init_weights(config, opts["seed"])
+    weights = artifact.shard(full_weights)
+    session = artifact.session(artifact.shard(init_state(config)))
+    # The reference: the unsharded module's float64 oracle with its own state.
+    reference = oracle.Session(module, init_state(config), reference=True) if rank == 0 else None
+    if rank == 0:
+        manifest = json.loads((path / "manifest.json").read_text())
+        print(f"traced {config.layers} layers; rank 0 fused {manifest['fusion']['attention']} "
+              f"attention ops and compiled in {seconds:.2f} s", flush=True)
+
+    token, tokens, worst = 1, [], 0.0
+    for step in range(opts["steps"]):
+        inputs = {"pos": np.int32(step), "token": np.array([[token]], np.int32)}
+        start = time.perf_counter()
+        logits = session.step({**inputs, **weights}).named["logits"]
+        elapsed = time.perf_counter() - start
+        ok, err = True, 0.0
+        if reference is not None:
+            want = reference.step({**inputs, **full_weights}).named["logits"]
+            err = float(np.max(np.abs(logits - want)) / max(float(np.max(np.abs(want))), 1e-30))
+            worst = max(worst, err)
+            ok = bool(np.allclose(logits, want, rtol=opts["rtol"],
+                                  atol=opts["rtol"] * np.max(np.abs(want))))
+        token = int(np.argmax(logits))
+        chosen: list = [None] * degree
+        dist.all_gather_object(chosen, (ok, token))
+        if not all(good for good, _ in chosen):
+            if rank == 0:
+                print(f"step {step}: logits differ from the oracle (relative error {err:.2e})")
+            return 1
+        if len({t for _, t in chosen}) != 1:
+            if rank == 0:
+                print(f"step {step}: the ranks chose different tokens {[t for _, t in chosen]}")
+            return 1
+        tokens.append(token)
+        if rank == 0:
+            print(f"step {step:3d}  token {token:3d}  {elapsed * 1e3:7.3f} ms/step  "
+                  f"max rel err vs oracle {err:.1e}  (rank 0 of {degree}; all ranks agree)",
+                  flush=True)
+    if rank == 0:
+        print(f"generated {tokens} on {degree} ranks; every step matched the float64 oracle "
+              f"of the unsharded step (worst {worst:.1e})", flush=True)
     return 0
 
 
