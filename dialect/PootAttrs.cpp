@@ -130,3 +130,20 @@ LogicalResult RangeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "range min (" << min << ") exceeds max (" << max << ")";
   return success();
 }
+
+LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                int64_t dim, int64_t block, int64_t parts) {
+  if (dim < 0 || parts < 1 || block < 0 || block >= parts)
+    return emitError() << "shard needs dim >= 0 and 0 <= block < parts, got dim "
+                       << dim << ", block " << block << ", parts " << parts;
+  return success();
+}
+
+LogicalResult
+TensorParallelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                           int64_t rank, int64_t degree) {
+  if (degree < 1 || rank < 0 || rank >= degree)
+    return emitError() << "tensor_parallel needs 0 <= rank < degree, got rank "
+                       << rank << " of " << degree;
+  return success();
+}

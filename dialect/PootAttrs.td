@@ -161,6 +161,36 @@ def Poot_RangeAttr : Poot_Attr<"Range", "range"> {
   let genVerifyDecl = 1;
 }
 
+def Poot_ShardAttr : Poot_Attr<"Shard", "shard"> {
+  let summary = "Which block of an unsharded argument a tensor-parallel rank holds";
+  let description = [{
+    `#poot.shard<dim = 1, block = 0, parts = 2>` on an argument (or state
+    result) of a rank program: the value is block `block` of `parts` equal
+    blocks along `dim` of the unsharded tensor, i.e.
+    `unsharded[..., block * n : (block + 1) * n, ...]` with
+    `n = unsharded.shape[dim] / parts`. `poot-tensor-parallel` writes it; the
+    runtime slices each weight and state it binds from it. `parts` divides
+    the degree: with fewer KV heads than ranks, `degree / parts` ranks hold
+    the same KV head (replicated, as vLLM does).
+  }];
+  let parameters = (ins "int64_t":$dim, "int64_t":$block, "int64_t":$parts);
+  let assemblyFormat = "`<` `dim` `=` $dim `,` `block` `=` $block `,` `parts` `=` $parts `>`";
+  let genVerifyDecl = 1;
+}
+
+def Poot_TensorParallelAttr : Poot_Attr<"TensorParallel", "tensor_parallel"> {
+  let summary = "The rank and degree of a tensor-parallel rank program";
+  let description = [{
+    `#poot.tensor_parallel<rank = 0, degree = 2>` on a step function: the
+    function is rank `rank`'s program of a step split over `degree` ranks
+    (`poot-tensor-parallel`). Its `poot.all_reduce` ops sum over those ranks;
+    a runtime refuses a communicator of another size.
+  }];
+  let parameters = (ins "int64_t":$rank, "int64_t":$degree);
+  let assemblyFormat = "`<` `rank` `=` $rank `,` `degree` `=` $degree `>`";
+  let genVerifyDecl = 1;
+}
+
 def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request"> {
   let summary = "The planner's generation request for one poot.attention";
   let description = [{

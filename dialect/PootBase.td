@@ -30,7 +30,10 @@ def Poot_Dialect : Dialect {
       outputs);
     - `poot.range = #poot.range<MIN, MAX>` declares the inclusive value range
       of an integer argument, which the binder enforces and the integer range
-      analysis starts from.
+      analysis starts from;
+    - `poot.shard = #poot.shard<dim = D, block = B, parts = P>` marks the
+      block of an unsharded weight or state a tensor-parallel rank program
+      takes (arguments and state results; see poot-tensor-parallel).
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasRegionArgAttrVerify = 1;
@@ -41,6 +44,12 @@ def Poot_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kSlotAttrName = "poot.slot";
     static constexpr ::llvm::StringLiteral kRangeAttrName = "poot.range";
     static constexpr ::llvm::StringLiteral kNameAttrName = "poot.name";
+    /// A tensor-parallel rank program's block of an argument or state
+    /// result (#poot.shard), and the function's rank and degree
+    /// (#poot.tensor_parallel).
+    static constexpr ::llvm::StringLiteral kShardAttrName = "poot.shard";
+    static constexpr ::llvm::StringLiteral kTensorParallelAttrName =
+        "poot.tensor_parallel";
     /// The plan a fused op's offload call carries (a copy of the op's
     /// declared `request`: #poot.attention_request and its kin), for the
     /// launches of the whole-step program.

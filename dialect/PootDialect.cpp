@@ -79,6 +79,21 @@ LogicalResult verifyNameAttr(Operation *op, NamedAttribute attr) {
 }
 } // namespace
 
+/// A #poot.shard names a dimension of the (ranked tensor) value it marks.
+static LogicalResult verifyShardAttr(Operation *op, NamedAttribute attr,
+                                     Type type, StringRef what,
+                                     unsigned index) {
+  auto shard = dyn_cast<ShardAttr>(attr.getValue());
+  if (!shard)
+    return op->emitError() << "'poot.shard' must be a #poot.shard attribute";
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || shard.getDim() >= tensor.getRank())
+    return op->emitError() << what << " #" << index << ": shard dim "
+                           << shard.getDim() << " is not a dimension of "
+                           << type;
+  return success();
+}
+
 LogicalResult PootDialect::verifyRegionArgAttribute(Operation *op,
                                                     unsigned regionIndex,
                                                     unsigned argIndex,
@@ -114,6 +129,8 @@ LogicalResult PootDialect::verifyRegionArgAttribute(Operation *op,
              << std::numeric_limits<int32_t>::max() << "]";
     return success();
   }
+  if (attr.getName() == kShardAttrName)
+    return verifyShardAttr(op, attr, type, "argument", argIndex);
   return op->emitError() << "unknown poot argument attribute " << attr.getName();
 }
 
@@ -124,6 +141,9 @@ LogicalResult PootDialect::verifyRegionResultAttribute(Operation *op,
   auto func = dyn_cast<FunctionOpInterface>(op);
   if (func && attr.getName() == kNameAttrName)
     return verifyNameAttr(op, attr);
+  if (func && attr.getName() == kShardAttrName)
+    return verifyShardAttr(op, attr, func.getResultTypes()[resultIndex],
+                           "result", resultIndex);
   if (!func || attr.getName() != kSlotAttrName)
     return op->emitError() << "unknown poot result attribute " << attr.getName();
   auto slot = dyn_cast<SlotAttr>(attr.getValue());

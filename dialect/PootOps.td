@@ -477,6 +477,35 @@ def Poot_RopeOp : Poot_Op<"rope", [Pure, InferTypeOpAdaptor]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+def Poot_AllReduceOp : Poot_Op<"all_reduce", [SameOperandsAndResultType]> {
+  let summary = "Sum a tensor over the ranks of a tensor-parallel step";
+  let description = [{
+    `result = sum over ranks r of operand_r`, elementwise, where `operand_r`
+    is rank r's value of the operand and every rank gets the same result.
+    A two-byte operand is widened to f32 exactly, summed in f32 and rounded
+    once to its type (the 16-bit contract of docs/sixteen-bit-contract.md); f32 sums
+    in f32. In a world of one rank the result is the operand.
+
+    `poot-tensor-parallel` inserts it after a row-parallel matmul (attention's
+    output projection, the MLP's down projection), whose per-rank results are
+    partial sums. It communicates, so it is not `Pure`: it is never hoisted,
+    merged or dropped, and every rank runs the same collectives in the same
+    order. The runtimes answer it with the communicator they were given (a
+    torch.distributed process group).
+
+    ```mlir
+    %sum = poot.all_reduce %partial : tensor<1x1x4096xbf16>
+    ```
+  }];
+  let arguments = (ins Poot_FloatTensor:$operand);
+  let results = (outs Poot_FloatTensor:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($operand)";
+}
+
+//===----------------------------------------------------------------------===//
 // Runtime checks
 //===----------------------------------------------------------------------===//
 

@@ -111,6 +111,44 @@ def ConvertPootToLinalg : Pass<"convert-poot-to-linalg"> {
   ];
 }
 
+def PootCPUCollectivesToCalls
+    : Pass<"poot-cpu-collectives-to-calls", "::mlir::ModuleOp"> {
+  let summary = "Answer each poot.all_reduce of a CPU step through the runtime's hook";
+  let description = [{
+    A CPU step runs in the caller's process, so its collectives are the
+    runtime's: each `poot.all_reduce` (in program order, `site` 0, 1, ...)
+    copies its operand into a buffer of its own and calls
+    `poot_all_reduce(data, count, dtype, site)`, which the pass defines
+    once: it loads the exported pointer `poot_all_reduce_hook` and, when the
+    runtime stored a callback there, calls
+    `int32_t hook(void *data, int64_t count, int32_t dtype, int64_t site)`
+    to sum the `count` elements in place over the ranks (dtype 0 f32, 1 f16,
+    2 bf16, 3 f64). A null hook is a world of one rank: the buffer is
+    already the sum.
+
+    Before:
+    ```mlir
+    %s = poot.all_reduce %p : tensor<1x8xf32>
+    ```
+    After:
+    ```mlir
+    %buf = memref.alloc() : memref<1x8xf32>
+    bufferization.materialize_in_destination %p in restrict writable %buf
+    %data = memref.extract_aligned_pointer_as_index %buf : memref<1x8xf32> -> index
+    func.call @poot_all_reduce(%data, %c8, %c0, %c0) : (index, i64, i32, i64) -> ()
+    %s = bufferization.to_tensor %buf restrict writable : memref<1x8xf32> to tensor<1x8xf32>
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
 def PootCPUEntryABI : Pass<"poot-cpu-entry-abi", "::mlir::ModuleOp"> {
   let summary = "Prepare the step function for the CPU runtime's calling convention";
   let description = [{

@@ -118,6 +118,8 @@ void poot::buildPootToLLVMCPUPipeline(
     pm.addPass(createPootAttentionToLoops());
   // `x @ W.T` reads W [N, K] in place (no transposed copy per call): the
   // vectorized matmuls handle both layouts of the weight.
+  // A tensor-parallel rank's all-reduces call the runtime's communicator.
+  pm.addPass(createPootCPUCollectivesToCalls());
   ConvertPootToLinalgOptions toLinalg;
   toLinalg.foldTransposedRhs = true;
   pm.addPass(createConvertPootToLinalg(toLinalg));

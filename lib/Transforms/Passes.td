@@ -226,6 +226,69 @@ def PootPlanAttention : Pass<"poot-plan-attention", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::poot::PootDialect"];
 }
 
+def PootTensorParallel : Pass<"poot-tensor-parallel", "::mlir::ModuleOp"> {
+  let summary = "Rank `rank`'s program of a step split over `degree` ranks (Megatron-style)";
+  let description = [{
+    Runs after the attention rewrite, before planning. In every public
+    function it splits each *group* of column-parallel projections (matmuls
+    whose rhs is a 2-D weight argument, through transposes and conversions)
+    whose outputs meet before a contraction: q, k and v at a
+    `poot.attention` (split by heads: a rank attends with `Hq / degree`
+    query heads over its KV heads; with fewer KV heads than ranks each KV
+    head is held by `degree / Hkv` ranks, as vLLM does), gate and up at the
+    MLP's product (split by columns). Each op the group reaches follows its
+    split (reshapes into heads, transposes, RoPE, elementwise ops, the KV
+    cache's `dynamic_update_slice`/`scatter_update`, state results); a
+    replicated operand split along the same dimension (a per-head mask, a
+    bias that is not an argument) is read as the rank's block through a
+    `poot.slice`. The contraction that closes the group (output or down
+    projection) reads its block of k, rows of its weight, and a
+    `poot.all_reduce` sums the ranks' partial products.
+
+    A group that meets an op with no rule, splits a non-state result (the
+    lm_head: its logits), or shares a weight with an op outside it stays
+    whole on every rank (a remark says why). Weights and states a rank
+    holds a block of are marked `poot.shard = #poot.shard<dim, block,
+    parts>` (also the state results), and the function
+    `poot.tensor_parallel = #poot.tensor_parallel<rank, degree>`; the
+    runtime slices the unsharded arrays it binds by those marks.
+
+    Before (degree 2, rank 1; an MLP):
+    ```mlir
+    func.func @f(%x: tensor<1x8xf32>, %wg: tensor<8x16xf32>, %wu: tensor<8x16xf32>,
+                 %wd: tensor<16x8xf32>) -> tensor<1x8xf32> {
+      %g = poot.matmul %x, %wg : (tensor<1x8xf32>, tensor<8x16xf32>) -> tensor<1x16xf32>
+      %u = poot.matmul %x, %wu : (tensor<1x8xf32>, tensor<8x16xf32>) -> tensor<1x16xf32>
+      %h = poot.mul %g, %u : (tensor<1x16xf32>, tensor<1x16xf32>) -> tensor<1x16xf32>
+      %y = poot.matmul %h, %wd : (tensor<1x16xf32>, tensor<16x8xf32>) -> tensor<1x8xf32>
+      return %y : tensor<1x8xf32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @f(%x: tensor<1x8xf32>,
+                 %wg: tensor<8x8xf32> {poot.shard = #poot.shard<dim = 1, block = 1, parts = 2>},
+                 %wu: tensor<8x8xf32> {poot.shard = #poot.shard<dim = 1, block = 1, parts = 2>},
+                 %wd: tensor<8x8xf32> {poot.shard = #poot.shard<dim = 0, block = 1, parts = 2>})
+        -> tensor<1x8xf32> attributes {poot.tensor_parallel = #poot.tensor_parallel<rank = 1, degree = 2>} {
+      %g = poot.matmul %x, %wg : (tensor<1x8xf32>, tensor<8x8xf32>) -> tensor<1x8xf32>
+      %u = poot.matmul %x, %wu : (tensor<1x8xf32>, tensor<8x8xf32>) -> tensor<1x8xf32>
+      %h = poot.mul %g, %u : (tensor<1x8xf32>, tensor<1x8xf32>) -> tensor<1x8xf32>
+      %p = poot.matmul %h, %wd : (tensor<1x8xf32>, tensor<8x8xf32>) -> tensor<1x8xf32>
+      %y = poot.all_reduce %p : tensor<1x8xf32>
+      return %y : tensor<1x8xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"degree", "degree", "int64_t", /*default=*/"1",
+           "How many ranks the step is split over">,
+    Option<"rank", "rank", "int64_t", /*default=*/"0",
+           "Which rank's program to produce (0 <= rank < degree)">,
+  ];
+  let dependentDialects = ["::mlir::poot::PootDialect"];
+}
+
 def PootRecognizeRope : Pass<"poot-recognize-rope", "::mlir::func::FuncOp"> {
   let summary = "Form poot.rope from the tracer's rotate-half chain";
   let description = [{
