@@ -508,6 +508,14 @@ class CpuArtifact:
         this thread allocates before its first step and keeps: out of memory
         there is an AllocationError too, before anything ran."""
         self._check_open()
+        outputs, own = self._results(arrays)
+        self._invoke(self._entry, arrays, own)
+        return outputs
+
+    def _results(self, arrays: list[np.ndarray]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """(every result's buffer, the fresh ones the step writes), and this
+        thread's arena: everything the step needs allocated, so that running
+        out of memory refuses the step before it runs (on every rank)."""
         outputs: list[np.ndarray] = []
         own: list[np.ndarray] = []
         for port in self.signature.results:
@@ -516,8 +524,9 @@ class CpuArtifact:
             else:
                 own.append(_allocate(port, "result"))
                 outputs.append(own[-1])
-        self._invoke(self._entry, arrays, own)
-        return outputs
+        if self._entry.poot_arena_bytes:
+            self._arena(self._entry.poot_arena_bytes)  # kept for _invoke
+        return outputs, own
 
     def run(self, inputs: Inputs, *, donate: bool = False) -> Result:
         """Bind (refusing bad inputs before anything runs), validate, run.
@@ -545,9 +554,17 @@ class CpuArtifact:
 
     def _run_everywhere(self, prepare: Any) -> Result:
         """Run the step on the arrays `prepare()` binds: on every rank or on
-        none (the one place a tensor-parallel step's ranks agree)."""
-        arrays = self._agreed(prepare)
-        outputs = self.call(arrays)
+        none (the one place a tensor-parallel step's ranks agree). What may
+        still refuse the step -- binding, validation, allocating its results
+        -- happens before the ranks agree; after it, each rank runs."""
+
+        def bound() -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+            arrays = prepare()
+            self._check_open()
+            return (arrays, *self._results(arrays))
+
+        arrays, outputs, own = self._agreed(bound)
+        self._invoke(self._entry, arrays, own)
         if self._late_validation:
             self._agreed(lambda: binding.check_validation(self.signature, outputs))
         else:
