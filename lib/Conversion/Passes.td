@@ -111,26 +111,31 @@ def ConvertPootToLinalg : Pass<"convert-poot-to-linalg"> {
   ];
 }
 
-def PootCPUCollectivesToCalls
-    : Pass<"poot-cpu-collectives-to-calls", "::mlir::ModuleOp"> {
-  let summary = "Answer each poot.all_reduce of a CPU step through the runtime's hook";
+def PootCollectivesToCalls
+    : Pass<"poot-collectives-to-calls", "::mlir::ModuleOp"> {
+  let summary = "Answer each poot.all_reduce through the runtime's communicator";
   let description = [{
-    A CPU step runs in the caller's process, so its collectives are the
-    runtime's: each `poot.all_reduce` (in program order, `site` 0, 1, ...)
-    copies its operand into a buffer of its own and calls
-    `poot_all_reduce(data, count, dtype, site)`, which the pass defines
-    once: it loads the exported pointer `poot_all_reduce_hook` and, when the
-    runtime stored a callback there, calls
+    Collectives are the runtime's: each `poot.all_reduce` (in program order,
+    `site` 0, 1, ...) copies its operand into a buffer of its own, has the
+    runtime sum it in place over the ranks, and reads the sum back.
+
+    CPU steps (default): the pass defines `poot_all_reduce(data, count,
+    dtype, site)` once; it loads the exported pointer `poot_all_reduce_hook`
+    and, when the runtime stored a callback there, calls
     `int32_t hook(void *data, int64_t count, int32_t dtype, int64_t site)`
-    to sum the `count` elements in place over the ranks (dtype 0 f32, 1 f16,
-    2 bf16, 3 f64). A null hook is a world of one rank: the buffer is
-    already the sum.
+    (dtype 0 f32, 1 f16, 2 bf16, 3 f64). A null hook is a world of one rank:
+    the buffer is already the sum.
+
+    GPU steps (`program`): a call of a declaration `poot_all_reduce_<site>`
+    with the buffer, marked `poot.all_reduce = {site, dtype}`, which
+    poot-gpu-serialize-program records as an `all_reduce` command of the
+    step's program between its launches.
 
     Before:
     ```mlir
     %s = poot.all_reduce %p : tensor<1x8xf32>
     ```
-    After:
+    After (CPU):
     ```mlir
     %buf = memref.alloc() : memref<1x8xf32>
     bufferization.materialize_in_destination %p in restrict writable %buf
@@ -138,7 +143,19 @@ def PootCPUCollectivesToCalls
     func.call @poot_all_reduce(%data, %c8, %c0, %c0) : (index, i64, i32, i64) -> ()
     %s = bufferization.to_tensor %buf restrict writable : memref<1x8xf32> to tensor<1x8xf32>
     ```
+    After (GPU program):
+    ```mlir
+    %buf = memref.alloc() : memref<1x8xf32>
+    bufferization.materialize_in_destination %p in restrict writable %buf
+    func.call @poot_all_reduce_0(%buf) {poot.all_reduce = {dtype = 0 : i32, site = 0 : i64}}
+    %s = bufferization.to_tensor %buf restrict writable : memref<1x8xf32> to tensor<1x8xf32>
+    ```
   }];
+  let options = [
+    Option<"program", "program", "bool", /*default=*/"false",
+           "A GPU step's host program: a call recorded as a program command "
+           "(poot-gpu-serialize-program) instead of the CPU runtime's hook">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",

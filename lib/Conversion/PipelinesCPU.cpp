@@ -119,7 +119,7 @@ void poot::buildPootToLLVMCPUPipeline(
   // `x @ W.T` reads W [N, K] in place (no transposed copy per call): the
   // vectorized matmuls handle both layouts of the weight.
   // A tensor-parallel rank's all-reduces call the runtime's communicator.
-  pm.addPass(createPootCPUCollectivesToCalls());
+  pm.addPass(createPootCollectivesToCalls());
   ConvertPootToLinalgOptions toLinalg;
   toLinalg.foldTransposedRhs = true;
   pm.addPass(createConvertPootToLinalg(toLinalg));

@@ -46,6 +46,10 @@ void mlir::poot::addWholeStepPasses(
   planAndGenerate(pm);
   pm.addPass(createPootRecordFusedOps());
   pm.addPass(createPootAttentionToCalls());
+  // A tensor-parallel rank's all-reduces: commands of the program.
+  PootCollectivesToCallsOptions collectives;
+  collectives.program = true;
+  pm.addPass(createPootCollectivesToCalls(collectives));
   // 2. Every primitive to linalg on tensors (the write-map markers are still
   //    there: a scatter through one writes distinct rows), then the entry
   //    ABI: donated state writable, other arguments read-only.

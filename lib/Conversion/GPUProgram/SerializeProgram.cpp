@@ -11,7 +11,9 @@
 //                 "hex": "..."}],
 //    "commands": [{"launch": {"module", "entry", "grid", "block",
 //                             "args": [buffer ids]}} |
-//                 {"copy": {"from": id, "to": id, "bytes": n}}],
+//                 {"copy": {"from": id, "to": id, "bytes": n}} |
+//                 {"all_reduce": {"buffer": id, "count": n, "dtype": code,
+//                                 "site": i}}],
 //    "results": [buffer id per remaining result],
 //    "arena_bytes": n,
 //    "fused_ops": [{<poot-gpu-attention-launches' record>, "index": i,
@@ -205,6 +207,27 @@ struct SerializeProgram
                          {"from", *from},
                          {"to", *to},
                          {"bytes", bytesOf(cast<MemRefType>(copy.getSource().getType()))}}}});
+      } else if (auto call = dyn_cast<func::CallOp>(op);
+                 call && call->hasAttr("poot.all_reduce")) {
+        // A tensor-parallel sum over the ranks, in place, between launches
+        // (poot-collectives-to-calls).
+        auto desc = call->getAttrOfType<DictionaryAttr>("poot.all_reduce");
+        auto site = desc ? desc.getAs<IntegerAttr>("site") : IntegerAttr();
+        auto dtype = desc ? desc.getAs<IntegerAttr>("dtype") : IntegerAttr();
+        FailureOr<int64_t> buffer =
+            call.getNumOperands() == 1 ? use(call.getOperand(0))
+                                       : FailureOr<int64_t>(failure());
+        if (!site || !dtype || failed(buffer))
+          return call.emitError("poot-gpu-serialize-program: an all_reduce call "
+                                "needs {site, dtype} and one step buffer");
+        commands.push_back(llvm::json::Object{
+            {"all_reduce",
+             llvm::json::Object{
+                 {"buffer", *buffer},
+                 {"count", cast<MemRefType>(call.getOperand(0).getType())
+                               .getNumElements()},
+                 {"dtype", dtype.getInt()},
+                 {"site", site.getInt()}}}});
       } else if (isa<memref::DeallocOp>(op) ||
                  (op.hasTrait<OpTrait::ConstantLike>() && op.getNumRegions() == 0)) {
         continue;

@@ -1,12 +1,16 @@
-//===- CollectivesToCalls.cpp - poot-cpu-collectives-to-calls --------------===//
+//===- CollectivesToCalls.cpp - poot-collectives-to-calls ------------------===//
 //
-// A CPU step runs in-process, so its collectives are answered by the runtime
-// that called it: each `poot.all_reduce` becomes a call, through a function
-// pointer the shared object exports (`poot_all_reduce_hook`), to the
-// runtime's communicator (runtime/collectives.py). A pointer the runtime
-// stores after loading, not an undefined symbol: the object must load with
-// no communicator at all (a world of one), and ctypes cannot define a
-// global symbol for it.
+// Collectives are answered by the runtime that runs the step, with the
+// communicator it was given (runtime/collectives.py). Each `poot.all_reduce`
+// sums a buffer of its own in place:
+// - a CPU step (in-process) calls, through a function pointer the shared
+//   object exports (`poot_all_reduce_hook`), the runtime's callback. A
+//   pointer the runtime stores after loading, not an undefined symbol: the
+//   object must load with no communicator at all (a world of one), and
+//   ctypes cannot define a global symbol for it;
+// - a GPU step's host program (`program`) calls a declaration that
+//   poot-gpu-serialize-program records as an `all_reduce` command between
+//   the launches.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,7 +25,7 @@
 #include "mlir/IR/SymbolTable.h"
 
 namespace mlir::poot {
-#define GEN_PASS_DEF_POOTCPUCOLLECTIVESTOCALLS
+#define GEN_PASS_DEF_POOTCOLLECTIVESTOCALLS
 #include "lib/Conversion/Passes.h.inc"
 } // namespace mlir::poot
 
@@ -32,6 +36,8 @@ namespace {
 
 constexpr StringLiteral kHookSymbol = "poot_all_reduce_hook";
 constexpr StringLiteral kCallSymbol = "poot_all_reduce";
+/// On a GPU host program's call: {site, dtype} (poot-gpu-serialize-program).
+constexpr StringLiteral kAllReduceAttr = "poot.all_reduce";
 
 /// The element-type code the hook receives (runtime/collectives.py reads
 /// the same numbers).
@@ -58,10 +64,18 @@ func::FuncOp defineCall(ModuleOp module) {
   auto ptr = LLVM::LLVMPointerType::get(ctx);
   auto i32 = b.getI32Type();
   auto i64 = b.getI64Type();
-  // Exported (external linkage), zero until the runtime stores its callback.
-  LLVM::GlobalOp::create(b, loc, ptr, /*isConstant=*/false,
-                         LLVM::Linkage::External, kHookSymbol,
-                         b.getZeroAttr(ptr));
+  // Exported (external linkage), null until the runtime stores its
+  // callback. A defined global: an initializer region returning null (a
+  // global with no initializer is only a declaration, an undefined symbol
+  // the loader refuses).
+  auto hookGlobal = LLVM::GlobalOp::create(b, loc, ptr, /*isConstant=*/false,
+                                           LLVM::Linkage::External, kHookSymbol,
+                                           Attribute());
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.createBlock(&hookGlobal.getInitializerRegion());
+    LLVM::ReturnOp::create(b, loc, LLVM::ZeroOp::create(b, loc, ptr));
+  }
 
   auto type = b.getFunctionType({b.getIndexType(), i64, i32, i64}, {});
   auto func = func::FuncOp::create(b, loc, kCallSymbol, type);
@@ -86,7 +100,9 @@ func::FuncOp defineCall(ModuleOp module) {
 }
 
 struct CollectivesToCalls
-    : poot::impl::PootCPUCollectivesToCallsBase<CollectivesToCalls> {
+    : poot::impl::PootCollectivesToCallsBase<CollectivesToCalls> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<AllReduceOp> reduces;
@@ -94,12 +110,13 @@ struct CollectivesToCalls
     if (reduces.empty())
       return;
     if (SymbolTable::lookupSymbolIn(module, kHookSymbol) ||
-        SymbolTable::lookupSymbolIn(module, kCallSymbol)) {
+        SymbolTable::lookupSymbolIn(module, kCallSymbol) ||
+        SymbolTable::lookupSymbolIn(module, (kCallSymbol + "_0").str())) {
       module.emitError() << "the symbols '" << kHookSymbol << "' and '"
                          << kCallSymbol << "' are reserved for collectives";
       return signalPassFailure();
     }
-    func::FuncOp call = defineCall(module);
+    func::FuncOp call = program ? func::FuncOp() : defineCall(module);
     for (auto [site, op] : llvm::enumerate(reduces)) {
       auto type = cast<RankedTensorType>(op.getType());
       std::optional<int32_t> code = dtypeCode(type.getElementType());
@@ -118,13 +135,30 @@ struct CollectivesToCalls
       bufferization::MaterializeInDestinationOp::create(
           b, loc, TypeRange{}, op.getOperand(), buffer, /*restrict=*/true,
           /*writable=*/true);
-      Value data =
-          memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
-      Value count = arith::ConstantIntOp::create(b, loc, type.getNumElements(),
-                                                 /*width=*/64);
-      Value dtype = arith::ConstantIntOp::create(b, loc, *code, /*width=*/32);
-      Value index = arith::ConstantIntOp::create(b, loc, site, /*width=*/64);
-      func::CallOp::create(b, loc, call, ValueRange{data, count, dtype, index});
+      if (program) {
+        // One declaration per site (each its own buffer type); the program
+        // command reads the site and the element type from the call.
+        OpBuilder mb(module.getBodyRegion());
+        mb.setInsertionPointToEnd(module.getBody());
+        auto decl = func::FuncOp::create(
+            mb, loc, (kCallSymbol + "_" + Twine(site)).str(),
+            mb.getFunctionType({bufferType}, {}));
+        decl.setPrivate();
+        auto command = func::CallOp::create(b, loc, decl, ValueRange{buffer});
+        command->setAttr(kAllReduceAttr,
+                         b.getDictionaryAttr(
+                             {b.getNamedAttr("site", b.getI64IntegerAttr(site)),
+                              b.getNamedAttr("dtype", b.getI32IntegerAttr(*code))}));
+      } else {
+        Value data =
+            memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+        Value count = arith::ConstantIntOp::create(
+            b, loc, type.getNumElements(), /*width=*/64);
+        Value dtype = arith::ConstantIntOp::create(b, loc, *code, /*width=*/32);
+        Value index = arith::ConstantIntOp::create(b, loc, site, /*width=*/64);
+        func::CallOp::create(b, loc, call,
+                             ValueRange{data, count, dtype, index});
+      }
       Value sum = bufferization::ToTensorOp::create(
           b, loc, type, buffer, /*restrict=*/true, /*writable=*/true);
       op.replaceAllUsesWith(sum);

@@ -1,4 +1,4 @@
-// RUN: poot-opt %s -split-input-file -poot-cpu-collectives-to-calls | FileCheck %s
+// RUN: poot-opt %s -split-input-file -poot-collectives-to-calls | FileCheck %s
 
 // Each all_reduce sums a copy of its operand in place through the runtime's
 // hook; the call site numbers follow program order, the dtype code the
@@ -19,7 +19,9 @@
 // CHECK-DAG:   arith.constant 1 : i64
 // CHECK:       call @poot_all_reduce(
 // CHECK:       return %[[T0]]
-// CHECK:       llvm.mlir.global external @poot_all_reduce_hook() {{.*}} : !llvm.ptr
+// CHECK:       llvm.mlir.global external @poot_all_reduce_hook() {{.*}} : !llvm.ptr {
+// CHECK-NEXT:    %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK-NEXT:    llvm.return %[[NULL]] : !llvm.ptr
 // CHECK-LABEL: func.func private @poot_all_reduce(
 // CHECK:       %[[HOOK:.*]] = llvm.load
 // CHECK:       %[[SET:.*]] = llvm.icmp "ne" %[[HOOK]]
