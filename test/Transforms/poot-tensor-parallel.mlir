@@ -79,3 +79,4 @@ func.func @norm_between(%x: tensor<1x8xf32>, %w1: tensor<8x16xf32>, %w2: tensor<
   %d = poot.matmul %n, %w2 : (tensor<1x16xf32>, tensor<16x8xf32>) -> tensor<1x8xf32>
   return %d : tensor<1x8xf32>
 }
+
