@@ -101,3 +101,46 @@ def decoder_rank(rank: int, world: int, runs: list[dict[str, Any]]) -> list[dict
         shards = {p.state: p.shard for p in art.signature.args if p.state is not None}
         results.append({"logits": logits, "state": _snapshot(session.state), "shards": shards})
     return results
+
+
+
+def gpu_decoder_rank(rank: int, world: int, backend: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """decoder_rank on a GPU backend (runtime.program): the weights are the
+    session's constants (uploaded once), the KV cache stays on the device
+    between steps and is read back once at the end. Then, on the first
+    run's program, a step whose input fails to bind on rank 1 only."""
+    from poot_mlir.runtime.program import ProgramArtifact
+
+    comm = Communicator()
+    results = []
+    for run in runs:
+        art = ProgramArtifact(run["paths"][rank], backend=backend, communicator=comm)
+        session = art.session(art.shard(run["state"]), constants=art.shard(run["weights"]))
+        logits = []
+        for step, token in enumerate(run["tokens"]):
+            inputs = {"pos": np.int32(step), "token": np.array([[token]], np.int32)}
+            logits.append(np.array(session.step(inputs).named["logits"]))
+        shards = {p.state: p.shard for p in art.signature.args if p.state is not None}
+        results.append({
+            "logits": logits, "state": _snapshot(session.state), "shards": shards,
+            "reduced": art.device.traffic.reduced,
+        })
+        art.close()
+    return {"runs": results, "refusal": _gpu_refusal(rank, backend, comm, runs[0])}
+
+
+def _gpu_refusal(rank: int, backend: str, comm: Communicator, run: dict[str, Any]) -> dict[str, Any]:
+    """Rank 1's token has the wrong shape: every rank must refuse the step,
+    no state changes, and the ranks still step together afterwards."""
+    from poot_mlir.runtime.program import ProgramArtifact
+
+    art = ProgramArtifact(run["paths"][rank], backend=backend, communicator=comm)
+    session = art.session(art.shard(run["state"]), constants=art.shard(run["weights"]))
+    before = _snapshot(session.state)
+    good = {"pos": np.int32(0), "token": np.array([[run["tokens"][0]]], np.int32)}
+    bad = dict(good, token=np.array([[1, 2]], np.int32)) if rank == 1 else good
+    out: dict[str, Any] = {"refusal": _outcome(lambda: session.step(bad))}
+    out["unchanged"] = all(np.array_equal(before[k], v) for k, v in session.state.items())
+    out["after"] = np.array(session.step(good).named["logits"])
+    art.close()
+    return out

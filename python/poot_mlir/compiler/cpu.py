@@ -38,7 +38,6 @@ import dataclasses
 import glob
 import hashlib
 import json
-import operator
 import os
 import re
 import shutil
@@ -66,6 +65,7 @@ from . import devices
 from .fuse import Fusion, fuse_for_compile, log, nothing_to_plan, warn_declined
 from .pipeline import parse_module, run_pipeline
 from .signature import function_signature
+from .tensor_parallel import check_tensor_parallel, split_for_rank
 from .trace import PassTrace
 
 ARTIFACT_FORMAT = "poot-artifact/1"
@@ -201,13 +201,7 @@ def _lower(
     and what the manifest says about it."""
     mod = parse_module(module)
     fusion = fuse_for_compile(mod, fuse, "compile_cpu", trace)
-    if tensor_parallel is not None:
-        # After the fusion: the split cuts each fused attention by heads, so
-        # every rank still runs one planned kernel per layer.
-        rank, degree = tensor_parallel
-        run_pipeline(
-            mod, f"builtin.module(poot-tensor-parallel{{degree={degree} rank={rank}}})", trace=trace
-        )
+    split_for_rank(mod, tensor_parallel, trace)
     func_op = _select_function(mod, func)
     signature = function_signature(func_op)
     check_allocations(mod, func_op, signature, device or devices.CPU)
@@ -594,32 +588,6 @@ def compile_cpu(
     if cache is not None and key is not None:
         _store_in_cache(cache, key, out)
     return out
-
-
-def check_tensor_parallel(value: Any) -> "tuple[int, int] | None":
-    """`tensor_parallel` as (rank, degree), or None; a CompileError naming
-    the fix for anything else."""
-    if value is None:
-        return None
-    try:
-        rank, degree = value
-    except (TypeError, ValueError):
-        raise errors.CompileError(
-            f"tensor_parallel={value!r}: expected (rank, degree), e.g. tensor_parallel=(0, 2) "
-            "for rank 0 of a step split over 2 ranks"
-        ) from None
-    try:
-        if isinstance(rank, bool) or isinstance(degree, bool):
-            raise TypeError
-        rank, degree = operator.index(rank), operator.index(degree)
-    except TypeError:
-        raise errors.CompileError(f"tensor_parallel={value!r}: rank and degree are ints") from None
-    if degree < 1 or not 0 <= rank < degree:
-        raise errors.CompileError(
-            f"tensor_parallel={value!r}: expected degree >= 1 and 0 <= rank < degree "
-            f"(ranks 0..{max(degree, 1) - 1} of a step split over {max(degree, 1)})"
-        )
-    return int(rank), int(degree)
 
 
 def _cached_manifest(hit: Path) -> dict[str, Any] | None:

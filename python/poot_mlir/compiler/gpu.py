@@ -22,7 +22,8 @@ It writes
 A program is written once, on the IR, by `poot-gpu-serialize-program`: the
 step's buffers (arguments, arena temporaries with their offsets, constants
 with their bytes), its commands in order (kernel launches with grid, block
-and buffer arguments; buffer copies), the buffers of the results that are
+and buffer arguments; buffer copies; a tensor-parallel rank program's
+all_reduce of a buffer over the ranks), the buffers of the results that are
 not written in place, the arena's size, and `fused_ops`: per fused op the
 record `poot-gpu-attention-launches` wrote (its kind, request, scale,
 source location, scratch bytes) and the ids of its launch commands. The
@@ -46,6 +47,7 @@ from .cpu import _record_in_place, _select_function
 from .fuse import fuse_for_compile, nothing_to_plan
 from .pipeline import parse_module, run_pipeline
 from .signature import function_signature
+from .tensor_parallel import check_tensor_parallel, split_for_rank
 from .trace import PassTrace
 
 ARTIFACT_FORMAT = "poot-artifact/1"
@@ -68,8 +70,6 @@ def _kernel_objects(module: Module, target: str) -> dict[str, Any]:
             obj = gpu.ObjectAttr(ArrayAttr(op.attributes["objects"])[0])
             found[sym] = bytes(obj.object)
         elif target == "rocdl" and name == "gpu.module":
-            from .._mlir_libs import _pootCPU
-
             sym = StringAttr(op.attributes["sym_name"]).value
             found[sym] = str(op).encode()
             found[sym + ".ll"] = _translate_kernel_module(module, op, sym)
@@ -114,17 +114,28 @@ def compile_gpu(
     nvvm_format: str = "isa",
     fuse: bool = True,
     trace: "PassTrace | None" = None,
+    tensor_parallel: "tuple[int, int] | None" = None,
 ) -> Path:
     """Compile the step `func` (default: the only public function) of
     `module` for `device` (a GPU description) into `out_dir`. The compile
     starts with the attention rewrite (off with `fuse=False`); `module`
     itself is never changed. The planner's refusals are its typed errors
     (`errors.PlanRefusal` subclasses); `trace` (a `PassTrace`) keeps IR
-    dumps and pass timings."""
+    dumps and pass timings.
+
+    `tensor_parallel=(rank, degree)` compiles rank `rank`'s program of the
+    step split over `degree` ranks, as `compile_cpu` does (the same pass
+    after the fusion, the same CompileError for anything but two ints with
+    0 <= rank < degree; docs/tensor-parallel.md): the manifest's function
+    record carries `tensor_parallel`, `all_reduce_sites` and each sharded
+    port's `shard`, and each `poot.all_reduce` is an `all_reduce` command of
+    the program, which `runtime.program` runs on its communicator."""
+    tensor_parallel = check_tensor_parallel(tensor_parallel)
     if device.target not in _SUFFIX:
         raise errors.CompileError(f"{device.name} is not a GPU target ({device.target})")
     mod = parse_module(module)
     fusion = fuse_for_compile(mod, fuse, "compile_gpu", trace)
+    split_for_rank(mod, tensor_parallel, trace)
     func_op = _select_function(mod, func)
     signature = function_signature(func_op)
     options = device.pipeline_options()

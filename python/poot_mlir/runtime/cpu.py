@@ -56,11 +56,11 @@ from ..errors import (
     BindError,
     ClosedError,
     CommunicatorError,
-    RankRefused,
 )
 from . import binding
 from .manifest import MANIFEST, listed_file, manifest_field, manifest_signature, read_manifest
-from .binding import Inputs, Port, Result, Signature  # noqa: F401  (Signature: part of this module's API)
+from .binding import Inputs, Port, Result, Signature
+from .collectives import SiteFailures, check_communicator, everywhere
 from .sharding import shard_inputs
 
 ARTIFACT_FORMAT = "poot-artifact/1"
@@ -233,14 +233,13 @@ class _Collective:
 
     ctypes prints and swallows an exception raised inside a callback, and the
     compiled code ignores the hook's return value, so the first failure of a
-    step is kept here and raised (`raise_failure`) once the step returns.
-    Later sites of the failed step still call the communicator: a local
-    failure must not leave the other ranks waiting in a collective this rank
-    skipped."""
+    step is kept (collectives.SiteFailures, which also keeps later sites
+    calling the communicator) and raised (`raise_failure`) once the step
+    returns."""
 
     def __init__(self, library: ctypes.CDLL, communicator: Any, where: str) -> None:
         self.communicator = communicator
-        self.failure: tuple[int, BaseException] | None = None
+        self.failures = SiteFailures(communicator)
         try:
             self._slot = ctypes.c_void_p.in_dll(library, ALL_REDUCE_HOOK)
         except ValueError:
@@ -254,56 +253,15 @@ class _Collective:
         self._slot.value = ctypes.cast(self._callback, ctypes.c_void_p).value
 
     def _all_reduce(self, data: int | None, count: int, dtype: int, site: int) -> int:
-        try:
-            self.communicator.all_reduce_(data or 0, count, dtype)
-            return 0
-        except BaseException as exc:  # noqa: BLE001 -- re-raised after the step
-            if self.failure is None:
-                self.failure = (site, exc)
-            return 1
+        call = lambda: self.communicator.all_reduce_(data or 0, count, dtype)  # noqa: E731
+        return 0 if self.failures.run(site, call) else 1
 
     def raise_failure(self) -> None:
         """Raise (as a CommunicatorError) the step's first collective failure."""
-        if self.failure is None:
-            return
-        site, exc = self.failure
-        self.failure = None
-        raise CommunicatorError(
-            f"poot.all_reduce #{site} failed on rank {self.communicator.rank}: "
-            f"{type(exc).__name__}: {exc} (the step's results are not usable; a state "
-            "written in place may hold part of the step)"
-        ) from exc
+        self.failures.raise_failure()
 
     def detach(self) -> None:
         self._slot.value = None
-
-
-def _check_communicator(signature: Signature, communicator: Any, where: str) -> None:
-    """A tensor-parallel rank program needs a communicator of its degree
-    whose rank is the program's rank; a CommunicatorError naming the fix."""
-    if communicator is None:
-        if signature.degree > 1:
-            rank, degree = signature.tensor_parallel  # type: ignore[misc]
-            raise CommunicatorError(
-                f"{where} is rank {rank}'s program of a step split over {degree} ranks "
-                "(tensor_parallel): load it in each rank's process with "
-                "communicator=poot_mlir.runtime.collectives.Communicator() after "
-                "torch.distributed.init_process_group (poot_mlir.runtime.distributed.spawn does both)"
-            )
-        return
-    if communicator.size != signature.degree:
-        raise CommunicatorError(
-            f"{where} runs on {signature.degree} rank(s) but the communicator has "
-            f"{communicator.size}: compile with tensor_parallel=(rank, {communicator.size}) "
-            "or use a process group of the artifact's degree"
-        )
-    rank = 0 if signature.tensor_parallel is None else signature.tensor_parallel[0]
-    if communicator.rank != rank:
-        raise CommunicatorError(
-            f"{where} is rank {rank}'s program but the communicator's rank is "
-            f"{communicator.rank}: load the artifact compiled with "
-            f"tensor_parallel=({communicator.rank}, {signature.degree}) in this process"
-        )
 
 
 class CpuArtifact:
@@ -340,7 +298,7 @@ class CpuArtifact:
                 f"{manifest_path}: target {self.manifest.get('target')!r} is not 'cpu'",
                 str(manifest_path),
             )
-        self.signature = manifest_signature(self.manifest, manifest_path)
+        self.signature: Signature = manifest_signature(self.manifest, manifest_path)
         library = listed_file(
             self.path, manifest_field(self.manifest, "library", str, manifest_path),
             "the step's shared object", manifest_path,
@@ -368,7 +326,7 @@ class CpuArtifact:
         # Each calling thread's arena of temporaries (kept between steps: a
         # step reuses it, so its temporaries cost no allocation).
         self._arenas = threading.local()
-        _check_communicator(self.signature, communicator, str(self.path))
+        check_communicator(self.signature, communicator, str(self.path))
         self.communicator = communicator
         self._collective: _Collective | None = None
         if communicator is not None and self.signature.all_reduce_sites:
@@ -572,28 +530,8 @@ class CpuArtifact:
         return binding.package(self.signature, outputs)
 
     def _agreed(self, attempt: Any) -> Any:
-        """`attempt()`, after every rank has said whether its own attempt
-        succeeded: a rank that failed raises its error, the others
-        RankRefused, so either every rank goes on or none does. Without a
-        communicator, just `attempt()`."""
-        if self.communicator is None:
-            return attempt()
-        try:
-            value, error = attempt(), None
-        except Exception as exc:  # every failure must reach the other ranks
-            value, error = None, exc
-        refused = self.communicator.refusals(error is None)
-        if error is not None:
-            raise error
-        if refused:
-            raise RankRefused(
-                f"rank(s) {list(refused)} of this tensor-parallel step refused it (their "
-                "inputs failed to bind or validate; see their errors): a step runs on every "
-                f"rank or on none, so rank {self.communicator.rank} did not run it and its "
-                "state is as it was",
-                refused,
-            )
-        return value
+        """`attempt()` on every rank or on none (collectives.everywhere)."""
+        return everywhere(self.communicator, attempt)
 
     def session(self, state: Mapping[str, np.ndarray] | None = None) -> "Session":
         """A Session from `state`: the initial value of every state (this

@@ -17,6 +17,16 @@ then the step's launches, and reads back the outputs (or those asked for:
 
 A session needs the initial value of every state (else MissingStateError,
 before anything is allocated).
+
+A tensor-parallel rank program (`compile_gpu(..., tensor_parallel=(r, n))`)
+loads with a `collectives.Communicator` of its n ranks
+(`ProgramArtifact(path, backend, communicator=comm)`; without one, or with
+one of another size or rank: CommunicatorError). Its program has
+`{"all_reduce": {"buffer", "count", "dtype", "site"}}` commands: the buffer
+summed over the ranks in place, after every earlier command finished and
+before any later one starts (`_Vulkan.all_reduce`, `_Cuda.all_reduce`).
+Before each step the ranks agree (`collectives.everywhere`), so a step runs
+on every rank or on none. docs/tensor-parallel.md.
 """
 
 from __future__ import annotations
@@ -31,22 +41,29 @@ from ..errors import (
     ArtifactError,
     BindError,
     ClosedError,
+    CommunicatorError,
     MissingStateError,
     PootError,
     UnknownDeviceError,
 )
 from . import binding
+from .collectives import DTYPE_BYTES, DTYPE_CODES, SiteFailures, check_communicator, everywhere
 from .manifest import MANIFEST, listed_file, manifest_field, manifest_signature, read_manifest
+from .sharding import shard_inputs
 
 
 @dataclass
 class Traffic:
     """Bytes a device's host side moved: written to it (inputs, state,
     constants) and read back from it (outputs, validation flags, state
-    reads). Device-to-device copies are not counted: they never cross."""
+    reads, and both ways the host copy of each buffer a tensor-parallel
+    step sums over the ranks). Device-to-device copies are not counted:
+    they never cross. `reduced`: the bytes handed to the communicator (each
+    all_reduce's buffer, once)."""
 
     written: int = 0
     read: int = 0
+    reduced: int = 0
 
 
 class _Vulkan:
@@ -90,6 +107,19 @@ class _Vulkan:
     def execute(self, commands: list[tuple]) -> None:
         _execute(self, commands)
 
+    def all_reduce(self, buf: Any, count: int, dtype_code: int, communicator: Any) -> None:
+        """Sum `count` elements of `buf` over the ranks, in place, through a
+        host copy: the communicator (gloo) reads host memory only. Called
+        when the commands before it were submitted; the read waits for them.
+
+        The copy is raw bytes, summed as the dtype code says: a bf16 buffer
+        holds bf16 bit patterns even where SPIR-V carries them as i16."""
+        nbytes = count * DTYPE_BYTES[dtype_code]
+        host = np.require(self.read(buf, np.uint8, (nbytes,)), requirements=["C", "W"])
+        communicator.all_reduce_(host.ctypes.data, count, dtype_code)
+        self.write(buf, host)
+        self.traffic.reduced += nbytes
+
     @property
     def closed(self) -> bool:
         return bool(getattr(self.device, "closed", False))
@@ -127,10 +157,10 @@ class _Cuda:
 
     client = "cuda"
 
-    def __init__(self) -> None:
+    def __init__(self, ordinal: int = 0) -> None:
         from .cuda import CudaBackend, DeviceBuffer
 
-        self.ordinal = 0  # the device CudaBackend() opens
+        self.ordinal = ordinal  # the device CudaBackend opens ("cuda:N")
         self.backend = CudaBackend(self.ordinal)
         self._buffer = DeviceBuffer
         self.traffic = Traffic()
@@ -189,6 +219,26 @@ class _Cuda:
         self.enqueue(commands)
         self.backend.synchronize()
 
+    def all_reduce(self, buf: Any, count: int, dtype_code: int, communicator: Any) -> None:
+        """Sum `count` elements of `buf` over the ranks in place, in device
+        memory: a torch tensor over the buffer, summed by the communicator
+        (NCCL for CUDA tensors) with the backend's stream current, so the
+        sum is ordered after the launches before it and before the ones
+        after it. f16/bf16 are widened to f32 and rounded once (`sum_`).
+        Not run yet: no CUDA machine with several GPUs was at hand
+        (docs/tensor-parallel.md)."""
+        import torch
+
+        from .device_tensor import DeviceTensor
+
+        nbytes = count * DTYPE_BYTES[dtype_code]
+        raw = DeviceTensor(int(buf.ptr), (nbytes,), np.dtype(np.uint8), self.ordinal, buf, None)
+        device = torch.device("cuda", self.ordinal)
+        tensor = torch.as_tensor(raw, device=device).view(getattr(torch, DTYPE_CODES[dtype_code]))
+        with torch.cuda.stream(torch.cuda.ExternalStream(int(self.backend.stream), device=device)):
+            communicator.sum_(tensor)
+        self.traffic.reduced += nbytes
+
     def capture(self, commands: list[tuple]) -> Any:
         """The commands as one instantiated CUDA graph (runtime.cuda.CudaGraph)."""
         return self.backend.capture(lambda stream: self.enqueue(commands, stream))
@@ -238,6 +288,22 @@ def _execute(device: Any, commands: list[tuple]) -> None:
         device.launch(launches)
 
 
+def _run_commands(device: Any, commands: list[tuple], reduce: Any) -> None:
+    """Run `commands` on `device`, each `("all_reduce", ...)` by `reduce`
+    between the device's batches: the commands before it are executed (and
+    the host copy waits for them), the ones after it only afterwards."""
+    start = 0
+    for i, command in enumerate(commands):
+        if command[0] != "all_reduce":
+            continue
+        if i > start:
+            device.execute(commands[start:i])
+        reduce(command)
+        start = i + 1
+    if start < len(commands):
+        device.execute(commands[start:])
+
+
 def _base(buf: Any) -> Any:
     return getattr(buf, "buffer", buf)
 
@@ -247,6 +313,7 @@ def _offset(buf: Any) -> int:
 
 
 #: Backend names: raw Vulkan, CUDA, and wgpu (any adapter, or lavapipe's).
+#: "cuda:N" opens CUDA device N (a tensor-parallel rank's own GPU).
 BACKENDS = ("vulkan", "lavapipe", "cuda", "wgpu", "wgpu-lavapipe")
 
 
@@ -265,6 +332,8 @@ def _device(backend: str) -> Any:
         return _Wgpu("lavapipe" if backend == "wgpu-lavapipe" else "any")
     if backend == "cuda":
         return _Cuda()
+    if isinstance(backend, str) and backend.startswith("cuda:") and backend[5:].isdigit():
+        return _Cuda(int(backend[5:]))
     raise UnknownDeviceError(
         f"unknown GPU backend {backend!r}; the known backend names are {', '.join(BACKENDS)} "
         "(ProgramArtifact(path, backend) / make_device(backend))",
@@ -289,9 +358,42 @@ def check_client(manifest: dict[str, Any], on_wgpu: bool, path: Path) -> None:
         )
 
 
-#: What a session reads from each program and each of its launches.
+#: What a session reads from each program and each kind of its commands.
 _PROGRAM_FIELDS = {"buffers": list, "commands": list, "results": list, "arena_bytes": int}
-_LAUNCH_FIELDS = {"kernel": str, "entry": str, "args": list, "grid": list, "block": list}
+_COMMAND_FIELDS = {
+    "launch": {"kernel": str, "entry": str, "args": list, "grid": list, "block": list},
+    "copy": {"from": int, "to": int, "bytes": int},
+    "all_reduce": {"buffer": int, "count": int, "dtype": int, "site": int},
+}
+
+
+def _check_command(command: Any, i: int, where: str, program: dict[str, Any], manifest_path: Path) -> None:
+    """Command `i` of a program is one of the kinds a session runs, with
+    their fields; an all_reduce names one of the program's buffers and a
+    dtype code the communicator knows."""
+    kind = next(iter(command), None) if isinstance(command, dict) and len(command) == 1 else None
+    if kind not in _COMMAND_FIELDS:
+        raise ArtifactError(
+            f"{manifest_path}: command {i} of {where} is {command!r}, not one of "
+            f"{sorted(_COMMAND_FIELDS)}: recompile the artifact with this poot_mlir (compile_gpu)",
+            str(manifest_path),
+        )
+    body = command[kind]
+    for key, kind_of in _COMMAND_FIELDS[kind].items():
+        if not isinstance(body.get(key) if isinstance(body, dict) else None, kind_of):
+            raise ArtifactError(
+                f"{manifest_path}: {kind} {i} of {where} has no {key!r} {kind_of.__name__}",
+                str(manifest_path),
+            )
+    if kind == "all_reduce" and (
+        not 0 <= body["buffer"] < len(program["buffers"]) or body["dtype"] not in DTYPE_BYTES
+    ):
+        raise ArtifactError(
+            f"{manifest_path}: all_reduce {i} of {where} sums buffer {body['buffer']} of "
+            f"{len(program['buffers'])} as dtype code {body['dtype']} (known: "
+            f"{sorted(DTYPE_CODES.items())})",
+            str(manifest_path),
+        )
 
 
 def _check_programs(programs: dict[str, Any], directory: Path, manifest_path: Path) -> None:
@@ -310,25 +412,24 @@ def _check_programs(programs: dict[str, Any], directory: Path, manifest_path: Pa
                     f"{manifest_path}: {where} has no {key!r} {kind.__name__}", str(manifest_path)
                 )
         for i, command in enumerate(program["commands"]):
-            launch = command.get("launch") if isinstance(command, dict) else None
-            if launch is None:
-                continue
-            for key, kind in _LAUNCH_FIELDS.items():
-                if not isinstance(launch.get(key) if isinstance(launch, dict) else None, kind):
-                    raise ArtifactError(
-                        f"{manifest_path}: launch {i} of {where} has no {key!r} {kind.__name__}",
-                        str(manifest_path),
-                    )
-            listed_file(directory, launch["kernel"], f"the kernel of launch {i} of {where}",
-                        manifest_path)
+            _check_command(command, i, where, program, manifest_path)
+            if "launch" in command:
+                listed_file(directory, command["launch"]["kernel"],
+                            f"the kernel of launch {i} of {where}", manifest_path)
 
 
 class ProgramArtifact:
     """A loaded whole-step GPU artifact."""
 
-    def __init__(self, path: "str | Path", backend: "str | Any" = "vulkan") -> None:
+    def __init__(
+        self, path: "str | Path", backend: "str | Any" = "vulkan", communicator: Any = None
+    ) -> None:
         """`backend`: a name from BACKENDS (the artifact opens and closes its
-        own device) or a device from `make_device` (shared, not closed here)."""
+        own device) or a device from `make_device` (shared, not closed here).
+        `communicator` (a `collectives.Communicator`) runs a tensor-parallel
+        rank program's all_reduce commands; such an artifact refuses to load
+        without one of its degree and rank (CommunicatorError), before a
+        device is opened."""
         self.path = Path(path)
         manifest_path = self.path / MANIFEST
         self.manifest = read_manifest(self.path, "a whole-step GPU artifact (compile_gpu)")
@@ -340,6 +441,8 @@ class ProgramArtifact:
         self.signature = manifest_signature(self.manifest, manifest_path)
         self.programs = manifest_field(self.manifest, "programs", dict, manifest_path)
         _check_programs(self.programs, self.path, manifest_path)
+        check_communicator(self.signature, communicator, str(self.path))
+        self.communicator = communicator
         self.device = _device(backend) if named else backend
         self._owns_device = named
         self._kernels: dict[tuple[str, str], Any] = {}
@@ -366,6 +469,19 @@ class ProgramArtifact:
     @property
     def arena_bytes(self) -> int:
         return max(int(p["arena_bytes"]) for p in self.programs.values())
+
+    def reduces(self, name: str) -> bool:
+        """Whether program `name` sums buffers over the ranks: it has
+        all_reduce commands and a communicator to run them (without one, in a
+        world of one rank, each all_reduce is the identity and is skipped)."""
+        return self.communicator is not None and any(
+            "all_reduce" in c for c in self.programs[name]["commands"]
+        )
+
+    def shard(self, full: Mapping[str, Any]) -> dict[str, Any]:
+        """This rank's inputs, constants or initial state from unsharded
+        ones: each sharded argument's block (runtime.sharding.shard_inputs)."""
+        return shard_inputs(self.signature, full)
 
     def kernel(self, launch: dict[str, Any]) -> Any:
         self.check_open()
@@ -489,9 +605,20 @@ class Session:
         unshared = tuple(n for n in signature.state_names if ("state", n) not in shared)
         binding.check_session_state(unshared, state, {n: specs[n] for n in unshared})
         self._constant: set[str] = set()
-        self._graph = hasattr(dev, "capture") if graph is None else bool(graph)
+        # A tensor-parallel step's all_reduce runs on torch.distributed
+        # between the device's batches, which a CUDA graph does not capture
+        # here (capturing NCCL calls is future work): such a step launches.
+        reduces = any(artifact.reduces(name) for name in artifact.programs)
+        self._graph = hasattr(dev, "capture") and not reduces if graph is None else bool(graph)
         if self._graph and not hasattr(dev, "capture"):
             raise PootError(f"the {type(dev).__name__.strip('_').lower()} backend has no graph capture")
+        if self._graph and reduces:
+            raise PootError(
+                "graph=True: this tensor-parallel step sums buffers over the ranks between its "
+                "launches (torch.distributed), which is not captured in a CUDA graph yet: "
+                "pass graph=False or leave graph unset"
+            )
+        self._failures = SiteFailures(artifact.communicator)
         self._built: dict[tuple, Any] = {}
         #: Arguments bound to memory the caller owns (CUDA tensors): index -> buffer.
         self._borrowed: dict[int, Any] = {}
@@ -623,9 +750,12 @@ class Session:
                     ("launch", self.artifact.kernel(launch), [bufs[a] for a in launch["args"]],
                      tuple(launch["grid"]))
                 )
-            else:
+            elif "copy" in command:
                 copy = command["copy"]
                 commands.append(("copy", bufs[copy["from"]], bufs[copy["to"]], copy["bytes"]))
+            elif self.artifact.communicator is not None:  # else the identity: one rank
+                r = command["all_reduce"]
+                commands.append(("all_reduce", bufs[r["buffer"]], r["count"], r["dtype"], r["site"]))
         signature = self.artifact.signature
         if name == signature.name:
             slots = iter(program["results"])
@@ -659,8 +789,17 @@ class Session:
         if self._graph:
             dev.replay(runnable)
         else:
-            dev.execute(runnable)
+            _run_commands(dev, runnable, self._all_reduce)
+            self._failures.raise_failure()
         return bufs
+
+    def _all_reduce(self, command: tuple) -> None:
+        """One all_reduce command on the artifact's communicator. A failure
+        is kept and raised after the program (`_run`): the later commands
+        and collectives still run, so the other ranks are not left waiting."""
+        _, buf, count, dtype_code, site = command
+        dev, communicator = self.artifact.device, self.artifact.communicator
+        self._failures.run(site, lambda: dev.all_reduce(buf, count, dtype_code, communicator))
 
     def _bind(
         self, inputs: Mapping[str, Any], only: "set[str] | None" = None
@@ -713,7 +852,41 @@ class Session:
         came from. `device_outputs=True` (CUDA): the outputs not fetched come
         as DeviceTensors over the session's buffers, not read back (alone:
         none is read back). Validation witnesses are always read: they
-        decide whether the step failed."""
+        decide whether the step failed.
+
+        A tensor-parallel step runs on every rank or on none: each rank
+        binds, uploads and validates, then the ranks agree
+        (`collectives.everywhere`); a refusal anywhere raises on every rank
+        (RankRefused on the others) before any command ran. A collective
+        that fails mid-step is a CommunicatorError, and a session with state
+        closes: its state may hold part of the step."""
+        communicator = self.artifact.communicator
+        signature = self.artifact.signature
+        fetch, borrowed = everywhere(
+            communicator, lambda: self._prepare(inputs, device_outputs, fetch)
+        )
+        if signature.validate is not None and self.artifact.reduces(signature.validate[0]):
+            # A prologue that sums over the ranks runs on every rank, after
+            # they agreed; then they agree on its flags.
+            flags = self._run_or_close(signature.validate[0], borrowed)
+            everywhere(communicator, lambda: self._check_prologue(flags))
+        bufs = self._run_or_close(signature.name, borrowed)
+        outputs = self._outputs(bufs, fetch, device_outputs)
+        late = signature.validate is None and any(p.slot == "validation" for p in signature.results)
+        if late:  # computed by the step itself: every rank raises, or none
+            everywhere(communicator, lambda: binding.check_validation(signature, outputs))
+        else:
+            binding.check_validation(signature, outputs)
+        named = {p.key: v for p, v in zip(signature.results, outputs) if p.name is not None and v is not None}
+        return binding.Result(outputs, named, {})
+
+    def _prepare(
+        self, inputs: Mapping[str, Any], device_outputs: bool, fetch: "Collection[str] | None"
+    ) -> tuple["set[str] | None", dict[int, Any]]:
+        """Everything that may refuse a step before it runs: the arguments,
+        the bind, the uploads of the inputs and the validation prologue
+        (unless it sums over the ranks). (The names to fetch, the borrowed
+        buffers.) Nothing here changes the state."""
         self._check_open()
         signature = self.artifact.signature
         dev = self.artifact.device
@@ -731,18 +904,38 @@ class Session:
         host, borrowed = self._bind(inputs)
         for i, array in host:
             dev.write(self._args[i], array)
-        if signature.validate is not None:
-            name, indices = signature.validate
-            bufs = self._run(name, borrowed)
-            flags: list[Any] = [None] * len(signature.results)
-            results = self.artifact.programs[name]["results"]
-            for slot, i in zip(results, indices):
-                port = signature.results[i]
-                flags[i] = dev.read(bufs[slot], port.dtype, port.shape)
-            binding.check_validation(signature, flags)
-        bufs = self._run(signature.name, borrowed)
-        program = self.artifact.programs[signature.name]
-        remaining = iter(program["results"])
+        if signature.validate is not None and not self.artifact.reduces(signature.validate[0]):
+            self._check_prologue(self._run(signature.validate[0], borrowed))
+        return fetch, borrowed
+
+    def _check_prologue(self, bufs: list[Any]) -> None:
+        """Read the validation prologue's flags from its buffers `bufs`;
+        ValidationFailure when one is false."""
+        signature = self.artifact.signature
+        name, indices = signature.validate  # type: ignore[misc]
+        flags: list[Any] = [None] * len(signature.results)
+        for slot, i in zip(self.artifact.programs[name]["results"], indices):
+            port = signature.results[i]
+            flags[i] = self.artifact.device.read(bufs[slot], port.dtype, port.shape)
+        binding.check_validation(signature, flags)
+
+    def _run_or_close(self, name: str, borrowed: dict[int, Any]) -> list[Any]:
+        """`_run`; a failed collective closes a session that carries state
+        (the program ran on, so its state holds a step summed wrong)."""
+        try:
+            return self._run(name, borrowed)
+        except CommunicatorError:
+            if self.artifact.signature.state_names:
+                self.close()
+            raise
+
+    def _outputs(self, bufs: list[Any], fetch: "set[str] | None", device_outputs: bool) -> list[Any]:
+        """The step's outputs from its program's buffers: read back when
+        fetched (validation flags always), DeviceTensors when asked, None
+        for state (on the device) and what stays there."""
+        signature = self.artifact.signature
+        dev = self.artifact.device
+        remaining = iter(self.artifact.programs[signature.name]["results"])
         outputs: list[Any] = []
         for port in signature.results:
             if port.in_place_of is not None:
@@ -757,9 +950,7 @@ class Session:
                 outputs.append(dev.device_output(buf, port.dtype, port.shape))
             else:
                 outputs.append(None)  # left on the device: not fetched
-        binding.check_validation(signature, outputs)
-        named = {p.key: v for p, v in zip(signature.results, outputs) if p.name is not None and v is not None}
-        return binding.Result(outputs, named, {})
+        return outputs
 
     def write_state(self, name: str, value: Any) -> None:
         """Replace one state on the device (bound like the initial state):
