@@ -415,11 +415,3 @@ def test_the_decode_example_runs_split(capfd) -> None:
     assert decode.main(["--steps", "2", "--cap", "8", "--tensor-parallel", "2"]) == 0
     out = capfd.readouterr().out
     assert out.count("(rank 0 of 2; all ranks agree)") == 2, out
-
-
-def test_the_decode_example_refuses_a_gpu_target(capsys) -> None:
-    from poot_mlir.examples import decode
-
-    with pytest.raises(SystemExit):
-        decode.main(["--tensor-parallel", "2", "--target", "cuda"])
-    assert "CPU ranks (gloo) only" in capsys.readouterr().err

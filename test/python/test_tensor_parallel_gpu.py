@@ -5,7 +5,7 @@ the program's all_reduce commands on a communicator.
 The decoder split over 2 (and 4) ranks on Mesa lavapipe, through raw Vulkan
 and through wgpu, in spawned processes joined by gloo
 (tensor_parallel_ranks.gpu_decoder_rank), against the float64 oracle of the
-unsharded step; in-process, a fake communicator (rank 0 of 2) checks what
+unsharded step, and the decode example split on wgpu; in-process, a fake communicator (rank 0 of 2) checks what
 an all_reduce command hands it (f32, and bf16 carried as i16 by SPIR-V),
 a failing collective and a peer's refusal; without a device, the
 communicator refusals at load, the manifest record and the checks of the
@@ -137,6 +137,19 @@ def test_four_ranks_replicate_the_kv_heads(tmp_path, rng) -> None:
     modules, runs = _decoder_runs(tmp_path, rng, device, 4, configs)
     results = spawn(ranks.gpu_decoder_rank, 4, backend, runs)
     _check_against_the_oracle(configs, modules, runs, results, 4)
+
+
+def test_the_decode_example_runs_split_on_wgpu(capfd) -> None:
+    """`python -m poot_mlir.examples.decode --tensor-parallel 2 --target
+    wgpu`: each rank its own device session; rank 0 checks each step
+    against the unsharded oracle; 0 only when all match and agree."""
+    require("wgpu")
+    from poot_mlir.examples import decode
+
+    assert decode.main(["--steps", "2", "--cap", "8", "--tensor-parallel", "2", "--target", "wgpu"]) == 0
+    out = capfd.readouterr().out
+    assert "decoding on 2 wgpu ranks" in out
+    assert out.count("(rank 0 of 2; all ranks agree)") == 2, out
 
 
 # -- in process: a fake communicator ------------------------------------------

@@ -2,6 +2,7 @@
 
     python -m poot_mlir.examples.decode [--steps 16] [--layers 2] [--cap 64]
     python -m poot_mlir.examples.decode --tensor-parallel 2   # the step split over 2 CPU ranks
+    python -m poot_mlir.examples.decode --tensor-parallel 2 --target vulkan   # ... over 2 GPU ranks
 
 1. traces a decoder stack (RMSNorm, RoPE, GQA attention over a fixed-capacity
    KV cache, SiLU MLP) with `poot_mlir.frontend` (examples/decoder.py);
@@ -20,14 +21,16 @@
    oracle running the unfused module in float64 from the same state, and the
    time per step is printed.
 
-With `--tensor-parallel N` (CPU only) the step runs split over N ranks
-(docs/tensor-parallel.md): N processes joined by torch.distributed (gloo),
-each compiling its own rank program (`compile_cpu(..., tensor_parallel=(r,
-N))`: attention by heads, the MLP by columns and rows, an all-reduce after
-each), taking its blocks of the same weights and empty KV cache, and
-decoding together. Rank 0 checks every step's logits against the float64
-oracle of the *unsharded* step, carrying the oracle's own state; every rank
-must pick the same token.
+With `--tensor-parallel N` the step runs split over N ranks
+(docs/tensor-parallel.md): N processes joined by torch.distributed (gloo;
+on CUDA, NCCL for the sums), each compiling its own rank program
+(`compile_cpu` / `compile_gpu(..., tensor_parallel=(r, N))`: attention by
+heads, the MLP by columns and rows, an all-reduce after each), taking its
+blocks of the same weights and empty KV cache, and decoding together; with a
+GPU `--target` each rank runs its own device session (on lavapipe every
+rank uses the CPU's Vulkan device; on CUDA rank r uses GPU r). Rank 0 checks
+every step's logits against the float64 oracle of the *unsharded* step,
+carrying the oracle's own state; every rank must pick the same token.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ import json
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -60,18 +64,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rtol", type=float, default=1e-4, help="logits tolerance vs the oracle")
     parser.add_argument(
         "--tensor-parallel", type=int, default=1, metavar="N",
-        help="split the step over N CPU ranks (torch.distributed, gloo)",
+        help="split the step over N ranks (torch.distributed: gloo, and NCCL on cuda)",
     )
     args = parser.parse_args(argv)
     if args.steps > args.cap:
         parser.error("--steps cannot exceed --cap")
     if args.tensor_parallel < 1:
         parser.error("--tensor-parallel takes a number of ranks, at least 1")
-    if args.tensor_parallel > 1 and args.target != "cpu":
-        parser.error(
-            f"--tensor-parallel runs on CPU ranks (gloo) only, not --target {args.target}: "
-            "drop --target (or pass --target cpu)"
-        )
 
     config = DecoderConfig(layers=args.layers, cap=args.cap)
     if args.tensor_parallel > 1:
@@ -144,10 +143,32 @@ def _tensor_parallel(args: argparse.Namespace, config: DecoderConfig) -> int:
     from . import decode  # the rank function by its module's name, not __main__'s
 
     degree = args.tensor_parallel
-    print(f"decoding on {degree} CPU ranks (torch.distributed, gloo)", flush=True)
+    # NCCL sums CUDA tensors; the ranks' agreement before each step is a
+    # host tensor, which the same group sums with gloo.
+    backend = "cpu:gloo,cuda:nccl" if args.target == "cuda" else "gloo"
+    where = "CPU ranks" if args.target == "cpu" else f"{args.target} ranks"
+    print(f"decoding on {degree} {where} (torch.distributed, {backend})", flush=True)
     with tempfile.TemporaryDirectory(prefix="poot-decode-tp-") as out:
-        codes = spawn(decode._decode_rank, degree, config, vars(args), out)
+        codes = spawn(decode._decode_rank, degree, config, vars(args), out, backend=backend)
     return max(codes)
+
+
+def _rank_artifact(rank: int, degree: int, module: Any, target: str, out: Path, comm: Any) -> Any:
+    """This rank's program compiled and loaded for `target`: in-process on
+    the CPU, or a device session's artifact (rank r on CUDA device r)."""
+    if target == "cpu":
+        return CpuArtifact(compile_cpu(module, out, tensor_parallel=(rank, degree)), communicator=comm)
+    from ..compiler.gpu import compile_gpu
+    from ..runtime.program import ProgramArtifact
+
+    backend = target
+    if target == "cuda":
+        import torch
+
+        torch.cuda.set_device(rank)  # NCCL's device for this rank
+        backend = f"cuda:{rank}"
+    path = compile_gpu(module, targets.describe(target), out, tensor_parallel=(rank, degree))
+    return ProgramArtifact(path, backend=backend, communicator=comm)
 
 
 def _decode_rank(rank: int, degree: int, config: DecoderConfig, opts: dict, out: str) -> int:
@@ -161,24 +182,27 @@ def _decode_rank(rank: int, degree: int, config: DecoderConfig, opts: dict, out:
     module = build_decoder(config).finish()  # every rank traces the same step
     t0 = time.perf_counter()
     # Ranks compile concurrently, each into its own directory.
-    path = compile_cpu(module, Path(out) / f"rank{rank}", tensor_parallel=(rank, degree))
+    artifact = _rank_artifact(rank, degree, module, opts["target"], Path(out) / f"rank{rank}", comm)
     seconds = time.perf_counter() - t0
-    artifact = CpuArtifact(path, communicator=comm)
     full_weights = init_weights(config, opts["seed"])
     weights = artifact.shard(full_weights)
-    session = artifact.session(artifact.shard(init_state(config)))
+    on_device = opts["target"] != "cpu"
+    state = artifact.shard(init_state(config))
+    # On a device the weights are uploaded once, with the session.
+    session = artifact.session(state, constants=weights) if on_device else artifact.session(state)
+    step_weights = {} if on_device else weights
     # The reference: the unsharded module's float64 oracle with its own state.
     reference = oracle.Session(module, init_state(config), reference=True) if rank == 0 else None
     if rank == 0:
-        manifest = json.loads((path / "manifest.json").read_text())
+        manifest = artifact.manifest
         print(f"traced {config.layers} layers; rank 0 fused {manifest['fusion']['attention']} "
-              f"attention ops and compiled in {seconds:.2f} s", flush=True)
+              f"attention ops and compiled for {opts['target']} in {seconds:.2f} s", flush=True)
 
     token, tokens, worst = 1, [], 0.0
     for step in range(opts["steps"]):
         inputs = {"pos": np.int32(step), "token": np.array([[token]], np.int32)}
         start = time.perf_counter()
-        logits = session.step({**inputs, **weights}).named["logits"]
+        logits = session.step({**inputs, **step_weights}).named["logits"]
         elapsed = time.perf_counter() - start
         ok, err = True, 0.0
         if reference is not None:

@@ -564,7 +564,9 @@ class Session:
     On the CUDA backend:
     - a step's commands (every launch and device copy of the program, the
       copies of state not written in place included) are captured once as a
-      CUDA graph and replayed (`graph=False` launches them one by one). The
+      CUDA graph and replayed (`graph=False` launches them one by one). A
+      tensor-parallel rank program's all_reduce is not captured: its
+      commands are launched one by one (docs/tensor-parallel.md). The
       inputs are written into the session's buffers before each replay, so
       pos/len and the other inputs may change between replays; the graph
       reads them there.
