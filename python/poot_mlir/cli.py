@@ -58,6 +58,11 @@ def _print_summary(path: Path) -> None:
           f"{fusion.get('selected_attention', 0)} selected_attention")
     for reason in fusion.get("declined", []):
         print(f"  declined: {reason}")
+    split = manifest["function"].get("tensor_parallel")
+    if split:
+        sharded = sum(1 for port in manifest["function"].get("inputs", []) if port.get("shard"))
+        print(f"  tensor parallel: rank {split['rank']} of {split['degree']}, {sharded} arguments "
+              f"sharded, {manifest['function'].get('all_reduce_sites', 0)} all_reduce(s)")
     for record in manifest.get("attention", []):
         request = record.get("request", {})
         print(f"  planned {record.get('op', 'attention')} at {record.get('location', '?')}: "
@@ -65,6 +70,17 @@ def _print_summary(path: Path) -> None:
               f"{request.get('grid_y', '?')}, splits {request.get('splits', 1)}")
     for note in manifest.get("notes", []):
         print(f"  note: {note}")
+
+
+def _rank_of(spec: str) -> tuple[int, int]:
+    """`--tensor-parallel 1/4` -> (rank 1, degree 4)."""
+    try:
+        rank, degree = (int(part) for part in spec.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{spec!r}: expected RANK/DEGREE, e.g. 0/2") from None
+    if not 0 <= rank < degree:
+        raise argparse.ArgumentTypeError(f"{spec!r}: needs 0 <= RANK < DEGREE")
+    return rank, degree
 
 
 def compile_main(argv: Sequence[str] | None = None) -> int:
@@ -78,6 +94,9 @@ def compile_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--func", help="the step function (default: the only public one)")
     parser.add_argument("--no-fuse", action="store_true", help="skip the attention rewrite")
     parser.add_argument("--parallel", choices=("serial", "omp"), help="CPU: how parallel loops run")
+    parser.add_argument("--tensor-parallel", type=_rank_of, metavar="RANK/DEGREE",
+                        help="write rank RANK's program of the step split over DEGREE ranks "
+                             "(docs/tensor-parallel.md)")
     for name in LIMITS:
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, dest=name, metavar="N",
                             help=f"device limit {name}")
@@ -97,11 +116,12 @@ def compile_main(argv: Sequence[str] | None = None) -> int:
 
             extra = {"parallel": args.parallel} if args.parallel else {}
             path = compile_cpu(text, args.output, func=args.func, device=device,
-                               fuse=not args.no_fuse, **extra)
+                               fuse=not args.no_fuse, tensor_parallel=args.tensor_parallel, **extra)
         else:
             from .compiler.gpu import compile_gpu
 
-            path = compile_gpu(text, device, args.output, func=args.func, fuse=not args.no_fuse)
+            path = compile_gpu(text, device, args.output, func=args.func, fuse=not args.no_fuse,
+                               tensor_parallel=args.tensor_parallel)
     except errors.PlanRefusal as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_REFUSED

@@ -130,3 +130,30 @@ def test_poot_opt_version_names_poot_mlir() -> None:
     assert "LLVM" in shown.stdout
     compile_version = _cli("poot-compile", "--version")
     assert f"poot_mlir {__version__}" in compile_version.stdout
+
+
+MLP = """
+func.func @mlp(%x: tensor<1x8xf32> {poot.name = "x"}, %wg: tensor<8x16xf32> {poot.name = "wg"},
+               %wd: tensor<16x8xf32> {poot.name = "wd"}) -> tensor<1x8xf32> {
+  %g = poot.matmul %x, %wg : (tensor<1x8xf32>, tensor<8x16xf32>) -> tensor<1x16xf32>
+  %s = poot.logistic %g : tensor<1x16xf32>
+  %d = poot.matmul %s, %wd : (tensor<1x16xf32>, tensor<16x8xf32>) -> tensor<1x8xf32>
+  return %d : tensor<1x8xf32>
+}
+"""
+
+
+def test_compile_writes_a_tensor_parallel_rank_program(tmp_path) -> None:
+    (tmp_path / "mlp.mlir").write_text(MLP)
+    compiled = _cli("poot-compile", str(tmp_path / "mlp.mlir"), "--tensor-parallel", "1/2",
+                    "-o", str(tmp_path / "art"))
+    assert compiled.returncode == 0, compiled.stderr
+    assert "tensor parallel: rank 1 of 2, 2 arguments sharded, 1 all_reduce(s)" in compiled.stdout
+    manifest = (tmp_path / "art" / "manifest.json").read_text()
+    assert '"block": 1' in manifest and '"parts": 2' in manifest
+    # Not RANK/DEGREE, or a rank outside the degree: argparse's usage error.
+    for spec in ("2/2", "one/two"):
+        bad = _cli("poot-compile", str(tmp_path / "mlp.mlir"), "--tensor-parallel", spec,
+                   "-o", str(tmp_path / "bad"))
+        assert bad.returncode == 2 and "RANK" in bad.stderr, bad.stderr
+        assert not (tmp_path / "bad").exists()
