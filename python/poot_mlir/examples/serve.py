@@ -2,6 +2,7 @@
 
     python -m poot_mlir.examples.serve [--check] [--rows 4] [--tokens 4] [--blocks 16]
     python -m poot_mlir.examples.serve --hf llama [--target cpu|vulkan|wgpu|cuda] [--check]
+    python -m poot_mlir.examples.serve --hf llama --tensor-parallel 2 [--check]
 
 1. traces the example decoder as a serving step (examples/paged_decoder.py:
    per-row positions and lengths, paged K/V pools, per-row LoRA slots),
@@ -25,7 +26,12 @@
 adapters) from a random-init Hugging Face model instead, through
 `CausalLM.engine` (the model's own forward over paged pools,
 models/paged.py); `--check` then compares every request's tokens with
-transformers' greedy `generate` of it alone.
+transformers' greedy `generate` of it alone. `--tensor-parallel N` (with
+`--hf`, on the CPU) serves them from N gloo ranks (`runtime.distributed.
+spawn`): each rank builds the same seeded model as its `CausalLM(...,
+communicator=)`, whose paged step is split by heads and its pools by KV
+heads, and runs the same engine; rank 0 prints the steps, and every rank
+must produce the same tokens.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -189,22 +196,62 @@ def hf_model(family: str, layers: int, seed: int):
 
 def serve_hf(args: argparse.Namespace) -> int:
     """The scenario's requests (adapters dropped: a Hugging Face model has
-    none here) served by `CausalLM.engine` on `args.target`."""
-    import torch
+    none here) served by `CausalLM.engine` on `args.target` (on
+    `args.tensor_parallel` CPU ranks when set)."""
+    if args.tensor_parallel:
+        return serve_hf_ranks(args)
+    status, done = serve_hf_once(args)
+    if status or not args.check:
+        return status
+    return check_hf(args, done)
 
+
+def serve_hf_ranks(args: argparse.Namespace) -> int:
+    """`serve_hf_once` in `args.tensor_parallel` spawned ranks; every rank
+    must have produced the same tokens."""
+    from ..runtime.distributed import spawn
+
+    results = spawn(_serve_rank, args.tensor_parallel, args)
+    status, done = results[0]
+    for rank, (other_status, other) in enumerate(results[1:], start=1):
+        if other_status or {k: c.tokens for k, c in other.items()} != {
+            k: c.tokens for k, c in done.items()
+        }:
+            print(f"rank {rank} served different tokens from rank 0 (or failed)")
+            return 1
+    if status:
+        return status
+    print(f"every one of {args.tensor_parallel} ranks served the same tokens")
+    return check_hf(args, done) if args.check else 0
+
+
+def _serve_rank(rank: int, world: int, args: argparse.Namespace) -> tuple[int, dict]:
+    from ..runtime.collectives import Communicator
+
+    if rank != 0:  # one rank speaks for all
+        args = argparse.Namespace(**{**vars(args), "quiet": True, "silent": True})
+    return serve_hf_once(args, Communicator())
+
+
+def serve_hf_once(args: argparse.Namespace, communicator: Any = None) -> tuple[int, dict]:
+    """(status, completions) of the scenario served once by `CausalLM.engine`
+    (as one rank of `communicator`'s, when given)."""
     from ..models import CausalLM
 
+    say = (lambda *a: None) if getattr(args, "silent", False) else print
     model = hf_model(args.hf, args.layers, args.seed)
     step = StepShape(args.rows, args.tokens, args.cap)
     t0 = time.perf_counter()
-    with CausalLM.from_hf(model, args.target, max_seq_len=step.max_tokens) as lm:
+    where = args.target if communicator is None else f"{communicator.size} CPU ranks"
+    lm = CausalLM.from_hf(model, args.target, max_seq_len=step.max_tokens, communicator=communicator)
+    with lm:
         engine = lm.engine(
             max_batch=args.rows, chunk=args.tokens, num_blocks=args.blocks,
             max_seq_len=step.max_tokens,
         )  # fmt: skip
-        print(
+        say(
             f"compiled {args.hf} ({args.layers} layers, random init) as a paged step "
-            f"[{args.rows} x {args.tokens}] and [{args.rows} x 1] for {args.target} in "
+            f"[{args.rows} x {args.tokens}] and [{args.rows} x 1] for {where} in "
             f"{time.perf_counter() - t0:.2f} s; pool {args.blocks} blocks x 16 slots"
         )
         plan = scenario(model.config.vocab_size, args.seed, step.max_tokens)
@@ -214,20 +261,26 @@ def serve_hf(args: argparse.Namespace) -> int:
         while not engine.idle:
             report = engine.step()
             if report is not None and not args.quiet:
-                print(describe(report, args.rows))
+                say(describe(report, args.rows))
         wall = time.perf_counter() - start
         done, cache = engine.completions, engine.cache
         generated = sum(len(c.tokens) for c in done.values())
-        print(
+        say(
             f"served {len(done)} requests, {generated} tokens in {wall:.2f} s "
             f"({generated / wall:.1f} tokens/s); prefix hits {cache.prefix_hits}, prefill tokens "
             f"skipped {cache.tokens_skipped}, evictions {cache.allocator.evictions}"
         )
         if cache.check():
-            print(f"cache invariants broken: {cache.check()}")
-            return 1
-    if not args.check:
-        return 0
+            say(f"cache invariants broken: {cache.check()}")
+            return 1, done
+    return 0, done
+
+
+def check_hf(args: argparse.Namespace, done: dict) -> int:
+    """Every request's tokens against transformers' greedy `generate` of it alone."""
+    import torch
+
+    model = hf_model(args.hf, args.layers, args.seed)
     failed = []
     for rid, c in done.items():
         ids = torch.tensor([c.prompt])
@@ -266,7 +319,18 @@ def main(argv: list[str] | None = None) -> int:
         "family (CausalLM.engine) instead of the example decoder; --check compares each "
         "request with transformers' greedy generate of it alone",
     )  # fmt: skip
+    parser.add_argument(
+        "--tensor-parallel", type=int, default=0, metavar="N",
+        help="with --hf: serve from N CPU ranks (gloo), the step split by heads",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.tensor_parallel:
+        if args.tensor_parallel < 1:
+            parser.error("--tensor-parallel: expected N >= 1 ranks")
+        if not args.hf:
+            parser.error("--tensor-parallel serves a Hugging Face model: add --hf llama (or another)")
+        if args.target != "cpu":
+            parser.error("--tensor-parallel runs on CPU ranks only (the GPU runtimes take no communicator yet)")
     if args.hf:
         return serve_hf(args)
 

@@ -17,6 +17,15 @@ kept (the compile cache, $POOT_CACHE, also keeps them across processes).
 Serving many requests at once -- continuous batching over paged KV pools,
 prefix caching, preemption -- is `lm.engine(...)`: a `driver.Engine` over
 the model's paged step (`models.paged`, `models.serving`).
+
+Tensor parallel on CPU ranks (docs/tensor-parallel.md): in each rank's
+process, with the same model and the same calls,
+
+    lm = CausalLM.from_hf(model, "cpu", communicator=Communicator())
+
+compiles every step as this rank's program (attention split by heads, the
+MLP by columns and rows), binds this rank's blocks of the weights and of
+the cache, and returns the same ids on every rank.
 """
 
 from __future__ import annotations
@@ -29,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BindError
-from .hf_export import add_next_token, cache_shapes, export_step
-from .runners import make_runner
+from ..errors import BindError, CommunicatorError
+from .hf_export import add_next_token, export_step
+from .runners import make_runner, refuse_gpu_ranks
 from ..driver.sampling import Sampling
 
 __all__ = ["CausalLM"]
@@ -144,8 +153,7 @@ class CausalLM:
         config = model.config.get_text_config(decoder=True)
         self.vocab_size = int(config.vocab_size)
         self._generation = getattr(model, "generation_config", None)
-        self._batch: int | None = None
-        self._shapes: list | None = None  # per layer (K, V) cache shapes of `_batch` rows
+        self._batch: int | None = None  # the rows the current cache holds
         self._engines: list = []  # closed before the runner (they may share its device)
 
     # --- construction -------------------------------------------------------------------
@@ -159,6 +167,7 @@ class CausalLM:
         max_seq_len: int | None = None,
         dtype: Any = None,
         workdir: "str | Path | None" = None,
+        communicator: Any = None,
     ) -> "CausalLM":
         """Compile-on-demand generation for a transformers causal LM.
 
@@ -169,7 +178,15 @@ class CausalLM:
         dtype (f32, bf16, f16 or a torch dtype; the model is copied first,
         never changed); default the model's. `workdir`: where the compiled
         steps go (default a temporary directory, removed by `close`).
+
+        `communicator` (a `runtime.collectives.Communicator`, CPU target
+        only): this process is one rank of a tensor-parallel model; every
+        rank builds it from the same model and makes the same calls
+        (`generate`, `engine`), and gets the same ids. A degree the model's
+        heads or MLP width do not divide runs whole on every rank, with a
+        warning. A GPU target with a communicator is a CommunicatorError.
         """
+        refuse_gpu_ranks(target, communicator)  # before anything is copied or made
         torch_dtype = _torch_dtype(dtype)
         model = model.eval()
         current = next(model.parameters()).dtype
@@ -182,9 +199,17 @@ class CausalLM:
             raise ValueError(f"max_seq_len must be >= 1, got {max_seq_len!r}")
         owns = workdir is None
         root = Path(tempfile.mkdtemp(prefix="poot-causal-lm-")) if owns else Path(workdir)
+        if communicator is not None and not owns:
+            # Each rank compiles its own program: never into a peer's folder.
+            root = root / f"rank{communicator.rank}"
         root.mkdir(parents=True, exist_ok=True)
-        runner = make_runner(target, root)
+        runner = make_runner(target, root, communicator)
         return cls(model, runner, capacity, root, owns)
+
+    @property
+    def communicator(self) -> Any:
+        """This rank's communicator (None: not tensor-parallel)."""
+        return getattr(self._runner, "communicator", None)
 
     def close(self) -> None:
         """Release the runtime, the engines' runners and the compiled steps
@@ -266,21 +291,16 @@ class CausalLM:
             self._runner.add(key, tracer.finish(), lambda: exported_weights(ep, pack_weights=True))
         return key
 
-    def _reset(self, batch: int) -> None:
+    def _reset(self, batch: int, key: Any) -> None:
         """A cache for `batch` rows. A new prompt reuses the last one's cache
         as it is: every slot a query can see (up to its position) is written
         first, and the mask hides the rest, whose old finite values weigh 0
         -- so nothing is cleared or uploaded between prompts. A new batch
-        size allocates a zeroed cache."""
-        if self._shapes is not None and self._batch == batch:
+        size allocates a zeroed cache, at the shapes the compiled step `key`
+        (of `batch` rows) carries: a rank's cache holds only its heads."""
+        if self._batch == batch:
             return
-        self._shapes = cache_shapes(self.model, batch, self.capacity)
-        dtype = self._runner.numpy_dtype(self.model)
-        state = {}
-        for i, (k_shape, v_shape) in enumerate(self._shapes):
-            state[f"cache_k{i}"] = np.zeros(k_shape, dtype)
-            state[f"cache_v{i}"] = np.zeros(v_shape, dtype)
-        self._runner.reset(state)
+        self._runner.reset(self._runner.zero_state(key))
         self._batch = batch
 
     def logits(self, input_ids: Any, attention_mask: Any = None) -> np.ndarray:
@@ -295,8 +315,8 @@ class CausalLM:
         batch, length = ids.shape
         if length > self.capacity:
             raise BindError(f"the prompt has {length} tokens; the cache holds {self.capacity} (max_seq_len)")
-        self._reset(batch)
         chunks, pos = _chunks(length), 0
+        self._reset(batch, self._step(batch, chunks[0], padding is not None))
         for i, n in enumerate(chunks):
             key = self._step(batch, n, padding is not None)
             extra = padding.chunk(pos, n) if padding is not None else None
@@ -343,6 +363,11 @@ class CausalLM:
         tokenizer gives them: each row then has its own positions and never
         attends to its padding, as in transformers."""
         sampling = Sampling(do_sample, temperature, top_k, top_p)
+        if sampling.do_sample and seed is None and self.communicator is not None:
+            raise CommunicatorError(
+                "do_sample on tensor-parallel ranks needs seed=: every rank draws its own "
+                "tokens, and only the same seed makes them draw the same ones"
+            )
         if not isinstance(max_new_tokens, int) or max_new_tokens < 0:
             raise ValueError(f"max_new_tokens must be an int >= 0, got {max_new_tokens!r}")
         ids = _token_ids(input_ids, self.vocab_size)

@@ -16,32 +16,30 @@ A step is run for what the caller reads of it: `logits` (the last
 token's, `[B, vocab]`), `next_token` (the step's own argmax, `[B]`: a GPU
 reads back those `B x 4` bytes, not the logits) or `advance` (a prefill
 chunk whose outputs nobody reads: nothing is read back).
+
+Tensor parallel (CPU ranks): `CpuRunner(workdir, communicator)` compiles
+each step as this rank's program (`compile_cpu(tensor_parallel=(rank,
+size))`), binds this rank's blocks of the weights (`artifact.shard`), and
+its zeroed cache has the rank's shapes, read from the step's own state
+ports (`zero_state`). Every rank runs the same steps in the same order; the
+compiled all_reduces keep them in step.
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
 from ..compiler import devices
+from ..errors import CommunicatorError
 from .hf_export import NEXT_TOKEN
 
-__all__ = ["CpuRunner", "GpuRunner", "make_runner"]
+__all__ = ["CpuRunner", "GpuRunner", "make_runner", "tensor_parallel_of", "zero_state"]
 
 Key = tuple[int, int, bool]  # (batch, tokens, padded)
-
-
-def _numpy_dtype(model: Any) -> np.dtype:
-    import torch
-
-    dtype = next(model.parameters()).dtype
-    if dtype == torch.bfloat16:
-        import ml_dtypes
-
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(str(dtype).removeprefix("torch."))
 
 
 def _step_inputs(ids: np.ndarray, pos: int, extra: dict[str, Any] | None) -> dict[str, Any]:
@@ -52,11 +50,46 @@ def _folder(key: Key) -> str:
     return f"b{key[0]}_t{key[1]}" + ("_padded" if key[2] else "")
 
 
+def zero_state(signature: Any) -> dict[str, np.ndarray]:
+    """A zeroed value of every state the step carries, at the shapes and
+    dtypes of its own ports (a rank program's: this rank's blocks), so the
+    cache's shape has one owner, the compiled step."""
+    return {
+        port.state: np.zeros(port.shape, port.dtype)
+        for port in signature.args
+        if port.state is not None
+    }
+
+
+def tensor_parallel_of(communicator: Any) -> "tuple[int, int] | None":
+    """`compile_cpu`'s `tensor_parallel` for a communicator's rank: None
+    without one, or in a world of one rank (nothing to split)."""
+    if communicator is None or communicator.size == 1:
+        return None
+    return (communicator.rank, communicator.size)
+
+
+def warn_if_whole(artifact: Any, what: str) -> None:
+    """Warn when a rank program split nothing (the split pass leaves a
+    projection group whole when the degree does not divide its heads or
+    columns): every rank then runs the whole step, correct but neither
+    smaller nor faster. (A KV cache every rank holds whole because there
+    are fewer KV heads than ranks is the split working: no warning.)"""
+    signature = artifact.signature
+    if signature.degree == 1 or any(port.shard is not None for port in signature.args):
+        return
+    warnings.warn(
+        f"{what}: the tensor-parallel split left the whole step on every rank (no weight or "
+        f"cache is sharded), so each of the {signature.degree} ranks runs it replicated: "
+        f"choose a degree that divides the attention heads and the MLP width",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+
+
 class _Runner:
     """What both runners answer; `_run(key, inputs, fetch)` runs one step,
     reading back (on a GPU) only the outputs named in `fetch`."""
-
-    numpy_dtype = staticmethod(_numpy_dtype)
 
     def _run(self, key: Key, inputs: dict[str, Any], fetch: tuple[str, ...]) -> Any:
         raise NotImplementedError
@@ -75,10 +108,18 @@ class _Runner:
         """Run the step for its cache writes only (a prompt's inner chunk)."""
         self._run(key, _step_inputs(ids, pos, extra), ())
 
+    def zero_state(self, key: Key) -> dict[str, np.ndarray]:
+        """A zeroed cache at the shapes the compiled step `key` carries."""
+        return zero_state(self._steps[key].signature)  # type: ignore[attr-defined]
+
 
 class CpuRunner(_Runner):
-    def __init__(self, workdir: Path) -> None:
+    """In-process steps; with `communicator` (a `runtime.collectives.
+    Communicator`), this rank's programs over this rank's blocks."""
+
+    def __init__(self, workdir: Path, communicator: Any = None) -> None:
         self.workdir = workdir
+        self.communicator = communicator
         self._steps: dict[Key, Any] = {}
         self._weights: dict[str, np.ndarray] | None = None
         self._state: dict[str, np.ndarray] = {}
@@ -90,10 +131,16 @@ class CpuRunner(_Runner):
         from ..compiler import compile_cpu
         from ..runtime.cpu import CpuArtifact
 
-        path = compile_cpu(module, self.workdir / _folder(key))
-        self._steps[key] = CpuArtifact(path)
-        if self._weights is None:  # every shape reads the same weights
-            self._weights = weights()
+        parallel = tensor_parallel_of(self.communicator)
+        path = compile_cpu(module, self.workdir / _folder(key), tensor_parallel=parallel)
+        artifact = CpuArtifact(path, communicator=self.communicator)
+        warn_if_whole(artifact, f"the [{key[0]}, {key[1]}] step")
+        self._steps[key] = artifact
+        if self._weights is None:
+            # Every shape reads the same weights, split the same way: a rank
+            # program binds its blocks of them.
+            full = weights()
+            self._weights = artifact.shard(full) if artifact.signature.degree > 1 else full
 
     def reset(self, state: dict[str, np.ndarray]) -> None:
         self._state = state
@@ -174,14 +221,33 @@ class GpuRunner(_Runner):
         self._backend.close()
 
 
-def make_runner(target: Any, workdir: Path) -> "CpuRunner | GpuRunner":
-    """The runner for `target`: "cpu", a GPU target name, or a Device."""
+def is_cpu(target: Any) -> bool:
+    """Whether `target` ("cpu", a GPU target name, or a Device) is the CPU."""
+    if isinstance(target, devices.Device):
+        return target.target == "cpu"
+    return target == "cpu"
+
+
+def refuse_gpu_ranks(target: Any, communicator: Any) -> None:
+    """Tensor parallelism runs on CPU ranks only: the GPU runtimes take no
+    communicator yet (docs/tensor-parallel.md)."""
+    if communicator is not None and not is_cpu(target):
+        name = target.name if isinstance(target, devices.Device) else target
+        raise CommunicatorError(
+            f"tensor parallel over a communicator runs on CPU ranks only; target {name!r} "
+            "is a GPU, whose runtimes take no communicator yet: use target='cpu', or drop "
+            "communicator= to run the whole model on one GPU"
+        )
+
+
+def make_runner(target: Any, workdir: Path, communicator: Any = None) -> "CpuRunner | GpuRunner":
+    """The runner for `target`: "cpu", a GPU target name, or a Device;
+    `communicator`: this rank's (CPU only, else a CommunicatorError)."""
     from .targets import GPU_TARGETS, describe
 
-    if isinstance(target, devices.Device):
-        return CpuRunner(workdir) if target.target == "cpu" else GpuRunner(target, workdir)
-    if target == "cpu":
-        return CpuRunner(workdir)
-    if target in GPU_TARGETS:
-        return GpuRunner(describe(target), workdir)
-    raise ValueError(f"unknown target {target!r}: 'cpu', one of {GPU_TARGETS}, or a Device")
+    if not isinstance(target, devices.Device) and target != "cpu" and target not in GPU_TARGETS:
+        raise ValueError(f"unknown target {target!r}: 'cpu', one of {GPU_TARGETS}, or a Device")
+    refuse_gpu_ranks(target, communicator)
+    if is_cpu(target):
+        return CpuRunner(workdir, communicator)
+    return GpuRunner(target if isinstance(target, devices.Device) else describe(target), workdir)

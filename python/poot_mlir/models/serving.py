@@ -17,6 +17,14 @@ are all greedy reads back those tokens alone, not the logits.
 
 `compile_runner` (the buckets' modules -> one runner) is shared with
 `examples/serve.py`, which serves the hand-traced decoder the same way.
+
+On tensor-parallel CPU ranks (a CausalLM made with `communicator=`), each
+bucket is this rank's program: the pools are split by KV heads (their
+shapes come from the compiled step's state ports), the weights are this
+rank's blocks, and every rank's engine makes the same decisions -- it is
+deterministic given the same requests, greedy picks are the argmax of
+logits every rank has bit for bit (the lm_head stays whole), and a sampled
+request must carry its seed.
 This module imports no MLIR until a step is compiled: `EngineShape` is the
 one owner of an engine's step shape and pool size on a machine that only
 runs prebuilt steps (bench/causal_lm_serving.py).
@@ -30,40 +38,60 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..driver import BLOCK_SIZE, Engine, PagedKVCache, StepShape, WeightsIdentity, weights_fingerprint
+from ..driver import (
+    BLOCK_SIZE,
+    Engine,
+    PagedKVCache,
+    Request,
+    StepShape,
+    WeightsIdentity,
+    weights_fingerprint,
+)
 from ..driver.runners import DeviceRunner, HostRunner
-from ..errors import KVCacheError
+from ..errors import CommunicatorError, KVCacheError
+from .runners import refuse_gpu_ranks, tensor_parallel_of, warn_if_whole, zero_state
 
-__all__ = ["EngineShape", "build_engine", "compile_runner", "step_modules"]
+__all__ = ["EngineShape", "RankEngine", "build_engine", "compile_runner", "step_modules"]
 
 
 def compile_runner(
     target: Any,
     modules: Mapping[int, Any],
     out: Path,
-    state: Mapping[str, np.ndarray],
+    state: Mapping[str, np.ndarray] | None,
     weights: Mapping[str, Any],
     *,
     backend: Any = None,
+    communicator: Any = None,
 ) -> tuple[Any, str]:
     """The compiled step's buckets (tokens per row -> module) as one runner
     over one set of pools, the weights bound once: in-process on the CPU,
     or the whole step as kernels on a device (pools and weights resident
     there, copy-on-write a device-side copy). `target`: "cpu", a GPU target
     name ("vulkan", "wgpu", "cuda") or a Device; `backend`: a runtime
-    backend to run on (default: a new one for the device). Returns the
-    runner and where it runs, in words."""
+    backend to run on (default: a new one for the device). `state`: the
+    pools' initial values, or None for zeroed pools at the compiled step's
+    own shapes. `communicator` (CPU only): compile and bind this rank's
+    program (weights and a given `state` are the unsharded arrays; the
+    runner takes this rank's blocks). Returns the runner and where it runs,
+    in words."""
     from ..compiler import devices
     from .targets import GPU_TARGETS, backend_of, describe
 
-    if target == "cpu" or (isinstance(target, devices.Device) and target.target == "cpu"):
-        from ..compiler import compile_cpu
-        from ..runtime.cpu import CpuArtifact
-
-        artifacts = {n: CpuArtifact(compile_cpu(m, out / f"t{n}")) for n, m in modules.items()}
-        return HostRunner(artifacts, state, weights), "the CPU"
-    if isinstance(target, str) and target not in GPU_TARGETS:
+    if isinstance(target, str) and target != "cpu" and target not in GPU_TARGETS:
         raise ValueError(f"unknown target {target!r}: 'cpu', one of {GPU_TARGETS}, or a Device")
+    refuse_gpu_ranks(target, communicator)
+    if target == "cpu" or (isinstance(target, devices.Device) and target.target == "cpu"):
+        artifacts = _cpu_artifacts(modules, out, communicator)
+        widest = artifacts[max(artifacts)]
+        if widest.signature.degree > 1:
+            # Every bucket splits the same weights and pools the same way.
+            weights = widest.shard(weights)
+            state = None if state is None else widest.shard(state)
+        if state is None:  # zeroed at the compiled (this rank's) shapes
+            state = zero_state(widest.signature)
+        where = "the CPU" if communicator is None else f"CPU rank {communicator.rank} of {communicator.size}"
+        return HostRunner(artifacts, state, weights), where
     from ..compiler.gpu import compile_gpu
     from ..runtime.program import ProgramArtifact, make_device
 
@@ -74,7 +102,40 @@ def compile_runner(
         n: ProgramArtifact(compile_gpu(m, device, out / f"t{n}"), backend=backend)
         for n, m in modules.items()
     }
+    if state is None:
+        state = zero_state(artifacts[max(artifacts)].signature)
     return DeviceRunner(artifacts, state, weights), f"{device.name} (the whole step as kernels)"
+
+
+def _cpu_artifacts(modules: Mapping[int, Any], out: Path, communicator: Any) -> dict[int, Any]:
+    """Each bucket compiled for the CPU and loaded: this rank's program
+    with `communicator` (warning when the split left it whole)."""
+    from ..compiler import compile_cpu
+    from ..runtime.cpu import CpuArtifact
+
+    parallel = tensor_parallel_of(communicator)
+    artifacts = {}
+    for n, module in modules.items():
+        path = compile_cpu(module, out / f"t{n}", tensor_parallel=parallel)
+        artifacts[n] = CpuArtifact(path, communicator=communicator)
+        warn_if_whole(artifacts[n], f"the serving step of {n} token(s) per row")
+    return artifacts
+
+
+class RankEngine(Engine):
+    """An `Engine` that is one tensor-parallel rank of several: every rank
+    must choose the same tokens, so a sampled request needs its seed (an
+    unseeded draw differs on every rank, and the ranks' caches would part)."""
+
+    def submit(self, request: Request) -> None:
+        sampling = request.sampling
+        if sampling is not None and sampling.do_sample and request.seed is None:
+            raise CommunicatorError(
+                f"request {request.rid!r} samples without a seed: on tensor-parallel ranks "
+                "every rank draws its own tokens, and only the same seed makes them the "
+                "same: give it Request(seed=...)"
+            )
+        super().submit(request)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,27 +208,26 @@ def build_engine(
     docstring. The engine's `close()` releases its runner."""
     from ..frontend.torch_export import exported_weights
     from .hf_export import NEXT_TOKEN
-    from .paged import pool_shapes
 
     model = lm.model
     built = step_modules(model, shape, lm.vocab_size)
     modules = {n: module for n, (module, _) in built.items()}
     # Every bucket reads the same weights under the same names.
     weights = exported_weights(built[shape.chunk][1], pack_weights=True)
-    dtype = lm._runner.numpy_dtype(model)
-    state = {}
-    for i, (k_shape, v_shape) in enumerate(pool_shapes(model, shape.pool_slots)):
-        state[f"k{i}"] = np.zeros(k_shape, dtype)
-        state[f"v{i}"] = np.zeros(v_shape, dtype)
     s = shape.step
     out = lm._workdir / f"engine_r{s.rows}_t{s.tokens}_c{s.cap}_b{shape.num_blocks}"
     target = getattr(lm._runner, "device", "cpu")
+    communicator = lm.communicator
+    # The pools: zeroed at the compiled step's shapes (a rank's: its KV heads).
     runner, _ = compile_runner(
-        target, modules, out, state, weights, backend=getattr(lm._runner, "_backend", None)
-    )
+        target, modules, out, None, weights,
+        backend=getattr(lm._runner, "_backend", None), communicator=communicator,
+    )  # fmt: skip
     cache = PagedKVCache(shape.num_blocks, max_tokens=s.max_tokens)
+    # The unsharded weights' fingerprint: the same identity on every rank.
     identity = WeightsIdentity(weights_fingerprint(weights))
-    return Engine(
-        runner, cache, s, pools=list(state), base=identity, preempt=preempt,
-        keep_logits=keep_logits, next_token=NEXT_TOKEN,
+    engine_class = Engine if communicator is None or communicator.size == 1 else RankEngine
+    return engine_class(
+        runner, cache, s, pools=list(runner.artifact.signature.state_names), base=identity,
+        preempt=preempt, keep_logits=keep_logits, next_token=NEXT_TOKEN,
     )  # fmt: skip
