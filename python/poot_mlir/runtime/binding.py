@@ -57,7 +57,10 @@ def numpy_dtype(name: str) -> np.dtype:
         raise ValueError(f"unknown element type {name!r}") from None
 
 
-_SHARD = re.compile(r"#poot\.shard<\s*dim\s*=\s*(\d+)\s*,\s*block\s*=\s*(\d+)\s*,\s*parts\s*=\s*(\d+)\s*>")
+_SHARD = re.compile(
+    r"#poot\.shard<\s*dim\s*=\s*(\d+)\s*,\s*block\s*=\s*(\d+)\s*,\s*parts\s*=\s*(\d+)"
+    r"(?:\s*,\s*segments\s*=\s*\[\s*([\d,\s]+?)\s*\])?\s*>"
+)
 _TENSOR_PARALLEL = re.compile(r"#poot\.tensor_parallel<\s*rank\s*=\s*(\d+)\s*,\s*degree\s*=\s*(\d+)\s*>")
 
 
@@ -66,45 +69,64 @@ class Shard:
     """`#poot.shard<dim = D, block = B, parts = P>`: a tensor-parallel rank's
     value is block B of P equal blocks along dim D of the unsharded tensor,
     `unsharded[..., B*n:(B+1)*n, ...]` with `n = unsharded.shape[D] // P`.
-    The one reader of the attribute (compiler manifests and the oracle both
-    parse it here) and the one place that slices by it."""
+    With `segments = [s0, s1, ...]` (a packed projection such as
+    `qkv_proj = [q | k | v]`), dim D is those segments back to back, each
+    split into P blocks, and the value is block B of every segment,
+    concatenated. The one reader of the attribute (compiler manifests and
+    the oracle both parse it here) and the one place that slices by it."""
 
     dim: int
     block: int
     parts: int
+    segments: tuple[int, ...] = ()
 
     @staticmethod
     def parse(text: str) -> "Shard":
         match = _SHARD.fullmatch(text.strip())
         if match is None:
             raise ValueError(f"cannot read shard attribute {text!r}")
-        return Shard(*(int(g) for g in match.groups()))
+        dim, block, parts, segments = match.groups()
+        sizes = tuple(int(s) for s in segments.split(",")) if segments else ()
+        return Shard(int(dim), int(block), int(parts), sizes)
 
     @staticmethod
     def from_json(entry: "Mapping[str, Any] | None") -> "Shard | None":
         if entry is None:
             return None
-        return Shard(int(entry["dim"]), int(entry["block"]), int(entry["parts"]))
+        segments = tuple(int(s) for s in entry.get("segments", ()))
+        return Shard(int(entry["dim"]), int(entry["block"]), int(entry["parts"]), segments)
 
-    def to_json(self) -> dict[str, int]:
-        return {"dim": self.dim, "block": self.block, "parts": self.parts}
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"dim": self.dim, "block": self.block, "parts": self.parts}
+        if self.segments:
+            out["segments"] = list(self.segments)
+        return out
 
-    def window(self, full_shape: Sequence[int]) -> tuple[slice, ...]:
-        """The index of this block in an unsharded array of `full_shape`."""
+    def pieces(self, full_shape: Sequence[int]) -> list[tuple[tuple[slice, ...], tuple[slice, ...]]]:
+        """(index in the unsharded array, index in this rank's block) of each
+        piece of the block: one per segment."""
         size = int(full_shape[self.dim])
-        if size % self.parts:
+        segments = self.segments or (size,)
+        if sum(segments) != size or any(s % self.parts for s in segments):
             raise ShapeBindError(
                 f"dim {self.dim} of an unsharded {tuple(full_shape)} does not split into "
-                f"{self.parts} equal blocks"
+                f"{self.parts} equal blocks" + (f" of segments {list(segments)}" if self.segments else "")
             )
-        n = size // self.parts
-        index = [slice(None)] * len(full_shape)
-        index[self.dim] = slice(self.block * n, (self.block + 1) * n)
-        return tuple(index)
+        out, start, at = [], 0, 0
+        for segment in segments:
+            n = segment // self.parts
+            full = [slice(None)] * len(full_shape)
+            full[self.dim] = slice(start + self.block * n, start + (self.block + 1) * n)
+            mine = [slice(None)] * len(full_shape)
+            mine[self.dim] = slice(at, at + n)
+            out.append((tuple(full), tuple(mine)))
+            start, at = start + segment, at + n
+        return out
 
     def take(self, full: np.ndarray) -> np.ndarray:
         """This rank's block of the unsharded array `full` (C-contiguous)."""
-        return np.ascontiguousarray(full[self.window(full.shape)])
+        pieces = [full[index] for index, _ in self.pieces(full.shape)]
+        return np.ascontiguousarray(pieces[0] if len(pieces) == 1 else np.concatenate(pieces, self.dim))
 
 
 def tensor_parallel_of(text: str) -> tuple[int, int]:

@@ -77,18 +77,21 @@ def unshard(blocks: Sequence[np.ndarray], shards: Sequence[Shard | None]) -> np.
     full = np.empty(shape, dtype=first.dtype)
     owner: dict[int, int] = {}
     for rank, (block, shard) in enumerate(zip(blocks, shards)):
-        if shard is None or (shard.dim, shard.parts) != (shard0.dim, shard0.parts):
+        if shard is None or (shard.dim, shard.parts, shard.segments) != (
+            shard0.dim, shard0.parts, shard0.segments
+        ):
             raise ValueError(f"rank {rank} holds {shard}, rank 0 holds {shard0}: not one split")
-        window = shard.window(shape)
+        pieces = shard.pieces(shape)
         if shard.block in owner:
-            if not np.array_equal(full[window], block, equal_nan=True):
+            if not all(np.array_equal(full[w], block[m], equal_nan=True) for w, m in pieces):
                 raise ValueError(
                     f"ranks {owner[shard.block]} and {rank} replicate block {shard.block} "
                     "with different values"
                 )
             continue
         owner[shard.block] = rank
-        full[window] = block
+        for window, mine in pieces:
+            full[window] = block[mine]
     missing = sorted(set(range(shard0.parts)) - set(owner))
     if missing:
         raise ValueError(f"no rank holds block(s) {missing} of {shard0.parts}")
