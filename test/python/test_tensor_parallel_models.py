@@ -2,8 +2,8 @@
 models (random-init from small configs, nothing downloaded) built with
 `communicator=` in each of 2 gloo ranks (`runtime.distributed.spawn`)
 generate, and serve, the same tokens on every rank as the unsharded
-CausalLM, its engine and transformers' greedy `generate`; each rank's cache
-and pools hold only its KV heads.
+CausalLM, its engine and transformers' greedy `generate`, on the CPU and on
+lavapipe through wgpu; each rank's cache and pools hold only its KV heads.
 
 The rank functions live here (module level, importable by the spawned
 processes); every one returns plain picklable data for the test to check.
@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import pytest
 
-from system_deps import require
+from system_deps import require, why_missing
 
 try:
     # torch.export imports torch._dynamo, which loads triton where installed;
@@ -110,9 +110,10 @@ def _error(call) -> str:
 
 
 def rank_generates(rank: int, world: int, cases: dict) -> dict:
-    """Each case's model as this rank's CausalLM: greedy ids, the shapes of
-    its cache, and for a case with requests, the engine's tokens and pools,
-    seeded sampling, and the refusal of unseeded sampling."""
+    """Each case's model as this rank's CausalLM on the case's target: greedy
+    ids and the shapes of its cache; with `requests`, the engine's tokens
+    and pools; with `sampling`, seeded draws and the refusal of unseeded
+    ones."""
     from poot_mlir.driver import Request
     from poot_mlir.driver.sampling import Sampling
     from poot_mlir.models import CausalLM
@@ -122,12 +123,14 @@ def rank_generates(rank: int, world: int, cases: dict) -> dict:
     out = {}
     for name, case in cases.items():
         got: dict = {}
+        target = case.get("target", "cpu")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RuntimeWarning)
-            with CausalLM.from_hf(case["model"], "cpu", max_seq_len=CAPACITY, communicator=comm) as lm:
+            with CausalLM.from_hf(case["model"], target, max_seq_len=CAPACITY, communicator=comm) as lm:
                 got["ids"] = lm.generate(case["ids"], max_new_tokens=NEW, eos_token_id=None)
-                got["cache"] = {k: v.shape for k, v in lm._runner._state.items()}
-                if "requests" in case:
+                if target == "cpu":
+                    got["cache"] = {k: v.shape for k, v in lm._runner._state.items()}
+                if case.get("sampling"):
                     got["sampled"] = lm.generate(
                         case["ids"], max_new_tokens=4, do_sample=True, top_k=8, seed=3,
                         eos_token_id=None,
@@ -135,6 +138,7 @@ def rank_generates(rank: int, world: int, cases: dict) -> dict:
                     got["unseeded"] = _error(
                         lambda: lm.generate(case["ids"], max_new_tokens=2, do_sample=True)
                     )
+                if "requests" in case:
                     engine = lm.engine(**ENGINE)
                     for request in case["requests"]:
                         engine.submit(request)
@@ -152,9 +156,10 @@ def rank_generates(rank: int, world: int, cases: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def world2(hf):
-    """Llama (generate and serve), Qwen2 and a Llama of one KV head
-    (generate) on 2 ranks, with transformers' ids, and the unsharded
-    CausalLM's ids and engine tokens, as the reference."""
+    """Llama (generate and serve, on the CPU and, where wgpu runs, on
+    lavapipe), Qwen2 and a Llama of one KV head (generate) on 2 ranks, with
+    transformers' ids, and the unsharded CausalLM's ids and engine tokens,
+    as the reference."""
     from poot_mlir.models import CausalLM
     from poot_mlir.runtime.distributed import spawn
 
@@ -163,7 +168,10 @@ def world2(hf):
         model, ids = build(hf, model), prompt(hf, rows)
         cases[name] = {"model": model, "ids": ids}
         reference[name] = {"hf": hf_generate(hf, model, ids, NEW)}
-    cases["llama"]["requests"] = requests(cases["llama"]["ids"])
+    cases["llama"].update(requests=requests(cases["llama"]["ids"]), sampling=True)
+    if why_missing("wgpu") is None:
+        # The same model on a device (lavapipe through wgpu): generate and serve.
+        cases["wgpu"] = {**cases["llama"], "target": "wgpu", "sampling": False}
     with CausalLM.from_hf(cases["llama"]["model"], "cpu", max_seq_len=CAPACITY) as lm:
         reference["llama"]["ids"] = lm.generate(cases["llama"]["ids"], max_new_tokens=NEW, eos_token_id=None)
         engine = lm.engine(**ENGINE)
@@ -245,7 +253,7 @@ class _Peers:
         raise AssertionError("a step the split left whole calls no collective")
 
 
-def test_a_model_that_does_not_split_runs_whole_with_a_warning(hf, tmp_path) -> None:
+def test_a_model_that_does_not_split_runs_whole_with_a_warning(hf) -> None:
     """3 heads and an MLP of 99 columns over 2 ranks: the pass leaves every
     group whole; each rank runs the replicated step, and is told so."""
     from poot_mlir.models import CausalLM
@@ -258,15 +266,29 @@ def test_a_model_that_does_not_split_runs_whole_with_a_warning(hf, tmp_path) -> 
     np.testing.assert_array_equal(got, hf_generate(hf, model, ids, NEW))
 
 
-@pytest.mark.parametrize("target", ["vulkan", "cuda"])
-def test_a_gpu_target_with_a_communicator_is_refused(hf, tmp_path, target) -> None:
-    """Refused before any device is opened or anything compiled."""
-    from poot_mlir.models import CausalLM
-    from poot_mlir.models.serving import compile_runner
+def test_generate_and_serve_on_2_gpu_ranks(world2) -> None:
+    """Each rank's whole step as kernels on its device (wgpu on lavapipe),
+    its all_reduce commands summed through the communicator."""
+    require("wgpu")
+    _, reference, ranks = world2
+    for rank, got in enumerate(ranks):
+        np.testing.assert_array_equal(got["wgpu"]["ids"], reference["llama"]["hf"], err_msg=f"rank {rank}")
+        assert got["wgpu"]["tokens"] == reference["llama"]["tokens"], f"rank {rank}"
+        assert got["wgpu"]["pools"] == got["llama"]["pools"]
+        assert got["wgpu"]["warnings"] == []
 
-    model = build(hf, "llama")
-    with pytest.raises(errors.CommunicatorError, match="CPU ranks only"):
-        CausalLM.from_hf(model, target, workdir=tmp_path, communicator=_Peers(2))
-    assert list(tmp_path.iterdir()) == []
-    with pytest.raises(errors.CommunicatorError, match="target='cpu'"):
-        compile_runner(target, {}, tmp_path, None, {}, communicator=_Peers(2))
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--tensor-parallel", "2"], "add --hf"),
+        (["--hf", "llama", "--tensor-parallel", "-1"], "N >= 1"),
+    ],
+)
+def test_the_serve_example_refuses_what_ranks_cannot_serve(capsys, argv, message) -> None:
+    from poot_mlir.examples import serve
+
+    with pytest.raises(SystemExit) as exit:
+        serve.main(argv)
+    assert exit.value.code == 2
+    assert message in capsys.readouterr().err

@@ -2,7 +2,7 @@
 
     python -m poot_mlir.examples.serve [--check] [--rows 4] [--tokens 4] [--blocks 16]
     python -m poot_mlir.examples.serve --hf llama [--target cpu|vulkan|wgpu|cuda] [--check]
-    python -m poot_mlir.examples.serve --hf llama --tensor-parallel 2 [--check]
+    python -m poot_mlir.examples.serve --hf llama --tensor-parallel 2 [--target ...] [--check]
 
 1. traces the example decoder as a serving step (examples/paged_decoder.py:
    per-row positions and lengths, paged K/V pools, per-row LoRA slots),
@@ -27,11 +27,11 @@ adapters) from a random-init Hugging Face model instead, through
 `CausalLM.engine` (the model's own forward over paged pools,
 models/paged.py); `--check` then compares every request's tokens with
 transformers' greedy `generate` of it alone. `--tensor-parallel N` (with
-`--hf`, on the CPU) serves them from N gloo ranks (`runtime.distributed.
-spawn`): each rank builds the same seeded model as its `CausalLM(...,
-communicator=)`, whose paged step is split by heads and its pools by KV
-heads, and runs the same engine; rank 0 prints the steps, and every rank
-must produce the same tokens.
+`--hf`) serves them from N ranks (`runtime.distributed.spawn`; on CUDA,
+rank r on GPU r): each rank builds the same seeded model as its
+`CausalLM(..., communicator=)`, whose paged step is split by heads and its
+pools by KV heads, and runs the same engine; rank 0 prints the steps, and
+every rank must produce the same tokens.
 """
 
 from __future__ import annotations
@@ -211,7 +211,10 @@ def serve_hf_ranks(args: argparse.Namespace) -> int:
     must have produced the same tokens."""
     from ..runtime.distributed import spawn
 
-    results = spawn(_serve_rank, args.tensor_parallel, args)
+    # NCCL sums CUDA tensors; the ranks' agreement before each step is a
+    # host tensor, which the same group sums with gloo.
+    backend = "cpu:gloo,cuda:nccl" if args.target == "cuda" else "gloo"
+    results = spawn(_serve_rank, args.tensor_parallel, args, backend=backend)
     status, done = results[0]
     for rank, (other_status, other) in enumerate(results[1:], start=1):
         if other_status or {k: c.tokens for k, c in other.items()} != {
@@ -242,7 +245,7 @@ def serve_hf_once(args: argparse.Namespace, communicator: Any = None) -> tuple[i
     model = hf_model(args.hf, args.layers, args.seed)
     step = StepShape(args.rows, args.tokens, args.cap)
     t0 = time.perf_counter()
-    where = args.target if communicator is None else f"{communicator.size} CPU ranks"
+    where = args.target if communicator is None else f"{communicator.size} {args.target} ranks"
     lm = CausalLM.from_hf(model, args.target, max_seq_len=step.max_tokens, communicator=communicator)
     with lm:
         engine = lm.engine(
@@ -321,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument(
         "--tensor-parallel", type=int, default=0, metavar="N",
-        help="with --hf: serve from N CPU ranks (gloo), the step split by heads",
+        help="with --hf: serve from N ranks (torch.distributed), the step split by heads",
     )  # fmt: skip
     args = parser.parse_args(argv)
     if args.tensor_parallel:
@@ -329,8 +332,6 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--tensor-parallel: expected N >= 1 ranks")
         if not args.hf:
             parser.error("--tensor-parallel serves a Hugging Face model: add --hf llama (or another)")
-        if args.target != "cpu":
-            parser.error("--tensor-parallel runs on CPU ranks only (the GPU runtimes take no communicator yet)")
     if args.hf:
         return serve_hf(args)
 

@@ -18,10 +18,10 @@ Serving many requests at once -- continuous batching over paged KV pools,
 prefix caching, preemption -- is `lm.engine(...)`: a `driver.Engine` over
 the model's paged step (`models.paged`, `models.serving`).
 
-Tensor parallel on CPU ranks (docs/tensor-parallel.md): in each rank's
-process, with the same model and the same calls,
+Tensor parallel (docs/tensor-parallel.md): in each rank's process, with
+the same model and the same calls,
 
-    lm = CausalLM.from_hf(model, "cpu", communicator=Communicator())
+    lm = CausalLM.from_hf(model, "cpu", communicator=Communicator())   # or a GPU target
 
 compiles every step as this rank's program (attention split by heads, the
 MLP by columns and rows), binds this rank's blocks of the weights and of
@@ -40,7 +40,7 @@ import numpy as np
 
 from ..errors import BindError, CommunicatorError
 from .hf_export import add_next_token, export_step
-from .runners import make_runner, refuse_gpu_ranks
+from .runners import make_runner
 from ..driver.sampling import Sampling
 
 __all__ = ["CausalLM"]
@@ -179,14 +179,13 @@ class CausalLM:
         never changed); default the model's. `workdir`: where the compiled
         steps go (default a temporary directory, removed by `close`).
 
-        `communicator` (a `runtime.collectives.Communicator`, CPU target
-        only): this process is one rank of a tensor-parallel model; every
-        rank builds it from the same model and makes the same calls
-        (`generate`, `engine`), and gets the same ids. A degree the model's
-        heads or MLP width do not divide runs whole on every rank, with a
-        warning. A GPU target with a communicator is a CommunicatorError.
+        `communicator` (a `runtime.collectives.Communicator`): this process
+        is one rank of a tensor-parallel model; every rank builds it from
+        the same model and makes the same calls (`generate`, `engine`), and
+        gets the same ids. On CUDA, rank r runs on GPU r (spawn the ranks
+        with backend "cpu:gloo,cuda:nccl"). A degree the model's heads or
+        MLP width do not divide runs whole on every rank, with a warning.
         """
-        refuse_gpu_ranks(target, communicator)  # before anything is copied or made
         torch_dtype = _torch_dtype(dtype)
         model = model.eval()
         current = next(model.parameters()).dtype

@@ -17,12 +17,12 @@ token's, `[B, vocab]`), `next_token` (the step's own argmax, `[B]`: a GPU
 reads back those `B x 4` bytes, not the logits) or `advance` (a prefill
 chunk whose outputs nobody reads: nothing is read back).
 
-Tensor parallel (CPU ranks): `CpuRunner(workdir, communicator)` compiles
-each step as this rank's program (`compile_cpu(tensor_parallel=(rank,
-size))`), binds this rank's blocks of the weights (`artifact.shard`), and
-its zeroed cache has the rank's shapes, read from the step's own state
-ports (`zero_state`). Every rank runs the same steps in the same order; the
-compiled all_reduces keep them in step.
+Tensor parallel: with a `communicator`, either runner compiles each step
+as this rank's program (`compile_cpu` / `compile_gpu(tensor_parallel=
+(rank, size))`), binds this rank's blocks of the weights
+(`artifact.shard`), and its zeroed cache has the rank's shapes, read from
+the step's own state ports (`zero_state`). Every rank runs the same steps
+in the same order; the compiled all_reduces keep them in step.
 """
 
 from __future__ import annotations
@@ -34,10 +34,9 @@ from typing import Any, Callable
 import numpy as np
 
 from ..compiler import devices
-from ..errors import CommunicatorError
 from .hf_export import NEXT_TOKEN
 
-__all__ = ["CpuRunner", "GpuRunner", "make_runner", "tensor_parallel_of", "zero_state"]
+__all__ = ["CpuRunner", "GpuRunner", "make_runner", "rank_backend", "tensor_parallel_of", "zero_state"]
 
 Key = tuple[int, int, bool]  # (batch, tokens, padded)
 
@@ -158,13 +157,16 @@ class CpuRunner(_Runner):
 
 
 class GpuRunner(_Runner):
-    def __init__(self, device: "devices.Device", workdir: Path) -> None:
+    """Whole-step kernels on one device; with `communicator`, this rank's
+    programs (the all_reduce commands run on it) over this rank's blocks."""
+
+    def __init__(self, device: "devices.Device", workdir: Path, communicator: Any = None) -> None:
         from ..runtime.program import make_device
-        from .targets import backend_of
 
         self.device = device
         self.workdir = workdir
-        self._backend = make_device(backend_of(device))
+        self.communicator = communicator
+        self._backend = make_device(rank_backend(device, communicator))
         self._steps: dict[Key, Any] = {}
         self._sessions: dict[Key, Any] = {}
         self._weights: dict[str, Any] | None = None
@@ -177,10 +179,14 @@ class GpuRunner(_Runner):
         from ..compiler.gpu import compile_gpu
         from ..runtime.program import ProgramArtifact
 
-        path = compile_gpu(module, self.device, self.workdir / _folder(key))
-        self._steps[key] = ProgramArtifact(path, backend=self._backend)
+        parallel = tensor_parallel_of(self.communicator)
+        path = compile_gpu(module, self.device, self.workdir / _folder(key), tensor_parallel=parallel)
+        artifact = ProgramArtifact(path, backend=self._backend, communicator=self.communicator)
+        warn_if_whole(artifact, f"the [{key[0]}, {key[1]}] step")
+        self._steps[key] = artifact
         if self._weights is None:
-            self._weights = weights()
+            full = weights()
+            self._weights = artifact.shard(full) if artifact.signature.degree > 1 else full
 
     def reset(self, state: dict[str, np.ndarray]) -> None:
         """A new cache: written into the owning session's buffers (every
@@ -228,26 +234,29 @@ def is_cpu(target: Any) -> bool:
     return target == "cpu"
 
 
-def refuse_gpu_ranks(target: Any, communicator: Any) -> None:
-    """Tensor parallelism runs on CPU ranks only: the GPU runtimes take no
-    communicator yet (docs/tensor-parallel.md)."""
-    if communicator is not None and not is_cpu(target):
-        name = target.name if isinstance(target, devices.Device) else target
-        raise CommunicatorError(
-            f"tensor parallel over a communicator runs on CPU ranks only; target {name!r} "
-            "is a GPU, whose runtimes take no communicator yet: use target='cpu', or drop "
-            "communicator= to run the whole model on one GPU"
-        )
+def rank_backend(device: "devices.Device", communicator: Any) -> str:
+    """The runtime backend of `device` for this rank: on CUDA, rank r runs
+    on GPU r (NCCL's device for it too); Vulkan and wgpu ranks share the
+    first device."""
+    from .targets import backend_of
+
+    backend = backend_of(device)
+    if backend != "cuda" or communicator is None or communicator.size == 1:
+        return backend
+    import torch
+
+    torch.cuda.set_device(communicator.rank)
+    return f"cuda:{communicator.rank}"
 
 
 def make_runner(target: Any, workdir: Path, communicator: Any = None) -> "CpuRunner | GpuRunner":
     """The runner for `target`: "cpu", a GPU target name, or a Device;
-    `communicator`: this rank's (CPU only, else a CommunicatorError)."""
+    `communicator`: this rank's (a tensor-parallel model)."""
     from .targets import GPU_TARGETS, describe
 
     if not isinstance(target, devices.Device) and target != "cpu" and target not in GPU_TARGETS:
         raise ValueError(f"unknown target {target!r}: 'cpu', one of {GPU_TARGETS}, or a Device")
-    refuse_gpu_ranks(target, communicator)
     if is_cpu(target):
         return CpuRunner(workdir, communicator)
-    return GpuRunner(target if isinstance(target, devices.Device) else describe(target), workdir)
+    device = target if isinstance(target, devices.Device) else describe(target)
+    return GpuRunner(device, workdir, communicator)

@@ -18,7 +18,7 @@ are all greedy reads back those tokens alone, not the logits.
 `compile_runner` (the buckets' modules -> one runner) is shared with
 `examples/serve.py`, which serves the hand-traced decoder the same way.
 
-On tensor-parallel CPU ranks (a CausalLM made with `communicator=`), each
+On tensor-parallel ranks (a CausalLM made with `communicator=`), each
 bucket is this rank's program: the pools are split by KV heads (their
 shapes come from the compiled step's state ports), the weights are this
 rank's blocks, and every rank's engine makes the same decisions -- it is
@@ -49,7 +49,7 @@ from ..driver import (
 )
 from ..driver.runners import DeviceRunner, HostRunner
 from ..errors import CommunicatorError, KVCacheError
-from .runners import refuse_gpu_ranks, tensor_parallel_of, warn_if_whole, zero_state
+from .runners import rank_backend, tensor_parallel_of, warn_if_whole, zero_state
 
 __all__ = ["EngineShape", "RankEngine", "build_engine", "compile_runner", "step_modules"]
 
@@ -71,55 +71,71 @@ def compile_runner(
     name ("vulkan", "wgpu", "cuda") or a Device; `backend`: a runtime
     backend to run on (default: a new one for the device). `state`: the
     pools' initial values, or None for zeroed pools at the compiled step's
-    own shapes. `communicator` (CPU only): compile and bind this rank's
-    program (weights and a given `state` are the unsharded arrays; the
-    runner takes this rank's blocks). Returns the runner and where it runs,
-    in words."""
+    own shapes. `communicator`: compile and bind this rank's program
+    (weights and a given `state` are the unsharded arrays; the runner takes
+    this rank's blocks). Returns the runner and where it runs, in words."""
     from ..compiler import devices
-    from .targets import GPU_TARGETS, backend_of, describe
+    from .targets import GPU_TARGETS, describe
 
     if isinstance(target, str) and target != "cpu" and target not in GPU_TARGETS:
         raise ValueError(f"unknown target {target!r}: 'cpu', one of {GPU_TARGETS}, or a Device")
-    refuse_gpu_ranks(target, communicator)
+    rank = "" if communicator is None else f" (rank {communicator.rank} of {communicator.size})"
     if target == "cpu" or (isinstance(target, devices.Device) and target.target == "cpu"):
-        artifacts = _cpu_artifacts(modules, out, communicator)
-        widest = artifacts[max(artifacts)]
-        if widest.signature.degree > 1:
-            # Every bucket splits the same weights and pools the same way.
-            weights = widest.shard(weights)
-            state = None if state is None else widest.shard(state)
-        if state is None:  # zeroed at the compiled (this rank's) shapes
-            state = zero_state(widest.signature)
-        where = "the CPU" if communicator is None else f"CPU rank {communicator.rank} of {communicator.size}"
-        return HostRunner(artifacts, state, weights), where
-    from ..compiler.gpu import compile_gpu
-    from ..runtime.program import ProgramArtifact, make_device
-
+        artifacts = _artifacts(modules, out, communicator, _cpu_loader(communicator))
+        weights, state = _rank_values(artifacts, weights, state)
+        return HostRunner(artifacts, state, weights), "the CPU" + rank
     device = describe(target) if isinstance(target, str) else target
     if backend is None:
-        backend = make_device(backend_of(device))
-    artifacts = {
-        n: ProgramArtifact(compile_gpu(m, device, out / f"t{n}"), backend=backend)
-        for n, m in modules.items()
-    }
-    if state is None:
-        state = zero_state(artifacts[max(artifacts)].signature)
-    return DeviceRunner(artifacts, state, weights), f"{device.name} (the whole step as kernels)"
+        from ..runtime.program import make_device
+
+        backend = make_device(rank_backend(device, communicator))
+    artifacts = _artifacts(modules, out, communicator, _gpu_loader(device, backend, communicator))
+    weights, state = _rank_values(artifacts, weights, state)
+    return DeviceRunner(artifacts, state, weights), f"{device.name} (the whole step as kernels){rank}"
 
 
-def _cpu_artifacts(modules: Mapping[int, Any], out: Path, communicator: Any) -> dict[int, Any]:
-    """Each bucket compiled for the CPU and loaded: this rank's program
-    with `communicator` (warning when the split left it whole)."""
+def _cpu_loader(communicator: Any) -> Any:
     from ..compiler import compile_cpu
     from ..runtime.cpu import CpuArtifact
 
     parallel = tensor_parallel_of(communicator)
+    return lambda module, out: CpuArtifact(
+        compile_cpu(module, out, tensor_parallel=parallel), communicator=communicator
+    )
+
+
+def _gpu_loader(device: Any, backend: Any, communicator: Any) -> Any:
+    from ..compiler.gpu import compile_gpu
+    from ..runtime.program import ProgramArtifact
+
+    parallel = tensor_parallel_of(communicator)
+    return lambda module, out: ProgramArtifact(
+        compile_gpu(module, device, out, tensor_parallel=parallel),
+        backend=backend, communicator=communicator,
+    )  # fmt: skip
+
+
+def _artifacts(modules: Mapping[int, Any], out: Path, communicator: Any, load: Any) -> dict[int, Any]:
+    """Each bucket compiled and loaded (`load(module, folder)`): this rank's
+    program with `communicator` (a warning when the split left it whole)."""
     artifacts = {}
     for n, module in modules.items():
-        path = compile_cpu(module, out / f"t{n}", tensor_parallel=parallel)
-        artifacts[n] = CpuArtifact(path, communicator=communicator)
+        artifacts[n] = load(module, out / f"t{n}")
         warn_if_whole(artifacts[n], f"the serving step of {n} token(s) per row")
     return artifacts
+
+
+def _rank_values(
+    artifacts: Mapping[int, Any], weights: Mapping[str, Any], state: Mapping[str, np.ndarray] | None
+) -> tuple[Mapping[str, Any], Mapping[str, np.ndarray]]:
+    """(weights, pools) as this rank binds them: its blocks of the given
+    unsharded ones, the pools zeroed at the compiled step's own shapes when
+    none are given. Every bucket splits them the same way."""
+    widest = artifacts[max(artifacts)]
+    if widest.signature.degree > 1:
+        weights = widest.shard(weights)
+        state = None if state is None else widest.shard(state)
+    return weights, zero_state(widest.signature) if state is None else state
 
 
 class RankEngine(Engine):
