@@ -132,10 +132,15 @@ LogicalResult RangeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                int64_t dim, int64_t block, int64_t parts) {
+                                int64_t dim, int64_t block, int64_t parts,
+                                ArrayRef<int64_t> segments) {
   if (dim < 0 || parts < 1 || block < 0 || block >= parts)
     return emitError() << "shard needs dim >= 0 and 0 <= block < parts, got dim "
                        << dim << ", block " << block << ", parts " << parts;
+  for (int64_t segment : segments)
+    if (segment < 1 || segment % parts != 0)
+      return emitError() << "shard segment of size " << segment
+                         << " does not split into " << parts << " blocks";
   return success();
 }
 

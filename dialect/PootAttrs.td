@@ -172,9 +172,24 @@ def Poot_ShardAttr : Poot_Attr<"Shard", "shard"> {
     runtime slices each weight and state it binds from it. `parts` divides
     the degree: with fewer KV heads than ranks, `degree / parts` ranks hold
     the same KV head (replicated, as vLLM does).
+
+    `segments = [s0, s1, ...]` (sizes along `dim` of the unsharded tensor,
+    summing to it): the dimension is a concatenation of segments, each split
+    into `parts` blocks, and the value is block `block` of every segment,
+    concatenated -- a packed projection (`qkv_proj = [q | k | v]`,
+    `gate_up_proj`), which each rank reads as its block of q, of k and of v.
   }];
-  let parameters = (ins "int64_t":$dim, "int64_t":$block, "int64_t":$parts);
-  let assemblyFormat = "`<` `dim` `=` $dim `,` `block` `=` $block `,` `parts` `=` $parts `>`";
+  let parameters = (ins "int64_t":$dim, "int64_t":$block, "int64_t":$parts,
+                    OptionalArrayRefParameter<"int64_t">:$segments);
+  let assemblyFormat = [{
+    `<` `dim` `=` $dim `,` `block` `=` $block `,` `parts` `=` $parts
+    (`,` `segments` `=` `[` $segments^ `]`)? `>`
+  }];
+  let builders = [
+    AttrBuilder<(ins "int64_t":$dim, "int64_t":$block, "int64_t":$parts), [{
+      return $_get($_ctxt, dim, block, parts, ::llvm::ArrayRef<int64_t>());
+    }]>,
+  ];
   let genVerifyDecl = 1;
 }
 

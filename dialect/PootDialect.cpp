@@ -91,6 +91,15 @@ static LogicalResult verifyShardAttr(Operation *op, NamedAttribute attr,
     return op->emitError() << what << " #" << index << ": shard dim "
                            << shard.getDim() << " is not a dimension of "
                            << type;
+  ArrayRef<int64_t> segments = shard.getSegments();
+  int64_t whole = 0;
+  for (int64_t segment : segments)
+    whole += segment;
+  if (!segments.empty() &&
+      whole != tensor.getDimSize(shard.getDim()) * shard.getParts())
+    return op->emitError() << what << " #" << index << ": shard segments sum to "
+                           << whole << ", not " << shard.getParts()
+                           << " blocks of " << type;
   return success();
 }
 

@@ -85,6 +85,19 @@ LogicalResult GroupSplit::assign(Value value, Split split) {
   if (otherGroups.contains(value))
     return fail(value.getDefiningOp(), "a value another group already splits");
   int64_t size = shapeOf(value)[split.dim];
+  if (!split.segments.empty()) {
+    int64_t whole = 0;
+    for (int64_t segment : split.segments) {
+      if (segment % split.parts != 0)
+        return fail(value.getDefiningOp(), "a segment of size " +
+                                               Twine(segment) +
+                                               " does not split");
+      whole += segment;
+    }
+    if (whole != size)
+      return fail(value.getDefiningOp(),
+                  "a packed projection's segments do not reach this value");
+  }
   if (size % split.parts != 0) {
     if (split.parts % size == 0 && !retryAt)
       retryAt = {split.seed, size};
@@ -111,6 +124,9 @@ LogicalResult GroupSplit::need(OpOperand &operand, Split split) {
     return assign(value, split);
   if (otherGroups.contains(value))
     return fail(operand.getOwner(), "an operand another group splits");
+  if (!split.segments.empty())
+    return fail(operand.getOwner(),
+                "a replicated operand read as a packed projection's blocks");
   int64_t size = shapeOf(value)[split.dim];
   if (size % split.parts != 0)
     return fail(operand.getOwner(), "a replicated operand of size " +
@@ -182,6 +198,8 @@ LogicalResult GroupSplit::matmul(MatMulOp op) {
   // is a poot.all_reduce after the op.
   if ((sl && sl->dim == rl - 1) || (sr && sr->dim == rr - 2)) {
     Split split = sl && sl->dim == rl - 1 ? *sl : *sr;
+    if (!split.segments.empty())
+      return fail(op, "a contraction over a packed projection's blocks");
     if (split.parts != degree)
       return fail(op, "a contraction over replicated blocks");
     Split left = split, right = split;
@@ -283,6 +301,9 @@ LogicalResult GroupSplit::visit(Operation *op) {
       .Case([&](RopeOp op) { return elementwise(op, /*lastDimLocal=*/true); })
       .Case([&](ReshapeOp op) {
         Split split = *splitOf(op.getOperand());
+        if (!split.segments.empty())
+          return fail(op, "reshapes a packed projection before its segments "
+                          "are sliced apart");
         std::optional<int64_t> dim =
             reshapedDim(shapeOf(op.getOperand()), shapeOf(op.getResult()),
                         split.dim, split.parts);
@@ -311,14 +332,7 @@ LogicalResult GroupSplit::visit(Operation *op) {
         split.dim = llvm::find(perm, split.dim) - perm.begin();
         return assign(op.getResult(), split);
       })
-      .Case([&](SliceOp op) {
-        Split split = *splitOf(op.getOperand());
-        int64_t d = split.dim;
-        if (op.getStart()[d] != 0 || op.getStrides()[d] != 1 ||
-            op.getLimit()[d] != shapeOf(op.getOperand())[d])
-          return fail(op, "slices the split dimension");
-        return assign(op.getResult(), split);
-      })
+      .Case([&](SliceOp op) { return slice(op); })
       .Case([&](ConcatOp op) {
         std::optional<Split> out;
         for (Value input : op.getInputs())
@@ -378,4 +392,37 @@ LogicalResult GroupSplit::visit(Operation *op) {
       .Default([&](Operation *op) {
         return fail(op, "no tensor-parallel rule for this op");
       });
+}
+
+/// A slice keeps the split of a dimension it takes whole. Along the split
+/// dimension it may take one segment of a packed projection (q of
+/// `[q | k | v]`): the rank takes its block of that segment. A cut that is
+/// not yet a segment bound asks for a retry with segments bounded there.
+LogicalResult GroupSplit::slice(SliceOp op) {
+  Split split = *splitOf(op.getOperand());
+  int64_t d = split.dim, size = shapeOf(op.getOperand())[d];
+  int64_t start = op.getStart()[d], limit = op.getLimit()[d];
+  if (start == 0 && limit == size && op.getStrides()[d] == 1)
+    return assign(op.getResult(), split);
+  if (op.getStrides()[d] != 1)
+    return fail(op, "a strided slice of the split dimension");
+  SmallVector<int64_t> bounds{0};
+  for (int64_t segment : split.segments)
+    bounds.push_back(bounds.back() + segment);
+  if (split.segments.empty())
+    bounds.push_back(size);
+  auto at = llvm::find(bounds, start);
+  if (at == bounds.end() || std::next(at) == bounds.end() ||
+      *std::next(at) != limit) {
+    SmallVector<int64_t, 2> cuts;
+    for (int64_t cut : {start, limit})
+      if (!llvm::is_contained(bounds, cut))
+        cuts.push_back(cut);
+    if (!cuts.empty() && !cutsAt)
+      cutsAt = {split.seed, cuts};
+    return fail(op, "slices the split dimension across segment bounds");
+  }
+  segmentCuts.push_back({op, d, start / split.parts, limit / split.parts});
+  Split piece{d, split.parts, split.seed, {}};
+  return assign(op.getResult(), piece);
 }

@@ -32,12 +32,24 @@ struct Split {
   int64_t dim = 0;
   int64_t parts = 1;
   /// The group's seed (column-parallel weight) the split came from: a
-  /// retry with fewer parts is asked for that seed.
+  /// retry with fewer parts, or with segments, is asked for that seed.
   unsigned seed = 0;
+  /// A packed projection's segments along `dim` (unsplit sizes, summing to
+  /// the dimension; each split into `parts` blocks, a rank holds its block
+  /// of each). Empty: the dimension is one segment.
+  SmallVector<int64_t, 4> segments = {};
 
   bool sameAs(const Split &other) const {
-    return dim == other.dim && parts == other.parts;
+    return dim == other.dim && parts == other.parts &&
+           segments == other.segments;
   }
+};
+
+/// A slice that takes one segment of a packed projection: its bounds on
+/// the split dimension in the rank's program.
+struct SegmentSlice {
+  Operation *slice;
+  int64_t dim, start, limit;
 };
 
 /// One group's split, or why it cannot be split.
@@ -61,8 +73,15 @@ public:
   ArrayRef<std::pair<OpOperand *, Split>> blockReads() const { return reads; }
   ArrayRef<Operation *> partialSums() const { return partials; }
   const DenseMap<unsigned, Split> &resultSplits() const { return results; }
+  ArrayRef<SegmentSlice> segmentSlices() const { return segmentCuts; }
   StringRef why() const { return reason; }
   std::optional<std::pair<unsigned, int64_t>> retry() const { return retryAt; }
+  /// A seed whose split dimension a slice cuts at these offsets: a packed
+  /// projection, to retry with segments bounded there.
+  std::optional<std::pair<unsigned, SmallVector<int64_t, 2>>>
+  retryCuts() const {
+    return cutsAt;
+  }
 
 private:
   LogicalResult visit(Operation *op);
@@ -88,7 +107,10 @@ private:
   DenseSet<Operation *> handled;
   std::string reason;
   std::optional<std::pair<unsigned, int64_t>> retryAt;
+  std::optional<std::pair<unsigned, SmallVector<int64_t, 2>>> cutsAt;
+  SmallVector<SegmentSlice> segmentCuts;
 
+  LogicalResult slice(SliceOp op);
 };
 
 /// A function argument a rank may bind a block of: a weight (no driver

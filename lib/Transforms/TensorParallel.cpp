@@ -20,6 +20,8 @@
 #include "llvm/ADT/EquivalenceClasses.h"
 #include "llvm/ADT/MapVector.h"
 
+#include <set>
+
 namespace mlir::poot {
 #define GEN_PASS_DEF_POOTTENSORPARALLEL
 #include "lib/Transforms/Passes.h.inc"
@@ -71,6 +73,31 @@ struct TensorParallel
 
   int64_t blockOf(const Split &split) const {
     return rank / (degree / split.parts);
+  }
+
+  ShardAttr shardAttr(const Split &split) {
+    return ShardAttr::get(&getContext(), split.dim, blockOf(split),
+                          split.parts, split.segments);
+  }
+
+  /// The segments a seed's weight splits into, from the cuts slices made
+  /// in its output columns (none: one segment).
+  static SmallVector<int64_t, 4> segmentsOf(const Projection &seed,
+                                            const std::set<int64_t> &cuts) {
+    if (cuts.empty())
+      return {};
+    int64_t size = cast<RankedTensorType>(seed.weight.getType())
+                       .getDimSize(seed.columnDim);
+    SmallVector<int64_t, 4> segments;
+    int64_t from = 0;
+    for (int64_t cut : cuts) {
+      if (cut <= from || cut >= size)
+        continue;
+      segments.push_back(cut - from);
+      from = cut;
+    }
+    segments.push_back(size - from);
+    return segments;
   }
 
   void runOnOperation() override {
@@ -146,6 +173,7 @@ struct TensorParallel
     DenseMap<Value, Split> committed;
     SmallVector<std::pair<OpOperand *, Split>> reads;
     SmallVector<Operation *> partials;
+    SmallVector<SegmentSlice> segmentSlices;
     DenseMap<unsigned, Split> results;
     for (auto it = groups.begin(); it != groups.end(); ++it) {
       if (!(*it)->isLeader())
@@ -160,23 +188,35 @@ struct TensorParallel
         return position[a] < position[b];
       });
       DenseMap<unsigned, int64_t> parts;
+      DenseMap<unsigned, std::set<int64_t>> cuts; // packed projections
       for (unsigned m : members)
         parts[m] = degree;
       std::optional<GroupSplit> done;
       std::string why;
-      for (int attempt = 0; attempt < 8 && !done; ++attempt) {
+      // Each retry narrows one seed's parts or adds a packed projection's
+      // segment bound; a handful suffices (q, k, v of one packed weight).
+      for (int attempt = 0; attempt < 16 && !done; ++attempt) {
         GroupSplit group(func, degree, committed);
         bool ok = true;
         for (unsigned m : members)
           ok = ok && succeeded(group.seed(
                          seeds[m].weight,
-                         Split{seeds[m].columnDim, parts[m], m}));
+                         Split{seeds[m].columnDim, parts[m], m,
+                               segmentsOf(seeds[m], cuts[m])}));
         ok = ok && succeeded(group.walk(ops)) && succeeded(group.checkUses());
         if (ok) {
           done.emplace(std::move(group));
           break;
         }
         why = group.why().str();
+        if (auto packed = group.retryCuts();
+            packed && parts.contains(packed->first)) {
+          std::set<int64_t> &bounds = cuts[packed->first];
+          size_t before = bounds.size();
+          bounds.insert(packed->second.begin(), packed->second.end());
+          if (bounds.size() > before)
+            continue;
+        }
         auto retry = group.retry();
         if (!retry || !parts.contains(retry->first) ||
             parts[retry->first] <= retry->second)
@@ -191,6 +231,7 @@ struct TensorParallel
       for (auto &[value, split] : done->values())
         committed[value] = split;
       llvm::append_range(reads, done->blockReads());
+      llvm::append_range(segmentSlices, done->segmentSlices());
       llvm::append_range(partials, done->partialSums());
       for (auto &[index, split] : done->resultSplits())
         results[index] = split;
@@ -198,12 +239,13 @@ struct TensorParallel
     if (committed.empty())
       func.emitWarning() << "nothing splits over " << int64_t(degree)
                          << " ranks: every rank runs the whole step";
-    rewrite(func, committed, reads, partials, results);
+    rewrite(func, committed, reads, segmentSlices, partials, results);
     return success();
   }
 
   void rewrite(func::FuncOp func, const DenseMap<Value, Split> &values,
                ArrayRef<std::pair<OpOperand *, Split>> reads,
+               ArrayRef<SegmentSlice> segmentSlices,
                ArrayRef<Operation *> partials,
                const DenseMap<unsigned, Split> &results) {
     MLIRContext *ctx = &getContext();
@@ -231,13 +273,19 @@ struct TensorParallel
       }
       if (auto arg = dyn_cast<BlockArgument>(value))
         func.setArgAttr(arg.getArgNumber(), PootDialect::kShardAttrName,
-                        ShardAttr::get(ctx, split.dim, blockOf(split),
-                                       split.parts));
+                        shardAttr(split));
+    }
+    // One segment of a packed projection: the rank's block of it.
+    for (const SegmentSlice &cut : segmentSlices) {
+      auto slice = cast<SliceOp>(cut.slice);
+      SmallVector<int64_t> start(slice.getStart()), limit(slice.getLimit());
+      start[cut.dim] = cut.start;
+      limit[cut.dim] = cut.limit;
+      slice.setStart(start);
+      slice.setLimit(limit);
     }
     for (auto &[index, split] : results)
-      func.setResultAttr(index, PootDialect::kShardAttrName,
-                         ShardAttr::get(ctx, split.dim, blockOf(split),
-                                        split.parts));
+      func.setResultAttr(index, PootDialect::kShardAttrName, shardAttr(split));
     // Each rank summed its block of k: the sum over ranks is the product.
     for (Operation *op : partials) {
       OpBuilder b(op->getContext());

@@ -80,3 +80,25 @@ func.func @norm_between(%x: tensor<1x8xf32>, %w1: tensor<8x16xf32>, %w2: tensor<
   return %d : tensor<1x8xf32>
 }
 
+
+// -----
+
+// A packed projection (Phi-3's gate_up_proj): the weight is two segments,
+// gate and up, and each rank takes its block of each. The slices that take
+// them apart take the rank's block instead.
+// CHECK-LABEL: func.func @packed_gate_up
+// CHECK-SAME:  %arg1: tensor<8x16xf32> {poot.shard = #poot.shard<dim = 1, block = 1, parts = 2, segments = [16, 16]>}
+// CHECK-SAME:  %arg2: tensor<8x8xf32> {poot.shard = #poot.shard<dim = 0, block = 1, parts = 2>}
+// CHECK:       poot.slice %{{.*}} [0, 0] to [1, 8] step [1, 1] : tensor<1x16xf32> -> tensor<1x8xf32>
+// CHECK:       poot.slice %{{.*}} [0, 8] to [1, 16] step [1, 1] : tensor<1x16xf32> -> tensor<1x8xf32>
+// CHECK:       poot.all_reduce
+func.func @packed_gate_up(%x: tensor<1x8xf32>, %wgu: tensor<8x32xf32>, %wd: tensor<16x8xf32>) -> tensor<1x8xf32> {
+  %gu = poot.matmul %x, %wgu : (tensor<1x8xf32>, tensor<8x32xf32>) -> tensor<1x32xf32>
+  %g = poot.slice %gu [0, 0] to [1, 16] step [1, 1] : tensor<1x32xf32> -> tensor<1x16xf32>
+  %u = poot.slice %gu [0, 16] to [1, 32] step [1, 1] : tensor<1x32xf32> -> tensor<1x16xf32>
+  %s = poot.logistic %g : tensor<1x16xf32>
+  %a = poot.mul %g, %s : (tensor<1x16xf32>, tensor<1x16xf32>) -> tensor<1x16xf32>
+  %h = poot.mul %a, %u : (tensor<1x16xf32>, tensor<1x16xf32>) -> tensor<1x16xf32>
+  %d = poot.matmul %h, %wd : (tensor<1x16xf32>, tensor<16x8xf32>) -> tensor<1x8xf32>
+  return %d : tensor<1x8xf32>
+}

@@ -12,6 +12,9 @@ processes); every one returns plain picklable data for the test to check.
 from __future__ import annotations
 
 import importlib
+import json
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -36,6 +39,9 @@ COMMON = dict(
 MODELS = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),  # q/k/v carry a bias: split with them
+    # Packed projections (qkv_proj, gate_up_proj): a rank takes its block of
+    # every segment of the packed weight.
+    "phi3": ("Phi3Config", "Phi3ForCausalLM", {"pad_token_id": 0, "eos_token_id": 1}),
     # One KV head for 4 query heads: at degree 4 every rank holds it (replicated).
     "llama_kv1": ("LlamaConfig", "LlamaForCausalLM", {"num_key_value_heads": 1}),
     # 3 heads and an odd MLP width: nothing divides 2, the step stays whole.
@@ -164,7 +170,8 @@ def world2(hf):
     from poot_mlir.runtime.distributed import spawn
 
     cases, reference = {}, {}
-    for name, model, rows in (("llama", "llama", 2), ("qwen2", "qwen2", 2), ("kv1", "llama_kv1", 1)):
+    for name, model, rows in (("llama", "llama", 2), ("qwen2", "qwen2", 2), ("phi3", "phi3", 1),
+                              ("kv1", "llama_kv1", 1)):
         model, ids = build(hf, model), prompt(hf, rows)
         cases[name] = {"model": model, "ids": ids}
         reference[name] = {"hf": hf_generate(hf, model, ids, NEW)}
@@ -181,7 +188,7 @@ def world2(hf):
     return cases, reference, spawn(rank_generates, 2, cases)
 
 
-@pytest.mark.parametrize("name", ["llama", "qwen2"])
+@pytest.mark.parametrize("name", ["llama", "qwen2", "phi3"])
 def test_greedy_generate_on_2_ranks_matches_transformers(world2, name) -> None:
     _, reference, ranks = world2
     for rank, got in enumerate(ranks):
@@ -292,3 +299,21 @@ def test_the_serve_example_refuses_what_ranks_cannot_serve(capsys, argv, message
         serve.main(argv)
     assert exit.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_serving_path_imports_no_compiler() -> None:
+    """A GPU machine runs artifacts compiled elsewhere and has no MLIR: the
+    runners, the paged serving engine and the communicator must import no
+    MLIR binding and no compiler module (bench/causal_lm_serving.py's run
+    phase failed on exactly that once)."""
+    child = (
+        "import json, sys\n"
+        "import poot_mlir.models.serving, poot_mlir.models.runners\n"
+        "import poot_mlir.runtime.collectives, poot_mlir.runtime.distributed, poot_mlir.runtime.program\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] == 'mlir' or '_mlir_libs' in m\n"
+        "             or m.startswith(('poot_mlir.ir', 'poot_mlir.dialects', 'poot_mlir.compiler')))\n"
+        "print(json.dumps(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []

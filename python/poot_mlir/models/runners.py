@@ -29,12 +29,14 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from ..compiler import devices
 from .hf_export import NEXT_TOKEN
+
+if TYPE_CHECKING:  # the compiler imports MLIR; the GPU machine runs these runners without it
+    from ..compiler import devices
 
 __all__ = ["CpuRunner", "GpuRunner", "make_runner", "rank_backend", "tensor_parallel_of", "zero_state"]
 
@@ -229,9 +231,9 @@ class GpuRunner(_Runner):
 
 def is_cpu(target: Any) -> bool:
     """Whether `target` ("cpu", a GPU target name, or a Device) is the CPU."""
-    if isinstance(target, devices.Device):
-        return target.target == "cpu"
-    return target == "cpu"
+    if isinstance(target, str):
+        return target == "cpu"
+    return target.target == "cpu"  # a Device
 
 
 def rank_backend(device: "devices.Device", communicator: Any) -> str:
@@ -252,6 +254,7 @@ def rank_backend(device: "devices.Device", communicator: Any) -> str:
 def make_runner(target: Any, workdir: Path, communicator: Any = None) -> "CpuRunner | GpuRunner":
     """The runner for `target`: "cpu", a GPU target name, or a Device;
     `communicator`: this rank's (a tensor-parallel model)."""
+    from ..compiler import devices
     from .targets import GPU_TARGETS, describe
 
     if not isinstance(target, devices.Device) and target != "cpu" and target not in GPU_TARGETS:
