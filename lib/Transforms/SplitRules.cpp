@@ -118,8 +118,8 @@ LogicalResult GroupSplit::need(OpOperand &operand, Split split) {
       return fail(operand.getOwner(), "operands split two ways");
     return success();
   }
-  if (shapeOf(value)[split.dim] == 1)
-    return success(); // broadcast: every rank reads the one row
+  if (shapeOf(value)[split.dim] == 1 || split.whole())
+    return success(); // broadcast, or whole: every rank reads all of it
   if (isSplittableArgument(func, value))
     return assign(value, split);
   if (otherGroups.contains(value))
@@ -176,8 +176,14 @@ LogicalResult GroupSplit::elementwise(Operation *op, bool lastDimLocal) {
       return fail(op, "operands split along different dimensions");
     out = aligned;
   }
-  if (lastDimLocal && out->dim == rank - 1)
+  if (lastDimLocal && out->dim == rank - 1 && !out->whole()) {
+    // A head's own dimension split (one KV head over two ranks: the
+    // projection's columns are half a head each): hold it whole instead,
+    // replicated on every rank, if the rest of the group allows.
+    if (!retryAt && out->parts > 1)
+      retryAt = {out->seed, 1};
     return fail(op, "splits the dimension the op mixes");
+  }
   for (OpOperand &operand : op->getOpOperands()) {
     int64_t dim = out->dim - (rank - rankOf(operand.get()));
     if (dim < 0)
@@ -252,6 +258,16 @@ LogicalResult GroupSplit::attention(AttentionOp op) {
   if ((op.getRead() && splitOf(op.getRead())) ||
       (op.getLength() && splitOf(op.getLength())))
     return fail(op, "a split read map or length");
+  // A KV projection split inside its heads (fewer KV heads than ranks, so
+  // the blocks are parts of a head): hold it whole on every rank instead.
+  for (Value kv : {op.getKey(), op.getValue()}) {
+    std::optional<Split> split = splitOf(kv);
+    if (split && split->dim != 1 && !split->whole()) {
+      if (!retryAt && split->parts > 1)
+        retryAt = {split->seed, 1};
+      return fail(op, "splits inside a KV head");
+    }
+  }
   std::optional<Split> k = splitOf(op.getKey());
   int64_t kvHeads = shapeOf(op.getKey())[1];
   Split kv = k ? *k : Split{1, std::min(degree, kvHeads), q->seed};

@@ -39,7 +39,12 @@ struct Split {
   /// of each). Empty: the dimension is one segment.
   SmallVector<int64_t, 4> segments = {};
 
+  /// One part is the whole value on every rank: its dimension is moot.
+  bool whole() const { return parts == 1 && segments.empty(); }
+
   bool sameAs(const Split &other) const {
+    if (whole() && other.whole())
+      return true;
     return dim == other.dim && parts == other.parts &&
            segments == other.segments;
   }

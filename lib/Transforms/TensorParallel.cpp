@@ -264,6 +264,8 @@ struct TensorParallel
       operand->set(block);
     }
     for (auto [key, split] : values) {
+      if (split.whole())
+        continue; // held whole by every rank (a replicated KV head)
       Value value = key;
       value.setType(localType(value.getType(), split));
       if (auto slice = value.getDefiningOp<SliceOp>()) {
@@ -285,7 +287,9 @@ struct TensorParallel
       slice.setLimit(limit);
     }
     for (auto &[index, split] : results)
-      func.setResultAttr(index, PootDialect::kShardAttrName, shardAttr(split));
+      if (!split.whole())
+        func.setResultAttr(index, PootDialect::kShardAttrName,
+                           shardAttr(split));
     // Each rank summed its block of k: the sum over ranks is the product.
     for (Operation *op : partials) {
       OpBuilder b(op->getContext());
