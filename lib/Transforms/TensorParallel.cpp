@@ -129,6 +129,10 @@ struct TensorParallel
     SmallVector<Projection> seeds;
     SmallVector<SetVector<Operation *>> reach;
     DenseMap<Operation *, unsigned> reachedBy;
+    // The reach without its closing contractions: a split value flows out
+    // of these, so a matmul reading one closes a group; one reading a
+    // closing contraction's (summed) result starts a group of its own.
+    DenseSet<Operation *> interior;
     llvm::EquivalenceClasses<unsigned> groups;
     for (Operation &op : body) {
       auto matmul = dyn_cast<MatMulOp>(op);
@@ -138,7 +142,7 @@ struct TensorParallel
       if (!projection)
         continue;
       Operation *input = matmul.getLhs().getDefiningOp();
-      if (input && reachedBy.contains(input))
+      if (input && interior.contains(input))
         continue;
       unsigned id = seeds.size();
       seeds.push_back(*projection);
@@ -146,6 +150,7 @@ struct TensorParallel
       SetVector<Operation *> ops(projection->chain.begin(),
                                  projection->chain.end());
       ops.insert(matmul);
+      interior.insert(matmul);
       SmallVector<Value> work{matmul.getResult()};
       while (!work.empty()) {
         Value value = work.pop_back_val();
@@ -157,6 +162,7 @@ struct TensorParallel
             continue;
           if (isa<MatMulOp>(user) && use.getOperandNumber() == 0)
             continue; // the closing contraction: its result is replicated
+          interior.insert(user);
           llvm::append_range(work, user->getResults());
         }
       }

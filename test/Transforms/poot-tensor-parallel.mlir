@@ -102,3 +102,20 @@ func.func @packed_gate_up(%x: tensor<1x8xf32>, %wgu: tensor<8x32xf32>, %wd: tens
   %d = poot.matmul %h, %wd : (tensor<1x16xf32>, tensor<16x8xf32>) -> tensor<1x8xf32>
   return %d : tensor<1x8xf32>
 }
+
+// -----
+
+// A projection reading a closing contraction's (summed, replicated) result
+// starts a group of its own: two MLPs back to back both split.
+// CHECK-LABEL: func.func @two_mlps
+// CHECK-COUNT-2: poot.all_reduce
+func.func @two_mlps(%x: tensor<1x8xf32>, %w1: tensor<8x16xf32>, %w2: tensor<16x8xf32>,
+                    %w3: tensor<8x16xf32>, %w4: tensor<16x8xf32>) -> tensor<1x8xf32> {
+  %a = poot.matmul %x, %w1 : (tensor<1x8xf32>, tensor<8x16xf32>) -> tensor<1x16xf32>
+  %b = poot.logistic %a : tensor<1x16xf32>
+  %c = poot.matmul %b, %w2 : (tensor<1x16xf32>, tensor<16x8xf32>) -> tensor<1x8xf32>
+  %d = poot.matmul %c, %w3 : (tensor<1x8xf32>, tensor<8x16xf32>) -> tensor<1x16xf32>
+  %e = poot.logistic %d : tensor<1x16xf32>
+  %f = poot.matmul %e, %w4 : (tensor<1x16xf32>, tensor<16x8xf32>) -> tensor<1x8xf32>
+  return %f : tensor<1x8xf32>
+}

@@ -134,11 +134,13 @@ def test_poot_opt_version_names_poot_mlir() -> None:
 
 MLP = """
 func.func @mlp(%x: tensor<1x8xf32> {poot.name = "x"}, %wg: tensor<8x16xf32> {poot.name = "wg"},
-               %wd: tensor<16x8xf32> {poot.name = "wd"}) -> tensor<1x8xf32> {
+               %wd: tensor<16x8xf32> {poot.name = "wd"}, %wl: tensor<8x7xf32> {poot.name = "lm_head"})
+    -> tensor<1x7xf32> {
   %g = poot.matmul %x, %wg : (tensor<1x8xf32>, tensor<8x16xf32>) -> tensor<1x16xf32>
   %s = poot.logistic %g : tensor<1x16xf32>
   %d = poot.matmul %s, %wd : (tensor<1x16xf32>, tensor<16x8xf32>) -> tensor<1x8xf32>
-  return %d : tensor<1x8xf32>
+  %l = poot.matmul %d, %wl : (tensor<1x8xf32>, tensor<8x7xf32>) -> tensor<1x7xf32>
+  return %l : tensor<1x7xf32>
 }
 """
 
@@ -149,6 +151,8 @@ def test_compile_writes_a_tensor_parallel_rank_program(tmp_path) -> None:
                     "-o", str(tmp_path / "art"))
     assert compiled.returncode == 0, compiled.stderr
     assert "tensor parallel: rank 1 of 2, 2 arguments sharded, 1 all_reduce(s)" in compiled.stdout
+    # What stays whole is said, where and why (the 7 logits split into no 2 blocks).
+    assert "stays whole on every rank: dimension 1 of size 7 does not split" in compiled.stdout
     manifest = (tmp_path / "art" / "manifest.json").read_text()
     assert '"block": 1' in manifest and '"parts": 2' in manifest
     # Not RANK/DEGREE, or a rank outside the degree: argparse's usage error.

@@ -201,7 +201,7 @@ def _lower(
     and what the manifest says about it."""
     mod = parse_module(module)
     fusion = fuse_for_compile(mod, fuse, "compile_cpu", trace)
-    split_for_rank(mod, tensor_parallel, trace)
+    notes = split_for_rank(mod, tensor_parallel, trace)
     func_op = _select_function(mod, func)
     signature = function_signature(func_op)
     check_allocations(mod, func_op, signature, device or devices.CPU)
@@ -212,7 +212,6 @@ def _lower(
     run_pipeline(mod, f"builtin.module(poot-to-llvm-cpu{{{options}}})", trace=trace)
     _record_in_place(mod, signature)
     planned = fused_op_records(mod)
-    notes = []
     if not planned:
         notes.append(nothing_to_plan(signature["name"], fusion))
         log.info("compile_cpu: %s", notes[-1])

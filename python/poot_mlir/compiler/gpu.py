@@ -135,7 +135,7 @@ def compile_gpu(
         raise errors.CompileError(f"{device.name} is not a GPU target ({device.target})")
     mod = parse_module(module)
     fusion = fuse_for_compile(mod, fuse, "compile_gpu", trace)
-    split_for_rank(mod, tensor_parallel, trace)
+    split_notes = split_for_rank(mod, tensor_parallel, trace)
     func_op = _select_function(mod, func)
     signature = function_signature(func_op)
     options = device.pipeline_options()
@@ -160,7 +160,7 @@ def compile_gpu(
         (out / launch["kernel"]).write_bytes(objects[module_name])
         if device.target == "rocdl":
             (out / f"{module_name}.ll").write_bytes(objects[module_name + ".ll"])
-    notes = [] if fusion.fused else [nothing_to_plan(signature["name"], fusion)]
+    notes = split_notes + ([] if fusion.fused else [nothing_to_plan(signature["name"], fusion)])
     if device.target == "rocdl":
         notes.append(_write_hsaco(out, programs, device.chip or "gfx942"))
     manifest = {

@@ -50,15 +50,20 @@ def check_tensor_parallel(value: Any) -> "tuple[int, int] | None":
 
 def split_for_rank(
     mod: Module, tensor_parallel: "tuple[int, int] | None", trace: "PassTrace | None"
-) -> None:
+) -> list[str]:
     """Rewrite `mod` (in place) into rank `rank`'s program of the step split
-    over `degree` ranks; nothing when `tensor_parallel` is None.
+    over `degree` ranks; nothing when `tensor_parallel` is None. Returns the
+    manifest notes: each group of projections the pass left whole on every
+    rank, where and why (the pass's remarks), so a partial split is said.
 
     Run it after the attention fusion: the split cuts each fused attention
     by heads, so every rank still runs one planned kernel per layer."""
     if tensor_parallel is None:
-        return
+        return []
     rank, degree = tensor_parallel
+    remarks: list[str] = []
     run_pipeline(
-        mod, f"builtin.module(poot-tensor-parallel{{degree={degree} rank={rank}}})", trace=trace
-    )
+        mod, f"builtin.module(poot-tensor-parallel{{degree={degree} rank={rank}}})",
+        trace=trace, remarks=remarks,
+    )  # fmt: skip
+    return [f"tensor parallel: {remark.splitlines()[0]}" for remark in remarks]
