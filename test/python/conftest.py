@@ -61,3 +61,15 @@ def vulkan(request: pytest.FixtureRequest):
     backend = make_device("wgpu-lavapipe" if request.param == "wgpu" else "lavapipe")
     yield backend
     backend.close()
+
+
+@pytest.fixture(scope="module")
+def hf():
+    """(torch, transformers) for the Hugging Face model tests: required (a
+    failure under CI=true, a skip naming the install otherwise)."""
+    system_deps.require("torch")
+    system_deps.require("transformers")
+    import torch
+    import transformers
+
+    return torch, transformers

@@ -54,16 +54,6 @@ _OWN_NAMES = {"gpt2": {"vocab_size"}, "bloom": {"vocab_size", "hidden_size"}}
 PROMPT, NEW = 7, 12
 
 
-@pytest.fixture(scope="module")
-def hf():
-    require("torch")
-    require("transformers")
-    import torch
-    import transformers
-
-    return torch, transformers
-
-
 def build(hf, name: str, seed: int = 0):
     torch, transformers = hf
     config_class, model_class, extra = ARCHITECTURES[name]

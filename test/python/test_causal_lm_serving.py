@@ -19,16 +19,6 @@ from poot_mlir import errors
 VOCAB = COMMON["vocab_size"]
 
 
-@pytest.fixture(scope="module")
-def hf():
-    require("torch")
-    require("transformers")
-    import torch
-    import transformers
-
-    return torch, transformers
-
-
 def requests(seed: int = 3):
     """A 20-token shared prefix (one full block and a partial one) under
     tails of different lengths, one unrelated prompt, and a late request

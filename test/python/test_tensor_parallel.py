@@ -81,6 +81,19 @@ def mlp_reference(xs, w1, w2) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]
     return ys, acc, g
 
 
+def mlp_rank_shards(rank: int, degree: int) -> list:
+    """The manifest's shard of each input of `mlp_rank_program(rank, degree)`
+    (x, w1, w2, the replicated state acc, the sharded state gate): what its
+    `poot.shard` marks say."""
+    return [
+        None,
+        {"dim": 1, "block": rank, "parts": degree},
+        {"dim": 0, "block": rank, "parts": degree},
+        None,
+        {"dim": 2, "block": rank, "parts": degree},
+    ]
+
+
 def _mlp_run(tmp_path, degree: int, dtype: str, rng: np.random.Generator) -> dict:
     """Compile every rank's program and draw full-size inputs."""
     held = dtypes.dtype_of_element(dtype)
@@ -184,13 +197,7 @@ def test_a_tensor_parallel_artifact_needs_a_communicator(tmp_path) -> None:
     manifest = json.loads((path / "manifest.json").read_text())["function"]
     assert manifest["tensor_parallel"] == {"rank": 1, "degree": 2}
     assert manifest["all_reduce_sites"] == 1
-    assert [e.get("shard") for e in manifest["inputs"]] == [
-        None,
-        {"dim": 1, "block": 1, "parts": 2},
-        {"dim": 0, "block": 1, "parts": 2},
-        None,
-        {"dim": 2, "block": 1, "parts": 2},
-    ]
+    assert [e.get("shard") for e in manifest["inputs"]] == mlp_rank_shards(1, 2)
     with pytest.raises(errors.CommunicatorError, match="communicator="):
         cpu.load(path)
 

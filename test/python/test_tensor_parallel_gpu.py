@@ -24,7 +24,7 @@ import pytest
 
 import tensor_parallel_ranks as ranks
 from system_deps import require
-from test_tensor_parallel import BLOCK, D, _pass_built, mlp_rank_program
+from test_tensor_parallel import BLOCK, D, _pass_built, mlp_rank_program, mlp_rank_shards
 from poot_mlir import errors, oracle
 from poot_mlir.compiler import devices
 from poot_mlir.compiler.gpu import compile_gpu
@@ -292,13 +292,7 @@ def test_the_manifest_records_the_split_and_the_commands(rank1_of_2) -> None:
     function = manifest["function"]
     assert function["tensor_parallel"] == {"rank": 1, "degree": 2}
     assert function["all_reduce_sites"] == 1
-    assert [e.get("shard") for e in function["inputs"]] == [
-        None,
-        {"dim": 1, "block": 1, "parts": 2},
-        {"dim": 0, "block": 1, "parts": 2},
-        None,
-        {"dim": 2, "block": 1, "parts": 2},
-    ]
+    assert [e.get("shard") for e in function["inputs"]] == mlp_rank_shards(1, 2)
     step = manifest["programs"]["mlp"]
     [reduce] = [c["all_reduce"] for c in step["commands"] if "all_reduce" in c]
     assert reduce == {"buffer": reduce["buffer"], "count": D, "dtype": 0, "site": 0}

@@ -57,16 +57,6 @@ PROMPT, NEW, CAPACITY = 5, 10, 32
 ENGINE = dict(max_batch=2, chunk=4, max_seq_len=CAPACITY)
 
 
-@pytest.fixture(scope="module")
-def hf():
-    require("torch")
-    require("transformers")
-    import torch
-    import transformers
-
-    return torch, transformers
-
-
 def build(hf, name: str, seed: int = 0):
     torch, transformers = hf
     config_class, model_class, changes = MODELS[name]
