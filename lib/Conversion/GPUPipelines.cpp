@@ -228,7 +228,9 @@ void mlir::poot::buildPootStepToNVVMPipeline(
     addPlanAndGenerate(p, DeviceTarget::NVVM, o);
   }, {/*vectorMemory=*/true, o.maxGridX, o.maxBufferBytes, /*maxElements=*/0,
       /*warpLanes=*/o.warpReductions ? 32 : 0, o.jamRows,
-      o.batchInvariant});
+      o.batchInvariant,
+      /*mmaRows=*/o.tensorCores && mmaSmOf(o.chip) >= 80 ? o.mmaMatmulRows
+                                                          : int64_t(0)});
   addNVVMLowering(pm, o);
 }
 

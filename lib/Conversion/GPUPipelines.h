@@ -151,6 +151,12 @@ struct PootNVVMPipelineOptions
                      "(MQA / absorbed MLA) on mma.sync (wide_head_mma, the "
                      "default; verified on the H200); off: the FFMA wide_head"),
       llvm::cl::init(kDefaultDevice.wideHeadMma)};
+  Opt::Option<int64_t> mmaMatmulRows{
+      *this, "mma-matmul-rows",
+      llvm::cl::desc("Whole steps with tensor-cores (sm_80 and up): two-byte "
+                     "matmuls with at least this many rows on mma.sync "
+                     "(poot-gpu-mma-matmuls); 0: on CUDA cores"),
+      llvm::cl::init(kDefaultDevice.mmaMatmulRows)};
   Opt::Option<bool> warpReductions{
       *this, "warp-reductions",
       llvm::cl::desc("Whole steps: spread the long reductions of kernels "
@@ -205,6 +211,9 @@ struct WholeStepTarget {
   /// (DeviceDescription::batchInvariant): split-reductions' ratio per row,
   /// no warp-lane spreading.
   bool batchInvariant = kDefaultDevice.batchInvariant;
+  /// Two-byte matmuls with at least this many rows on tensor cores
+  /// (poot-gpu-mma-matmuls; 0: none, as on SPIR-V and ROCDL).
+  int64_t mmaRows = 0;
 };
 
 /// The target-independent part of a whole step (StepPipelines.cpp), with the

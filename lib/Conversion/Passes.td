@@ -1004,11 +1004,67 @@ def PootGPUSplitReductions
            "jam-rows jams; every parallel loop where each output reduces "
            "data of its own, as a norm's) count as 1 and the partials are "
            "not capped, so a row's chunks and summation order do not depend "
-           "on the batch (a batched op then writes rows x the partials)">
+           "on the batch (a batched op then writes rows x the partials)">,
+    Option<"mmaRows", "mma-rows", "int64_t", /*default=*/"0",
+           "NVVM with tensor cores: a two-byte matmul with at least this many "
+           "rows (MmaContraction.h) is marked for poot-gpu-mma-matmuls and "
+           "split by its kernel's warps instead (0: none; never with "
+           "batch-invariant)">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect"];
+}
+
+def PootGPUMmaMatmuls
+    : Pass<"poot-gpu-mma-matmuls", "::mlir::ModuleOp"> {
+  let summary = "Run the marked two-byte matmuls as mma.sync kernels (tensor cores)";
+  let description = [{
+    Runs after bufferization in the NVVM whole-step pipeline, on the ops
+    `poot-gpu-split-reductions` marked `poot.mma_matmul` (with `mma-rows`):
+    a linalg op whose payload is the 16-bit contract's accumulation
+    `out + extf(a) * extf(b)` (docs/sixteen-bit-contract.md), `b` a bf16/f16
+    weight read directly, `a` any pure scalar expression of inputs that do
+    not read along the weight's columns (a fused prologue), at least
+    `mma-rows` rows, columns and reduction multiples of 64
+    (MmaContraction.h). Each becomes one `gpu.launch_func` of a generated
+    kernel in the `poot_mma_matmuls` gpu.module: workgroups of 4 warps, each
+    warp 64 columns (8 m16n8k16 tiles) by 16-64 rows (1-4 tiles) of one
+    batch index (a split's partial sums: grid z), the weight streamed once
+    for all the rows in 16-byte loads (either layout: [N, K] or [K, N]),
+    f32 accumulators in registers, rows past the end masked. A fill of the
+    output just before the op is folded into the accumulators' start. An
+    op that no longer qualifies on buffers (a strided view) loses its mark
+    and stays on the CUDA-core path.
+
+    Before:
+    ```mlir
+    linalg.fill ins(%zero : f32) outs(%p : memref<16x16x4096xf32>)
+    linalg.generic {indexing_maps = [(s, m, n, k) -> (m, s, k),
+                                     (s, m, n, k) -> (n, s, k),
+                                     (s, m, n, k) -> (s, m, n)], ...}
+        ins(%x, %w : memref<16x16x256xbf16>, memref<4096x16x256xbf16>)
+        outs(%p : memref<16x16x4096xf32>) attrs = {poot.mma_matmul} {
+      ^bb0(%a: bf16, %b: bf16, %o: f32):
+        %0 = arith.extf %a : bf16 to f32
+        %1 = arith.extf %b : bf16 to f32
+        %2 = arith.mulf %0, %1 : f32
+        %3 = arith.addf %o, %2 : f32
+        linalg.yield %3 : f32
+    }
+    ```
+    After:
+    ```mlir
+    gpu.launch_func @poot_mma_matmuls::@mma_matmul_0
+        blocks in (%c16, %c1, %c16) threads in (%c128, %c1, %c1)
+        args(%p_flat : memref<1048576xf32>, %w_flat : memref<16777216xbf16>,
+             %x_flat : memref<65536xbf16>)
+    ```
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def PootGPUPromoteAccumulators

@@ -69,10 +69,14 @@ void mlir::poot::addWholeStepPasses(
   PootGPUSplitReductionsOptions split;
   split.jamRows = target.jamRows;
   split.batchInvariant = target.batchInvariant;
+  split.mmaRows = target.mmaRows;
   pm.addNestedPass<func::FuncOp>(createPootGPUSplitReductions(split));
   // 3. Buffers, the state in place (the CPU pipeline's bufferization).
   addInPlaceBufferization(pm);
   pm.addPass(createPootGPUAttentionLaunches());
+  // Two-byte matmuls marked by the split (tensor cores): their kernels.
+  if (target.mmaRows > 0)
+    pm.addPass(createPootGPUMmaMatmuls());
   // 4. Parallel loops mapped to blocks x threads, then kernels.
   PootCPUExpandStridedCopiesOptions copies;
   copies.every = true; // copies are kernels too: the host only launches

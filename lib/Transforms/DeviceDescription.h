@@ -66,6 +66,12 @@ struct DeviceDescription {
   /// so the weight element they share is loaded once for all of them
   /// (poot-gpu-jam-rows; 1: a thread per row).
   int64_t jamRows = 8;
+  /// Whole NVIDIA steps with mmaSm >= 80: two-byte matmuls with at least
+  /// this many rows run on mma.sync (poot-gpu-mma-matmuls: batched decode,
+  /// serving rows, prefill projections); 0: every matmul on CUDA cores.
+  /// Off on a batch-invariant device (a row's sums would follow whether its
+  /// batch reaches the threshold).
+  int64_t mmaMatmulRows = 8;
   /// Batch invariance (docs/attention-schedules.md, docs/gpu-steps.md):
   /// every reduction order a row sees is chosen for one row, never from the
   /// batch it is packed into -- the planners' split-KV counts and chunks as

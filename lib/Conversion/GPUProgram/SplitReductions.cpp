@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Conversion/GPUProgram/JamRows.h"
+#include "lib/Conversion/GPUProgram/MmaContraction.h"
 #include "lib/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -27,6 +28,7 @@ namespace mlir::poot {
 } // namespace mlir::poot
 
 using namespace mlir;
+using namespace mlir::poot;
 
 namespace {
 
@@ -222,6 +224,66 @@ void remapIndices(RewriterBase &rewriter, linalg::LinalgOp split,
     }
     rewriter.replaceOp(index, shifted);
   }
+}
+
+/// A matmul that reads a `linalg.transpose` of its weight (torch's [N, K]
+/// Linear weight as [K, N]) reads the weight itself through the permuted
+/// map instead, when that makes it a tensor-core matmul: the transpose (a
+/// copy of the whole weight every step) is then dead. Returns the op that
+/// stands (a generic when folded).
+linalg::LinalgOp readTransposedInputs(RewriterBase &rewriter,
+                                      linalg::LinalgOp op, int64_t minRows) {
+  if (llvm::none_of(op.getDpsInputOperands(), [](OpOperand *in) {
+        return in->get().getDefiningOp<linalg::TransposeOp>();
+      }))
+    return op;
+  rewriter.setInsertionPoint(op);
+  auto clone = cast<linalg::LinalgOp>(rewriter.clone(*op));
+  linalg::GenericOp generic;
+  if (auto g = dyn_cast<linalg::GenericOp>(clone.getOperation())) {
+    generic = g;
+  } else {
+    FailureOr<linalg::GenericOp> generalized =
+        linalg::generalizeNamedOp(rewriter, clone);
+    if (failed(generalized)) {
+      rewriter.eraseOp(clone);
+      return op;
+    }
+    generic = *generalized;
+  }
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  for (OpOperand *in : generic.getDpsInputOperands()) {
+    auto transpose = in->get().getDefiningOp<linalg::TransposeOp>();
+    if (!transpose)
+      continue;
+    // The transpose's output index j is its input's index perm[j].
+    AffineMap map = maps[in->getOperandNumber()];
+    ArrayRef<int64_t> perm = transpose.getPermutation();
+    SmallVector<AffineExpr> read(perm.size());
+    for (auto [j, p] : llvm::enumerate(perm))
+      read[p] = map.getResult(j);
+    maps[in->getOperandNumber()] =
+        AffineMap::get(map.getNumDims(), 0, read, map.getContext());
+    rewriter.modifyOpInPlace(generic, [&] { in->set(transpose.getInput()); });
+  }
+  rewriter.modifyOpInPlace(generic, [&] {
+    generic.setIndexingMapsAttr(rewriter.getAffineMapArrayAttr(maps));
+  });
+  if (!matchMmaContraction(generic, minRows)) {
+    rewriter.eraseOp(generic);
+    return op;
+  }
+  SmallVector<linalg::TransposeOp> transposes;
+  for (Value operand : op->getOperands())
+    if (auto transpose = operand.getDefiningOp<linalg::TransposeOp>();
+        transpose && !llvm::is_contained(transposes, transpose))
+      transposes.push_back(transpose);
+  rewriter.replaceOp(op, generic->getResults());
+  // A transpose nothing reads any more would still be bufferized (and run).
+  for (linalg::TransposeOp transpose : transposes)
+    if (transpose->use_empty())
+      rewriter.eraseOp(transpose);
+  return generic;
 }
 
 /// Whether `map` (an input's) reads along one of the reduction loops.
@@ -422,6 +484,51 @@ struct SplitReductions
                       std::nullopt);
   }
 
+  /// The split ratio of a tensor-core matmul (poot-gpu-mma-matmuls): its
+  /// threads are 32 a warp of 64 columns by 16-64 rows; the partials are
+  /// kept to a quarter of the weight's bytes, and each chunk a whole number
+  /// of the kernel's 64-wide reduction steps. 1: leave it whole.
+  int64_t mmaRatioFor(linalg::LinalgOp op, const MmaContraction &mm) {
+    if (!llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) {
+          return map.isProjectedPermutation(/*allowZeroInResults=*/false);
+        }))
+      return 1;
+    int64_t rows = mm.rowCount(), reduction = mm.reductionCount();
+    int64_t warpRows = mmaWarpRows(rows);
+    int64_t warps = mm.columnCount() / kMmaWarpColumns *
+                    ((rows + warpRows - 1) / warpRows) * mm.batchCount();
+    int64_t ratio =
+        splitRatio(warps * 32, reduction, kMmaReductionStep, minThreads,
+                   /*cap=*/reduction / (8 * rows));
+    while (ratio > 1 &&
+           (reduction % ratio || (reduction / ratio) % kMmaReductionStep))
+      ratio /= 2;
+    return std::max<int64_t>(ratio, 1);
+  }
+
+  /// Splits `op` by `ratio` (upstream splitReduction, the split loop
+  /// first); returns the partials' op, or null when it did not apply.
+  linalg::LinalgOp split(IRRewriter &rewriter, linalg::LinalgOp op,
+                         int64_t ratio) {
+    rewriter.setInsertionPoint(op);
+    // The partials' split dimension goes first: threads that differ in
+    // the output's last index stay adjacent (coalesced weight reads).
+    // An op whose combiner splitReduction cannot recognize stays whole.
+    SmallVector<unsigned> reductionDims;
+    op.getReductionDims(reductionDims);
+    int64_t chunk = op.getStaticLoopRanges()[reductionDims[0]] / ratio;
+    FailureOr<linalg::SplitReductionResult> result = linalg::splitReduction(
+        rewriter, op, [&](linalg::LinalgOp) {
+          return linalg::SplitReductionOptions{ratio, 0,
+                                               /*innerParallel=*/false};
+        });
+    if (failed(result))
+      return {};
+    remapIndices(rewriter, result->splitLinalgOp, reductionDims[0], chunk);
+    reductionsInnermost(rewriter, result->resultCombiningLinalgOp);
+    return result->splitLinalgOp;
+  }
+
   void runOnOperation() override {
     if (jamRows < 1 || jamRows > poot::kMaxJamRows) {
       getOperation().emitError()
@@ -437,7 +544,8 @@ struct SplitReductions
       if (op.getNumReductionLoops() > 0 && op.hasPureTensorSemantics())
         reductions.push_back(op);
     });
-    SmallVector<linalg::LinalgOp> candidates;
+    SmallVector<linalg::LinalgOp> candidates, mmaCandidates;
+    bool tensorCores = mmaRows > 0 && !batchInvariant;
     for (linalg::LinalgOp op : reductions) {
       if (op.getNumDpsInits() == 1)
         ownFill(rewriter, op);
@@ -447,27 +555,26 @@ struct SplitReductions
           op = dropped;
       }
       op = foldReductionLoops(rewriter, op);
-      if (ratioFor(op) > 1)
+      if (tensorCores && op.hasPureTensorSemantics())
+        op = readTransposedInputs(rewriter, op, mmaRows);
+      if (tensorCores && op.hasPureTensorSemantics() &&
+          matchMmaContraction(op, mmaRows))
+        mmaCandidates.push_back(op);
+      else if (ratioFor(op) > 1)
         candidates.push_back(op);
     }
-    for (linalg::LinalgOp op : candidates) {
-      rewriter.setInsertionPoint(op);
-      // The partials' split dimension goes first: threads that differ in
-      // the output's last index stay adjacent (coalesced weight reads).
-      // An op whose combiner splitReduction cannot recognize stays whole.
-      int64_t ratio = ratioFor(op);
-      SmallVector<unsigned> reductionDims;
-      op.getReductionDims(reductionDims);
-      int64_t chunk = op.getStaticLoopRanges()[reductionDims[0]] / ratio;
-      FailureOr<linalg::SplitReductionResult> split = linalg::splitReduction(
-          rewriter, op, [&](linalg::LinalgOp) {
-            return linalg::SplitReductionOptions{ratio, 0,
-                                                 /*innerParallel=*/false};
-          });
-      if (failed(split))
-        continue;
-      remapIndices(rewriter, split->splitLinalgOp, reductionDims[0], chunk);
-      reductionsInnermost(rewriter, split->resultCombiningLinalgOp);
+    for (linalg::LinalgOp op : candidates)
+      (void)split(rewriter, op, ratioFor(op));
+    // Tensor-core matmuls: split by their own kernel's count, then marked
+    // for poot-gpu-mma-matmuls (the partials' op, when split).
+    for (linalg::LinalgOp op : mmaCandidates) {
+      std::optional<MmaContraction> mm = matchMmaContraction(op, mmaRows);
+      int64_t ratio = mmaRatioFor(op, *mm);
+      linalg::LinalgOp marked = op;
+      if (ratio > 1)
+        if (linalg::LinalgOp partials = split(rewriter, op, ratio))
+          marked = partials;
+      marked->setAttr(kMmaMatmulAttr, rewriter.getUnitAttr());
     }
   }
 };

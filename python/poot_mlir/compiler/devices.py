@@ -82,6 +82,11 @@ class Device:
     #: the weight element they share is loaded once for all of them
     #: (poot-gpu-jam-rows, docs/gpu-steps.md); 1: a thread per row.
     jam_rows: int = 8
+    #: NVIDIA whole steps with tensor cores (sm_80 and up) only: two-byte
+    #: matmuls with at least N rows (batched decode, serving rows, prefill
+    #: projections) run on mma.sync (poot-gpu-mma-matmuls, docs/gpu-steps.md);
+    #: 0 keeps them on CUDA cores. Off on a batch-invariant device.
+    mma_matmul_rows: int = 8
     #: Batch invariance (issue 24): every reduction order a row sees is
     #: chosen for one row, never from the batch it is packed into -- the
     #: attention planner's split-KV count and chunks as if the batch were 1
@@ -117,6 +122,7 @@ class Device:
         if self.target == "nvvm":
             opts += f" wide-head-mma={int(self.wide_head_mma)}"
             opts += f" warp-reductions={int(self.warp_reductions)}"
+            opts += f" mma-matmul-rows={self.mma_matmul_rows}"
         opts += self._warp_options()
         if self.target in ("spirv", "nvvm", "rocdl"):
             opts += f" jam-rows={self.jam_rows}"

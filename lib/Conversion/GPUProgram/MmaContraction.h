@@ -1,0 +1,87 @@
+//===- MmaContraction.h - two-byte matmuls that run on tensor cores -*- C++ -*-===//
+//
+// A whole step's batched two-byte matmuls (batched decode, serving rows,
+// prefill projections) run on mma.sync m16n8k16 (poot-gpu-mma-matmuls).
+// Which linalg ops qualify, and how their loops split into rows, columns,
+// the reduction and batch loops, is decided here once: poot-gpu-split-
+// reductions reads it on tensors (to split and mark such an op) and
+// poot-gpu-mma-matmuls on buffers (to lower the marked op).
+//
+// The payload must be the 16-bit contract's accumulation
+// (docs/sixteen-bit-contract.md): `out + extf(a) * extf(b)` with `a` and `b` of one
+// two-byte float type and an f32 `out`. `b` is an input read directly: the
+// weight, indexed by the reduction loop and the columns. `a` is any pure
+// scalar expression of inputs that do not read along the columns (a fused
+// prologue: an RMSNorm's scaling, SiLU(gate) * up), evaluated per element in
+// the kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef POOT_LIB_CONVERSION_GPUPROGRAM_MMACONTRACTION_H
+#define POOT_LIB_CONVERSION_GPUPROGRAM_MMACONTRACTION_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace mlir::poot {
+
+/// The mark poot-gpu-split-reductions puts on an op poot-gpu-mma-matmuls
+/// lowers.
+inline constexpr llvm::StringLiteral kMmaMatmulAttr = "poot.mma_matmul";
+
+/// One warp's columns (8 mma tiles of 8) and the reduction a loop trip
+/// covers; a tensor-core op's columns and reduction divide by them.
+inline constexpr int64_t kMmaWarpColumns = 64;
+inline constexpr int64_t kMmaReductionStep = 64;
+
+/// An operand's element offset as a linear function of the loops:
+/// `offset + sum(coefficients[d] * loop d)` (row-major static shape).
+struct LinearAccess {
+  SmallVector<int64_t> coefficients;
+  int64_t offset = 0;
+};
+
+struct MmaContraction {
+  unsigned reduction = 0;          // k
+  unsigned columns = 0;            // n: the weight's own parallel loop
+  SmallVector<unsigned> rows;      // m: loops the weight does not read
+  SmallVector<unsigned> batch;     // loops both sides read (a split's)
+  SmallVector<int64_t> ranges;     // static loop ranges
+  OpOperand *weight = nullptr;     // b
+  /// The inputs the `a` expression reads, and the 16-bit value it computes
+  /// in the payload (a block argument when `a` is an input read directly).
+  SmallVector<OpOperand *> lhsInputs;
+  Value lhs;
+  Type element;                    // bf16 or f16
+  /// Whether the weight is contiguous along the reduction ([N, K], a torch
+  /// Linear's layout) rather than along the columns ([K, N]).
+  bool weightAlongReduction = false;
+
+  int64_t rowCount() const;
+  int64_t batchCount() const;
+  int64_t columnCount() const { return ranges[columns]; }
+  int64_t reductionCount() const { return ranges[reduction]; }
+};
+
+/// The access of `operand` of `op` (its type's static row-major shape),
+/// or nothing when an index is not a linear function of the loops.
+std::optional<LinearAccess> linearAccess(linalg::LinalgOp op,
+                                         OpOperand *operand);
+
+/// `op` as a tensor-core matmul with at least `minRows` rows whose columns
+/// and reduction the kernel tiles exactly and whose weight it reads in
+/// aligned 16-byte vectors; nothing otherwise (the op stays on the CUDA-core
+/// path). Works on tensors and on buffers (identity layouts only).
+std::optional<MmaContraction> matchMmaContraction(linalg::LinalgOp op,
+                                                  int64_t minRows);
+
+/// Rows of one warp's tile (16, 32 or 64: one to four m16 tiles), from the
+/// op's row count.
+int64_t mmaWarpRows(int64_t rows);
+
+} // namespace mlir::poot
+
+#endif // POOT_LIB_CONVERSION_GPUPROGRAM_MMACONTRACTION_H

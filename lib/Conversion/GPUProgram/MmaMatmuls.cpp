@@ -1,0 +1,496 @@
+//===- MmaMatmuls.cpp - poot-gpu-mma-matmuls -------------------------------===//
+//
+// A marked two-byte matmul (MmaContraction.h; marked, and split over the
+// reduction where that fills the GPU, by poot-gpu-split-reductions) becomes
+// one launch of a generated kernel on mma.sync m16n8k16 with f32
+// accumulators: each warp owns 64 columns (8 tiles of 8) and 16-64 rows
+// (1-4 tiles of 16) of one batch index, and streams the weight once for
+// all its rows in 16-byte loads.
+//
+// The reduction index is permuted consistently between the two operands
+// (a sum does not care in which order its products are taken), so that a
+// thread's fragments come from whole 16-byte vectors: with g = lane / 4
+// and c = lane % 4,
+//  - a weight contiguous along the reduction ([N, K], torch's Linear): the
+//    thread loads k = 8c .. 8c + 7 of column 8j + g for tile j, and mma
+//    step s of a 32-wide chunk takes words 2s, 2s + 1 (logical k
+//    2c + 8r + e is actual 8c + 4s + 2r + e); the lhs rows g, g + 8 load
+//    the same 8 k as one vector;
+//  - a weight contiguous along the columns ([K, N]): the thread loads rows
+//    k = 4c .. 4c + 3 at columns 8g .. 8g + 7, tile j being the columns
+//    8g' + j, and packs the k pairs of column j into words (logical k
+//    2c + 8r + e is actual 4c + 2r + e); the lhs rows load 4 k.
+// The lhs is loaded as vectors too when it is an input read directly,
+// contiguous along k; otherwise (a fused prologue) each element is computed
+// by the payload's own scalar ops, cloned.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Conversion/AttentionKernels/MmaFragments.h"
+#include "lib/Conversion/GPUProgram/MmaContraction.h"
+#include "lib/Conversion/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+
+namespace mlir::poot {
+#define GEN_PASS_DEF_POOTGPUMMAMATMULS
+#include "lib/Conversion/Passes.h.inc"
+} // namespace mlir::poot
+
+using namespace mlir;
+using namespace mlir::poot;
+
+namespace {
+
+/// Warps of one workgroup (side by side along the columns).
+constexpr int64_t kWarps = 4;
+
+/// What the kernel of one op is generated from.
+struct MmaPlan {
+  MmaContraction mm;
+  LinearAccess out, weight;
+  SmallVector<LinearAccess> lhs;      // per mm.lhsInputs
+  /// The payload ops computing mm.lhs from the lhs inputs, in order.
+  SmallVector<Operation *> lhsOps;
+  /// The init's value when a constant fill the kernel folds; else the
+  /// kernel accumulates onto the output.
+  std::optional<double> fill;
+  /// mm.lhs is input `lhs[0]` read directly, contiguous along k in chunks
+  /// the kernel loads as one vector.
+  bool lhsVectors = false;
+  int64_t rows = 0, warpRows = 0, tiles = 0, steps = 0;
+
+  int64_t chunk() const { return mm.weightAlongReduction ? 8 : 4; }
+};
+
+/// The constant a `linalg.fill` of `out` just before `op` writes (nothing
+/// between them touches `out`), and the fill; nothing otherwise.
+std::pair<std::optional<double>, linalg::FillOp>
+foldableFill(linalg::LinalgOp op, Value out) {
+  Operation *prev = op->getPrevNode();
+  for (; prev; prev = prev->getPrevNode()) {
+    if (auto fill = dyn_cast<linalg::FillOp>(prev);
+        fill && fill.getOutputs()[0] == out) {
+      FloatAttr value;
+      if (!matchPattern(fill.getInputs()[0], m_Constant(&value)))
+        return {};
+      return {value.getValueAsDouble(), fill};
+    }
+    if (llvm::is_contained(prev->getOperands(), out))
+      return {};
+  }
+  return {};
+}
+
+class MmaKernelEmitter : public MmaBuilder {
+public:
+  MmaKernelEmitter(OpBuilder &b, Location loc, const MmaPlan &plan)
+      : MmaBuilder(b, loc, plan.mm.element), plan(plan), mm(plan.mm) {}
+
+  void emit(gpu::GPUFuncOp func);
+
+private:
+  using LoopValues = SmallVector<std::pair<unsigned, Value>>;
+
+  /// sum(coefficient x value) over `loops`, plus `base`.
+  Value offset(const LinearAccess &access, const LoopValues &loops,
+               Value base) {
+    for (auto [d, v] : loops)
+      if (int64_t coefficient = access.coefficients[d])
+        base = add(base, coefficient == 1 ? v : mul(v, index(coefficient)));
+    return base;
+  }
+  /// The loops of the (clamped) linear row `row`, the last row loop fastest.
+  LoopValues rowLoops(Value row) {
+    LoopValues loops;
+    for (unsigned d : llvm::reverse(mm.rows)) {
+      loops.push_back({d, remui(row, mm.ranges[d])});
+      row = divui(row, mm.ranges[d]);
+    }
+    return loops;
+  }
+  /// `count` elements at `idx` of a two-byte buffer as count / 2 words.
+  SmallVector<Value> words(Value mem, Value idx, int64_t count) {
+    auto vec = VectorType::get({count}, element);
+    Value v = vector::LoadOp::create(b, loc, vec, mem, ValueRange{idx},
+                                     /*nontemporal=*/false,
+                                     llvm::MaybeAlign(count * 2));
+    Value w = vector::BitCastOp::create(
+        b, loc, VectorType::get({count / 2}, b.getI32Type()), v);
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < count / 2; ++i)
+      out.push_back(vector::ExtractOp::create(b, loc, w, i));
+    return out;
+  }
+  /// The lhs element (row `rowIdx`, reduction index `k`) by the payload's
+  /// own ops.
+  Value lhsElement(const SmallVector<Value> &rowBases, Value k) {
+    IRMapping map;
+    Block *body = cast<linalg::LinalgOp>(mm.weight->getOwner()).getBlock();
+    for (auto [i, in] : llvm::enumerate(mm.lhsInputs)) {
+      int64_t kc = plan.lhs[i].coefficients[mm.reduction];
+      Value idx = kc == 0 ? rowBases[i]
+                          : add(rowBases[i], kc == 1 ? k : mul(k, index(kc)));
+      map.map(body->getArgument(in->getOperandNumber()),
+              raw(lhsMems[i], idx));
+    }
+    for (Operation *op : plan.lhsOps)
+      b.clone(*op, map);
+    return map.lookupOrDefault(mm.lhs);
+  }
+  /// Words of `count` consecutive k from `k` of one lhs row (zero words for
+  /// a row past the end).
+  SmallVector<Value> lhsWords(const SmallVector<Value> &rowBases, Value valid,
+                              Value k, int64_t count) {
+    SmallVector<Value> w;
+    if (plan.lhsVectors) {
+      w = words(lhsMems[0], add(rowBases[0], k), count);
+    } else {
+      for (int64_t e = 0; e < count; e += 2)
+        w.push_back(packWord(lhsElement(rowBases, add(k, index(e))),
+                             lhsElement(rowBases, add(k, index(e + 1)))));
+    }
+    Value zero = i32(0);
+    for (Value &word : w)
+      word = select(valid, word, zero);
+    return w;
+  }
+  /// Column of accumulator element i of tile j.
+  Value column(int64_t j, int64_t i) {
+    if (mm.weightAlongReduction)
+      return add(n0, add(index(8 * j + i % 2), mul(c, index(2))));
+    return add(n0, add(index(8 * (i % 2) + j), mul(c, index(16))));
+  }
+  /// Two words of the k pairs (k, k + 1) of column j from rows x = k and
+  /// y = k + 1 of a [K, N] weight (4 words = 8 columns each).
+  Value pairWord(ArrayRef<Value> x, ArrayRef<Value> y, int64_t j) {
+    Value lo16 = i32(0xFFFF), hi16 = i32(static_cast<int32_t>(0xFFFF0000u));
+    Value sixteen = i32(16);
+    Value xw = x[j / 2], yw = y[j / 2];
+    if (j % 2 == 0)
+      return arith::OrIOp::create(
+          b, loc, arith::AndIOp::create(b, loc, xw, lo16),
+          arith::ShLIOp::create(b, loc, yw, sixteen));
+    return arith::OrIOp::create(b, loc,
+                                arith::ShRUIOp::create(b, loc, xw, sixteen),
+                                arith::AndIOp::create(b, loc, yw, hi16));
+  }
+
+  const MmaPlan &plan;
+  const MmaContraction &mm;
+  Value outMem, weightMem;
+  SmallVector<Value> lhsMems;
+  Value g, c, n0;
+};
+
+void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
+  outMem = func.getArgument(0);
+  weightMem = func.getArgument(1);
+  for (unsigned i = 0; i < mm.lhsInputs.size(); ++i)
+    lhsMems.push_back(func.getArgument(2 + i));
+  b.setInsertionPointToStart(&func.getBody().front());
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value bz = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  Value warp = divui(tid, kWarp), lane = remui(tid, kWarp);
+  g = divui(lane, 4);
+  c = remui(lane, 4);
+  Value unit = add(mul(bx, index(kWarps)), warp);
+  int64_t units = mm.columnCount() / kMmaWarpColumns;
+  auto inRange = scf::IfOp::create(b, loc, ult(unit, index(units)),
+                                   /*withElseRegion=*/false);
+  gpu::ReturnOp::create(b, loc);
+  b.setInsertionPoint(inRange.thenBlock()->getTerminator());
+  n0 = mul(unit, index(kMmaWarpColumns));
+
+  // The batch index (the last batch loop fastest) and each operand's base.
+  LoopValues batch;
+  Value rest = bz;
+  for (unsigned d : llvm::reverse(mm.batch)) {
+    batch.push_back({d, remui(rest, mm.ranges[d])});
+    rest = divui(rest, mm.ranges[d]);
+  }
+  Value outBase = offset(plan.out, batch, index(plan.out.offset));
+  Value weightBase = offset(plan.weight, batch, index(plan.weight.offset));
+  SmallVector<Value> lhsBase;
+  for (const LinearAccess &a : plan.lhs)
+    lhsBase.push_back(offset(a, batch, index(a.offset)));
+
+  // The thread's rows: g + 8h of each of the warp's m16 tiles.
+  struct Row {
+    Value valid;
+    Value outBase;
+    SmallVector<Value> lhsBases;
+  };
+  SmallVector<std::array<Row, 2>> rows(plan.tiles);
+  Value firstRow = mul(by, index(plan.warpRows));
+  for (int64_t t = 0; t < plan.tiles; ++t)
+    for (int h = 0; h < 2; ++h) {
+      Value row = add(firstRow, add(g, index(16 * t + 8 * h)));
+      Row &r = rows[t][h];
+      r.valid = ult(row, index(plan.rows));
+      LoopValues loops = rowLoops(minui(row, index(plan.rows - 1)));
+      r.outBase = offset(plan.out, loops, outBase);
+      for (auto [i, a] : llvm::enumerate(plan.lhs))
+        r.lhsBases.push_back(offset(a, loops, lhsBase[i]));
+    }
+
+  // Accumulators [tile][j][i], flat: the fill's value, or the output's.
+  int64_t outColumnCoefficient = plan.out.coefficients[mm.columns];
+  auto accIndex = [&](int64_t t, int64_t j, int64_t i) {
+    return (t * 8 + j) * 4 + i;
+  };
+  SmallVector<Value> init(plan.tiles * 32);
+  for (int64_t t = 0; t < plan.tiles; ++t)
+    for (int64_t j = 0; j < 8; ++j)
+      for (int64_t i = 0; i < 4; ++i) {
+        if (plan.fill) {
+          init[accIndex(t, j, i)] = f32(*plan.fill);
+          continue;
+        }
+        const Row &r = rows[t][i / 2];
+        Value idx = add(r.outBase, mul(column(j, i), index(outColumnCoefficient)));
+        init[accIndex(t, j, i)] = select(r.valid, raw(outMem, idx), f32(0.0));
+      }
+
+  auto loop = scf::ForOp::create(b, loc, index(0), index(mm.reductionCount()),
+                                 index(plan.steps * (mm.weightAlongReduction ? 32 : 16)),
+                                 init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value kk = loop.getInductionVar();
+    SmallVector<Value> acc(loop.getRegionIterArgs());
+    auto step = [&](int64_t t, int64_t j, ArrayRef<Value> a,
+                    ArrayRef<Value> bw) {
+      MmaAcc in{acc[accIndex(t, j, 0)], acc[accIndex(t, j, 1)],
+                acc[accIndex(t, j, 2)], acc[accIndex(t, j, 3)]};
+      MmaAcc d = mma(a, bw, in);
+      for (int64_t i = 0; i < 4; ++i)
+        acc[accIndex(t, j, i)] = d[i];
+    };
+    int64_t wk = plan.weight.coefficients[mm.reduction];
+    int64_t wn = plan.weight.coefficients[mm.columns];
+    // All loads of the trip first (in flight together), then the mmas.
+    struct Chunk {
+      SmallVector<SmallVector<Value>> weight;              // [j] or [q]
+      SmallVector<std::array<SmallVector<Value>, 2>> lhs;  // [t][h]
+    };
+    SmallVector<Chunk> chunks(plan.steps);
+    for (int64_t s = 0; s < plan.steps; ++s) {
+      Chunk &ch = chunks[s];
+      if (mm.weightAlongReduction) {
+        // 32 k: words of k = kk + 32 s + 8c .. + 7.
+        Value k = add(kk, add(index(32 * s), mul(c, index(8))));
+        for (int64_t j = 0; j < 8; ++j) {
+          Value col = add(n0, add(g, index(8 * j)));
+          ch.weight.push_back(words(
+              weightMem, add(weightBase, add(mul(col, index(wn)), k)), 8));
+        }
+        for (int64_t t = 0; t < plan.tiles; ++t) {
+          ch.lhs.emplace_back();
+          for (int h = 0; h < 2; ++h)
+            ch.lhs[t][h] = lhsWords(rows[t][h].lhsBases, rows[t][h].valid, k, 8);
+        }
+      } else {
+        // 16 k: rows k = kk + 16 s + 4c + q at columns 8g .. 8g + 7.
+        Value k = add(kk, add(index(16 * s), mul(c, index(4))));
+        Value col = add(n0, mul(g, index(8)));
+        for (int64_t q = 0; q < 4; ++q)
+          ch.weight.push_back(words(
+              weightMem,
+              add(weightBase, add(mul(add(k, index(q)), index(wk)), col)), 8));
+        for (int64_t t = 0; t < plan.tiles; ++t) {
+          ch.lhs.emplace_back();
+          for (int h = 0; h < 2; ++h)
+            ch.lhs[t][h] = lhsWords(rows[t][h].lhsBases, rows[t][h].valid, k, 4);
+        }
+      }
+    }
+    for (const Chunk &ch : chunks) {
+      if (mm.weightAlongReduction) {
+        for (int64_t s2 = 0; s2 < 2; ++s2)
+          for (int64_t t = 0; t < plan.tiles; ++t) {
+            const auto &l = ch.lhs[t];
+            Value a[4] = {l[0][2 * s2], l[1][2 * s2], l[0][2 * s2 + 1],
+                          l[1][2 * s2 + 1]};
+            for (int64_t j = 0; j < 8; ++j)
+              step(t, j, a, {ch.weight[j][2 * s2], ch.weight[j][2 * s2 + 1]});
+          }
+      } else {
+        SmallVector<std::array<Value, 2>> bw(8);
+        for (int64_t j = 0; j < 8; ++j)
+          bw[j] = {pairWord(ch.weight[0], ch.weight[1], j),
+                   pairWord(ch.weight[2], ch.weight[3], j)};
+        for (int64_t t = 0; t < plan.tiles; ++t) {
+          const auto &l = ch.lhs[t];
+          Value a[4] = {l[0][0], l[1][0], l[0][1], l[1][1]};
+          for (int64_t j = 0; j < 8; ++j)
+            step(t, j, a, bw[j]);
+        }
+      }
+    }
+    scf::YieldOp::create(b, loc, acc);
+  }
+
+  // The sums, one guarded store per valid row.
+  for (int64_t t = 0; t < plan.tiles; ++t)
+    for (int h = 0; h < 2; ++h) {
+      const Row &r = rows[t][h];
+      auto store = scf::IfOp::create(b, loc, r.valid, /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(store.thenBlock()->getTerminator());
+      for (int64_t j = 0; j < 8; ++j)
+        for (int64_t i = 2 * h; i < 2 * h + 2; ++i) {
+          Value idx = add(r.outBase, mul(column(j, i), index(outColumnCoefficient)));
+          memref::StoreOp::create(b, loc, loop.getResult(accIndex(t, j, i)),
+                                  outMem, ValueRange{idx});
+        }
+    }
+}
+
+/// `v` as a 1-D buffer of its elements (a view of the same buffer).
+Value flatten(OpBuilder &b, Location loc, Value v) {
+  auto type = cast<MemRefType>(v.getType());
+  if (type.getRank() == 1)
+    return v;
+  ReassociationIndices all;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    all.push_back(d);
+  return memref::CollapseShapeOp::create(b, loc, v,
+                                         ArrayRef<ReassociationIndices>{all});
+}
+
+struct MmaMatmuls : poot::impl::PootGPUMmaMatmulsBase<MmaMatmuls> {
+  void getDependentDialects(DialectRegistry &registry) const override {
+    PootGPUMmaMatmulsBase::getDependentDialects(registry);
+    registry.insert<vector::VectorDialect, LLVM::LLVMDialect,
+                    NVVM::NVVMDialect>();
+  }
+
+  /// The plan of a marked op, or nothing when it cannot run as the kernel
+  /// (it then stays on the CUDA-core path).
+  std::optional<MmaPlan> planFor(linalg::LinalgOp op) {
+    std::optional<MmaContraction> mm = matchMmaContraction(op, 1);
+    if (!mm || !op.hasPureBufferSemantics())
+      return std::nullopt;
+    MmaPlan plan;
+    plan.mm = *mm;
+    plan.out = *linearAccess(op, op.getDpsInitOperand(0));
+    plan.weight = *linearAccess(op, mm->weight);
+    for (OpOperand *in : mm->lhsInputs)
+      plan.lhs.push_back(*linearAccess(op, in));
+    // The payload ops the lhs needs, in order.
+    llvm::SetVector<Operation *> needed;
+    SmallVector<Value> work{mm->lhs};
+    while (!work.empty()) {
+      Operation *def = work.pop_back_val().getDefiningOp();
+      if (def && needed.insert(def))
+        llvm::append_range(work, def->getOperands());
+    }
+    for (Operation &inner : *op.getBlock())
+      if (needed.contains(&inner))
+        plan.lhsOps.push_back(&inner);
+    // Constants from outside the payload are cloned first.
+    for (Operation *def : needed)
+      if (def->getBlock() != op.getBlock())
+        plan.lhsOps.insert(plan.lhsOps.begin(), def);
+    auto arg = dyn_cast<BlockArgument>(mm->lhs);
+    int64_t chunk = plan.chunk();
+    if (arg && mm->lhsInputs.size() == 1) {
+      const LinearAccess &a = plan.lhs[0];
+      bool aligned = a.coefficients[mm->reduction] == 1 && a.offset % chunk == 0;
+      for (auto [d, coefficient] : llvm::enumerate(a.coefficients))
+        aligned &= d == mm->reduction || coefficient % chunk == 0;
+      plan.lhsVectors = aligned;
+    }
+    plan.rows = mm->rowCount();
+    plan.warpRows = mmaWarpRows(plan.rows);
+    plan.tiles = plan.warpRows / 16;
+    // Loads in flight a trip: 64 weight words a thread (16 KB a warp),
+    // fewer trips' worth with more lhs tiles (registers).
+    if (mm->weightAlongReduction)
+      plan.steps = plan.tiles <= 2 ? 2 : 1;
+    else
+      plan.steps = plan.tiles <= 2 ? 4 : 2;
+    return plan;
+  }
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<linalg::LinalgOp> marked;
+    module.walk([&](linalg::LinalgOp op) {
+      if (op->hasAttr(kMmaMatmulAttr))
+        marked.push_back(op);
+    });
+    if (marked.empty())
+      return;
+    OpBuilder mb(module.getBodyRegion());
+    mb.setInsertionPointToEnd(module.getBody());
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                    mb.getUnitAttr());
+    auto kernels = gpu::GPUModuleOp::create(mb, module.getLoc(), "poot_mma_matmuls");
+    int64_t count = 0;
+    for (linalg::LinalgOp op : marked) {
+      std::optional<MmaPlan> plan = planFor(op);
+      op->removeAttr(kMmaMatmulAttr);
+      if (!plan)
+        continue;
+      Location loc = op.getLoc();
+      Value out = op.getDpsInitOperand(0)->get();
+      auto [fillValue, fill] = foldableFill(op, out);
+      plan->fill = fillValue;
+
+      // The kernel.
+      SmallVector<Value> operands{out, plan->mm.weight->get()};
+      for (OpOperand *in : plan->mm.lhsInputs)
+        operands.push_back(in->get());
+      SmallVector<Type> argTypes;
+      for (Value v : operands) {
+        auto type = cast<MemRefType>(v.getType());
+        argTypes.push_back(MemRefType::get({type.getNumElements()},
+                                           type.getElementType()));
+      }
+      OpBuilder kb(kernels.getBodyRegion());
+      kb.setInsertionPointToEnd(kernels.getBody());
+      std::string name = "mma_matmul_" + std::to_string(count++);
+      auto func = gpu::GPUFuncOp::create(kb, loc, name,
+                                         kb.getFunctionType(argTypes, {}));
+      func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), kb.getUnitAttr());
+      int64_t lanes = kWarps * MmaBuilder::kWarp;
+      func.setKnownBlockSizeAttr(
+          kb.getDenseI32ArrayAttr({static_cast<int32_t>(lanes), 1, 1}));
+      MmaKernelEmitter(kb, loc, *plan).emit(func);
+
+      // The launch.
+      OpBuilder b(op);
+      SmallVector<Value> args;
+      for (Value v : operands)
+        args.push_back(flatten(b, loc, v));
+      auto cst = [&](int64_t v) {
+        return arith::ConstantIndexOp::create(b, loc, v).getResult();
+      };
+      int64_t units = plan->mm.columnCount() / kMmaWarpColumns;
+      gpu::KernelDim3 grid{cst((units + kWarps - 1) / kWarps),
+                           cst((plan->rows + plan->warpRows - 1) / plan->warpRows),
+                           cst(plan->mm.batchCount())};
+      gpu::KernelDim3 block{cst(lanes), cst(1), cst(1)};
+      gpu::LaunchFuncOp::create(b, loc, func, grid, block, Value(), args);
+      op->erase();
+      if (fill)
+        fill->erase();
+    }
+    if (count == 0)
+      kernels->erase();
+  }
+};
+
+} // namespace

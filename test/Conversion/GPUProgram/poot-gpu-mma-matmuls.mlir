@@ -1,0 +1,120 @@
+// RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions{mma-rows=8}))" --split-input-file | FileCheck %s --check-prefix=SPLIT
+// RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions{mma-rows=8 batch-invariant=1}))" --split-input-file | FileCheck %s --check-prefix=INVARIANT
+// RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions{mma-rows=8}),one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},poot-gpu-mma-matmuls)" --split-input-file | FileCheck %s --check-prefix=MMA
+
+// 16 rows of a bf16 linear, torch's [N, K] weight: 16 warps of 64 columns,
+// split min(131072 / 512, 4096 / 64, 4096 / (8 x 16)) = 32 ways; the
+// partials' op is marked and becomes one kernel launch (grid z = the
+// splits), the partials' fill folded into it, the combine left to the
+// CUDA-core passes.
+// SPLIT-LABEL: func.func @rows16_nk
+// SPLIT: linalg.generic {{.*}} ins({{.*}} : tensor<16x32x128xbf16>, tensor<1024x32x128xbf16>) outs({{.*}} : tensor<32x16x1024xf32>) attrs = {poot.mma_matmul}
+// SPLIT: linalg.generic {{.*}} ins({{.*}} : tensor<32x16x1024xf32>)
+// SPLIT-NOT: poot.mma_matmul
+// INVARIANT-LABEL: func.func @rows16_nk
+// INVARIANT-NOT: poot.mma_matmul
+// MMA-LABEL: func.func @rows16_nk
+// MMA-NOT: linalg.fill ins({{.*}}) outs({{.*}} : memref<32x16x1024xf32>)
+// MMA: gpu.launch_func @poot_mma_matmuls::@mma_matmul_0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) args(%{{.*}} : memref<524288xf32>, %{{.*}} : memref<4194304xbf16>, %{{.*}} : memref<65536xbf16>)
+// MMA: linalg.generic {{.*}} ins(%{{.*}} : memref<32x16x1024xf32>)
+// MMA: gpu.module @poot_mma_matmuls
+// MMA: gpu.func @mma_matmul_0({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// MMA: scf.for
+// MMA: vector.load {{.*}} {alignment = 16 : i64} : memref<4194304xbf16>, vector<8xbf16>
+// MMA: nvvm.mma.sync
+func.func @rows16_nk(%x: tensor<16x4096xbf16>, %w: tensor<1024x4096xbf16>) -> tensor<16x1024xf32> {
+  %e = tensor.empty() : tensor<16x1024xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<16x1024xf32>) -> tensor<16x1024xf32>
+  %o = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+       ins(%x, %w : tensor<16x4096xbf16>, tensor<1024x4096xbf16>) outs(%i : tensor<16x1024xf32>) -> tensor<16x1024xf32>
+  return %o : tensor<16x1024xf32>
+}
+
+// -----
+
+// 64 rows and a fused prologue (the lhs is x * s, a per-row scale, rounded
+// to bf16): the prologue's inputs are the kernel's arguments and its ops
+// are cloned per element; [K, N] weight. 16 warps, 1 m-block; the partials
+// cap is 1024 / (8 x 64) = 2.
+// SPLIT-LABEL: func.func @rows64_prologue
+// SPLIT: outs({{.*}} : tensor<2x64x1024xf32>) attrs = {poot.mma_matmul}
+// MMA-LABEL: func.func @rows64_prologue
+// MMA: gpu.launch_func @poot_mma_matmuls::@mma_matmul_0 {{.*}} args(%{{.*}} : memref<131072xf32>, %{{.*}} : memref<1048576xbf16>, %{{.*}} : memref<65536xbf16>, %{{.*}} : memref<64xf32>)
+// MMA: gpu.func @mma_matmul_0
+// MMA: arith.mulf
+// MMA: arith.truncf
+// MMA: nvvm.mma.sync
+func.func @rows64_prologue(%x: tensor<64x1024xbf16>, %s: tensor<64xf32>, %w: tensor<1024x1024xbf16>) -> tensor<64x1024xf32> {
+  %e = tensor.empty() : tensor<64x1024xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<64x1024xf32>) -> tensor<64x1024xf32>
+  %o = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+       ins(%x, %s, %w : tensor<64x1024xbf16>, tensor<64xf32>, tensor<1024x1024xbf16>) outs(%i : tensor<64x1024xf32>) {
+  ^bb0(%a: bf16, %sc: f32, %b: bf16, %acc: f32):
+    %a32 = arith.extf %a : bf16 to f32
+    %scaled = arith.mulf %a32, %sc : f32
+    %r = arith.truncf %scaled : f32 to bf16
+    %l = arith.extf %r : bf16 to f32
+    %b32 = arith.extf %b : bf16 to f32
+    %p = arith.mulf %l, %b32 : f32
+    %sum = arith.addf %acc, %p : f32
+    linalg.yield %sum : f32
+  } -> tensor<64x1024xf32>
+  return %o : tensor<64x1024xf32>
+}
+
+// -----
+
+// Not on tensor cores: 4 rows (below mma-rows), f32 operands, 1000 columns
+// (not a multiple of a warp's 64).
+// SPLIT-LABEL: func.func @few_rows
+// SPLIT-NOT: poot.mma_matmul
+// SPLIT-LABEL: func.func @f32_rows
+// SPLIT-NOT: poot.mma_matmul
+// SPLIT-LABEL: func.func @ragged_columns
+// SPLIT-NOT: poot.mma_matmul
+func.func @few_rows(%x: tensor<4x4096xbf16>, %w: tensor<4096x1024xbf16>) -> tensor<4x1024xf32> {
+  %e = tensor.empty() : tensor<4x1024xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<4x1024xf32>) -> tensor<4x1024xf32>
+  %o = linalg.matmul ins(%x, %w : tensor<4x4096xbf16>, tensor<4096x1024xbf16>) outs(%i : tensor<4x1024xf32>) -> tensor<4x1024xf32>
+  return %o : tensor<4x1024xf32>
+}
+func.func @f32_rows(%x: tensor<16x4096xf32>, %w: tensor<4096x1024xf32>) -> tensor<16x1024xf32> {
+  %e = tensor.empty() : tensor<16x1024xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<16x1024xf32>) -> tensor<16x1024xf32>
+  %o = linalg.matmul ins(%x, %w : tensor<16x4096xf32>, tensor<4096x1024xf32>) outs(%i : tensor<16x1024xf32>) -> tensor<16x1024xf32>
+  return %o : tensor<16x1024xf32>
+}
+func.func @ragged_columns(%x: tensor<16x4096xbf16>, %w: tensor<4096x1000xbf16>) -> tensor<16x1000xf32> {
+  %e = tensor.empty() : tensor<16x1000xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<16x1000xf32>) -> tensor<16x1000xf32>
+  %o = linalg.matmul ins(%x, %w : tensor<16x4096xbf16>, tensor<4096x1000xbf16>) outs(%i : tensor<16x1000xf32>) -> tensor<16x1000xf32>
+  return %o : tensor<16x1000xf32>
+}
+
+// -----
+
+// A transposed weight (torch's [N, K] stored, read as [K, N]): the matmul
+// reads the weight itself through the permuted map, so the transpose (a
+// copy of the whole weight each step) goes; the kernel loads the weight
+// along K. 8 warps; split min(4096 / 64, 4096 / (8 x 32)) = 16 ways.
+// SPLIT-LABEL: func.func @transposed_weight
+// SPLIT-NOT: linalg.transpose
+// SPLIT: ins({{.*}} : tensor<32x16x256xbf16>, tensor<512x16x256xbf16>) outs({{.*}} : tensor<16x32x512xf32>) attrs = {poot.mma_matmul}
+// MMA-LABEL: func.func @transposed_weight
+// MMA-NOT: linalg.transpose
+// MMA: gpu.launch_func
+func.func @transposed_weight(%x: tensor<32x4096xbf16>, %w: tensor<512x4096xbf16>) -> tensor<32x512xf32> {
+  %t0 = tensor.empty() : tensor<4096x512xbf16>
+  %t = linalg.transpose ins(%w : tensor<512x4096xbf16>) outs(%t0 : tensor<4096x512xbf16>) permutation = [1, 0]
+  %e = tensor.empty() : tensor<32x512xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<32x512xf32>) -> tensor<32x512xf32>
+  %o = linalg.matmul ins(%x, %t : tensor<32x4096xbf16>, tensor<4096x512xbf16>) outs(%i : tensor<32x512xf32>) -> tensor<32x512xf32>
+  return %o : tensor<32x512xf32>
+}
