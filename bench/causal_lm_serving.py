@@ -34,6 +34,7 @@ import argparse
 import dataclasses
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -193,7 +194,10 @@ def build_cuda(args, out: Path) -> None:
     packed = set()
     for tokens, (module, ep) in built.items():
         packed |= packed_weights(ep)
-        path = compile_gpu(module, devices.SM_90, out / f"t{tokens}")
+        # `$POOT_BENCH_DEVICE` (JSON): device changes for a baseline build,
+        # e.g. '{"mma_matmul_rows": 0}' (every matmul on CUDA cores).
+        device = devices.SM_90.with_limits(**json.loads(os.environ.get("POOT_BENCH_DEVICE", "{}")))
+        path = compile_gpu(module, device, out / f"t{tokens}")
         log(f"t{tokens}: {time.perf_counter() - t0:.1f} s -> {path}")
     pools = {}
     for i, (k, v) in enumerate(pool_shapes(model, shape.pool_slots)):

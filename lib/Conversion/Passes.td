@@ -1028,11 +1028,13 @@ def PootGPUMmaMatmuls
     not read along the weight's columns (a fused prologue), at least
     `mma-rows` rows, columns and reduction multiples of 64
     (MmaContraction.h). Each becomes one `gpu.launch_func` of a generated
-    kernel in the `poot_mma_matmuls` gpu.module: workgroups of 4 warps, each
-    warp 64 columns (8 m16n8k16 tiles) by 16-64 rows (1-4 tiles) of one
-    batch index (a split's partial sums: grid z), the weight streamed once
-    for all the rows in 16-byte loads (either layout: [N, K] or [K, N]),
-    f32 accumulators in registers, rows past the end masked. A fill of the
+    kernel in the `poot_mma_matmuls` gpu.module: a workgroup owns 64 columns
+    (8 m16n8k16 tiles) by 16-64 rows (1-4 tiles) of one batch index (a
+    split's partial sums: grid z); its 4 warps each stream a quarter of the
+    reduction of that weight slice once for all the rows in 16-byte loads
+    (either layout: [N, K] or [K, N]) with f32 accumulators in registers,
+    and add their sums through workgroup memory in a fixed order (3, 2, 1,
+    0: deterministic); rows past the end are masked. A fill of the
     output just before the op is folded into the accumulators' start. An
     op that no longer qualifies on buffers (a strided view) loses its mark
     and stays on the CUDA-core path.
@@ -1056,7 +1058,7 @@ def PootGPUMmaMatmuls
     After:
     ```mlir
     gpu.launch_func @poot_mma_matmuls::@mma_matmul_0
-        blocks in (%c16, %c1, %c16) threads in (%c128, %c1, %c1)
+        blocks in (%c64, %c1, %c16) threads in (%c128, %c1, %c1)
         args(%p_flat : memref<1048576xf32>, %w_flat : memref<16777216xbf16>,
              %x_flat : memref<65536xbf16>)
     ```

@@ -234,7 +234,7 @@ mlir::poot::matchMmaContraction(linalg::LinalgOp op, int64_t minRows) {
   // Shapes the kernel tiles exactly, a grid it can launch.
   if (mm.rowCount() < std::max<int64_t>(minRows, 1) ||
       mm.columnCount() % kMmaWarpColumns ||
-      mm.reductionCount() % kMmaReductionStep || mm.batchCount() > 65535)
+      mm.reductionCount() % kMmaReductionChunk || mm.batchCount() > 65535)
     return std::nullopt;
   // Every operand addressed linearly; the weight in aligned 16-byte vectors
   // (8 elements) along its contiguous loop.

@@ -32,10 +32,17 @@ namespace mlir::poot {
 /// lowers.
 inline constexpr llvm::StringLiteral kMmaMatmulAttr = "poot.mma_matmul";
 
-/// One warp's columns (8 mma tiles of 8) and the reduction a loop trip
-/// covers; a tensor-core op's columns and reduction divide by them.
+/// One warp's columns (8 mma tiles of 8); the warps of one workgroup,
+/// which share those columns and split the reduction between them
+/// (combined through workgroup memory: 4x fewer partial sums than a warp
+/// each); the reduction one warp's loop trip covers. A tensor-core op's
+/// columns divide by kMmaWarpColumns, its reduction (each split's, when
+/// split) by kMmaReductionChunk.
 inline constexpr int64_t kMmaWarpColumns = 64;
+inline constexpr int64_t kMmaWarpsPerColumns = 4;
 inline constexpr int64_t kMmaReductionStep = 64;
+inline constexpr int64_t kMmaReductionChunk =
+    kMmaWarpsPerColumns * kMmaReductionStep;
 
 /// An operand's element offset as a linear function of the loops:
 /// `offset + sum(coefficients[d] * loop d)` (row-major static shape).

@@ -3,9 +3,11 @@
 // A marked two-byte matmul (MmaContraction.h; marked, and split over the
 // reduction where that fills the GPU, by poot-gpu-split-reductions) becomes
 // one launch of a generated kernel on mma.sync m16n8k16 with f32
-// accumulators: each warp owns 64 columns (8 tiles of 8) and 16-64 rows
-// (1-4 tiles of 16) of one batch index, and streams the weight once for
-// all its rows in 16-byte loads.
+// accumulators: a workgroup owns 64 columns (8 tiles of 8) and 16-64 rows
+// (1-4 tiles of 16) of one batch index; its 4 warps each stream a quarter
+// of the reduction of that weight slice once for all the rows in 16-byte
+// loads, and combine their sums through workgroup memory in a fixed order
+// (4x fewer partial sums than a split over workgroups would write).
 //
 // The reduction index is permuted consistently between the two operands
 // (a sum does not care in which order its products are taken), so that a
@@ -49,8 +51,9 @@ using namespace mlir::poot;
 
 namespace {
 
-/// Warps of one workgroup (side by side along the columns).
-constexpr int64_t kWarps = 4;
+/// Warps of one workgroup: they share the workgroup's 64 columns and each
+/// sums a quarter of the reduction.
+constexpr int64_t kWarps = kMmaWarpsPerColumns;
 
 /// What the kernel of one op is generated from.
 struct MmaPlan {
@@ -203,13 +206,7 @@ void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
   Value warp = divui(tid, kWarp), lane = remui(tid, kWarp);
   g = divui(lane, 4);
   c = remui(lane, 4);
-  Value unit = add(mul(bx, index(kWarps)), warp);
-  int64_t units = mm.columnCount() / kMmaWarpColumns;
-  auto inRange = scf::IfOp::create(b, loc, ult(unit, index(units)),
-                                   /*withElseRegion=*/false);
-  gpu::ReturnOp::create(b, loc);
-  b.setInsertionPoint(inRange.thenBlock()->getTerminator());
-  n0 = mul(unit, index(kMmaWarpColumns));
+  n0 = mul(bx, index(kMmaWarpColumns));
 
   // The batch index (the last batch loop fastest) and each operand's base.
   LoopValues batch;
@@ -243,7 +240,8 @@ void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
         r.lhsBases.push_back(offset(a, loops, lhsBase[i]));
     }
 
-  // Accumulators [tile][j][i], flat: the fill's value, or the output's.
+  // Accumulators [tile][j][i], flat: warp 0's start from the fill's value,
+  // or the output's; the other warps' from 0 (their sums join warp 0's).
   int64_t outColumnCoefficient = plan.out.coefficients[mm.columns];
   auto accIndex = [&](int64_t t, int64_t j, int64_t i) {
     return (t * 8 + j) * 4 + i;
@@ -261,7 +259,14 @@ void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
         init[accIndex(t, j, i)] = select(r.valid, raw(outMem, idx), f32(0.0));
       }
 
-  auto loop = scf::ForOp::create(b, loc, index(0), index(mm.reductionCount()),
+  // This warp's quarter of the reduction.
+  int64_t part = mm.reductionCount() / kWarps;
+  Value kBegin = mul(warp, index(part));
+  Value firstWarp =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp, index(0));
+  for (Value &v : init)
+    v = select(firstWarp, v, f32(0.0));
+  auto loop = scf::ForOp::create(b, loc, kBegin, add(kBegin, index(part)),
                                  index(plan.steps * (mm.weightAlongReduction ? 32 : 16)),
                                  init);
   {
@@ -341,7 +346,45 @@ void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
     scf::YieldOp::create(b, loc, acc);
   }
 
-  // The sums, one guarded store per valid row.
+  // The warps' sums combined in a fixed order (3, 2, 1, then 0) through
+  // one warp's worth of workgroup memory, element i of lane l at 32 i + l.
+  SmallVector<Value> sum(loop.getResults());
+  auto space = gpu::AddressSpaceAttr::get(b.getContext(),
+                                          gpu::AddressSpace::Workgroup);
+  Value shared = func.addWorkgroupAttribution(
+      MemRefType::get({static_cast<int64_t>(sum.size()) * kWarp},
+                      b.getF32Type(), AffineMap(), space),
+      loc);
+  auto slot = [&](int64_t i) { return add(index(i * kWarp), lane); };
+  for (int64_t w = kWarps - 1; w >= 0; --w) {
+    auto mine = scf::IfOp::create(
+        b, loc, ValueRange(sum).getTypes(),
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp,
+                              index(w)),
+        /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(mine.thenBlock());
+      SmallVector<Value> mineSum(sum);
+      for (auto [i, v] : llvm::enumerate(mineSum)) {
+        if (w != kWarps - 1)
+          v = add(v, memref::LoadOp::create(b, loc, shared, ValueRange{slot(i)}));
+        if (w != 0)
+          memref::StoreOp::create(b, loc, v, shared, ValueRange{slot(i)});
+      }
+      scf::YieldOp::create(b, loc, mineSum);
+      b.setInsertionPointToStart(mine.elseBlock());
+      scf::YieldOp::create(b, loc, sum);
+    }
+    sum.assign(mine.getResults().begin(), mine.getResults().end());
+    if (w != 0)
+      gpu::BarrierOp::create(b, loc);
+  }
+
+  // The sums, warp 0 storing: one guarded store per valid row.
+  auto first = scf::IfOp::create(b, loc, firstWarp, /*withElseRegion=*/false);
+  gpu::ReturnOp::create(b, loc);
+  b.setInsertionPoint(first.thenBlock()->getTerminator());
   for (int64_t t = 0; t < plan.tiles; ++t)
     for (int h = 0; h < 2; ++h) {
       const Row &r = rows[t][h];
@@ -351,7 +394,7 @@ void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
       for (int64_t j = 0; j < 8; ++j)
         for (int64_t i = 2 * h; i < 2 * h + 2; ++i) {
           Value idx = add(r.outBase, mul(column(j, i), index(outColumnCoefficient)));
-          memref::StoreOp::create(b, loc, loop.getResult(accIndex(t, j, i)),
+          memref::StoreOp::create(b, loc, sum[accIndex(t, j, i)],
                                   outMem, ValueRange{idx});
         }
     }
@@ -479,7 +522,7 @@ struct MmaMatmuls : poot::impl::PootGPUMmaMatmulsBase<MmaMatmuls> {
         return arith::ConstantIndexOp::create(b, loc, v).getResult();
       };
       int64_t units = plan->mm.columnCount() / kMmaWarpColumns;
-      gpu::KernelDim3 grid{cst((units + kWarps - 1) / kWarps),
+      gpu::KernelDim3 grid{cst(units),
                            cst((plan->rows + plan->warpRows - 1) / plan->warpRows),
                            cst(plan->mm.batchCount())};
       gpu::KernelDim3 block{cst(lanes), cst(1), cst(1)};

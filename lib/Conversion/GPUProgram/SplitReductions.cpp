@@ -485,9 +485,10 @@ struct SplitReductions
   }
 
   /// The split ratio of a tensor-core matmul (poot-gpu-mma-matmuls): its
-  /// threads are 32 a warp of 64 columns by 16-64 rows; the partials are
-  /// kept to a quarter of the weight's bytes, and each chunk a whole number
-  /// of the kernel's 64-wide reduction steps. 1: leave it whole.
+  /// threads are 4 warps of 32 for each 64 columns by 16-64 rows; the
+  /// partials are kept to a quarter of the weight's bytes, and each chunk a
+  /// whole number of the kernel's reduction chunks (4 warps x 64). 1:
+  /// leave it whole.
   int64_t mmaRatioFor(linalg::LinalgOp op, const MmaContraction &mm) {
     if (!llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) {
           return map.isProjectedPermutation(/*allowZeroInResults=*/false);
@@ -496,12 +497,13 @@ struct SplitReductions
     int64_t rows = mm.rowCount(), reduction = mm.reductionCount();
     int64_t warpRows = mmaWarpRows(rows);
     int64_t warps = mm.columnCount() / kMmaWarpColumns *
-                    ((rows + warpRows - 1) / warpRows) * mm.batchCount();
+                    kMmaWarpsPerColumns * ((rows + warpRows - 1) / warpRows) *
+                    mm.batchCount();
     int64_t ratio =
-        splitRatio(warps * 32, reduction, kMmaReductionStep, minThreads,
+        splitRatio(warps * 32, reduction, kMmaReductionChunk, minThreads,
                    /*cap=*/reduction / (8 * rows));
     while (ratio > 1 &&
-           (reduction % ratio || (reduction / ratio) % kMmaReductionStep))
+           (reduction % ratio || (reduction / ratio) % kMmaReductionChunk))
       ratio /= 2;
     return std::max<int64_t>(ratio, 1);
   }

@@ -2,26 +2,29 @@
 // RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions{mma-rows=8 batch-invariant=1}))" --split-input-file | FileCheck %s --check-prefix=INVARIANT
 // RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions{mma-rows=8}),one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},poot-gpu-mma-matmuls)" --split-input-file | FileCheck %s --check-prefix=MMA
 
-// 16 rows of a bf16 linear, torch's [N, K] weight: 16 warps of 64 columns,
-// split min(131072 / 512, 4096 / 64, 4096 / (8 x 16)) = 32 ways; the
-// partials' op is marked and becomes one kernel launch (grid z = the
-// splits), the partials' fill folded into it, the combine left to the
-// CUDA-core passes.
+// 16 rows of a bf16 linear, torch's [N, K] weight: 16 workgroups of 4
+// warps (64 columns each, the warps splitting K in four), split
+// min(131072 / 2048, 4096 / 256, 4096 / (8 x 16)) = 16 ways; the partials'
+// op is marked and becomes one kernel launch (grid z = the splits), the
+// partials' fill folded into it, the warps' sums combined through
+// workgroup memory, the combine over the splits left to the CUDA-core
+// passes.
 // SPLIT-LABEL: func.func @rows16_nk
-// SPLIT: linalg.generic {{.*}} ins({{.*}} : tensor<16x32x128xbf16>, tensor<1024x32x128xbf16>) outs({{.*}} : tensor<32x16x1024xf32>) attrs = {poot.mma_matmul}
-// SPLIT: linalg.generic {{.*}} ins({{.*}} : tensor<32x16x1024xf32>)
+// SPLIT: linalg.generic {{.*}} ins({{.*}} : tensor<16x16x256xbf16>, tensor<1024x16x256xbf16>) outs({{.*}} : tensor<16x16x1024xf32>) attrs = {poot.mma_matmul}
+// SPLIT: linalg.generic {{.*}} ins({{.*}} : tensor<16x16x1024xf32>)
 // SPLIT-NOT: poot.mma_matmul
 // INVARIANT-LABEL: func.func @rows16_nk
 // INVARIANT-NOT: poot.mma_matmul
 // MMA-LABEL: func.func @rows16_nk
-// MMA-NOT: linalg.fill ins({{.*}}) outs({{.*}} : memref<32x16x1024xf32>)
-// MMA: gpu.launch_func @poot_mma_matmuls::@mma_matmul_0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) args(%{{.*}} : memref<524288xf32>, %{{.*}} : memref<4194304xbf16>, %{{.*}} : memref<65536xbf16>)
-// MMA: linalg.generic {{.*}} ins(%{{.*}} : memref<32x16x1024xf32>)
+// MMA-NOT: linalg.fill ins({{.*}}) outs({{.*}} : memref<16x16x1024xf32>)
+// MMA: gpu.launch_func @poot_mma_matmuls::@mma_matmul_0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) args(%{{.*}} : memref<262144xf32>, %{{.*}} : memref<4194304xbf16>, %{{.*}} : memref<65536xbf16>)
+// MMA: linalg.generic {{.*}} ins(%{{.*}} : memref<16x16x1024xf32>)
 // MMA: gpu.module @poot_mma_matmuls
-// MMA: gpu.func @mma_matmul_0({{.*}}) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
+// MMA: gpu.func @mma_matmul_0({{.*}}) workgroup({{.*}} : memref<1024xf32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 128, 1, 1>}
 // MMA: scf.for
 // MMA: vector.load {{.*}} {alignment = 16 : i64} : memref<4194304xbf16>, vector<8xbf16>
 // MMA: nvvm.mma.sync
+// MMA: gpu.barrier
 func.func @rows16_nk(%x: tensor<16x4096xbf16>, %w: tensor<1024x4096xbf16>) -> tensor<16x1024xf32> {
   %e = tensor.empty() : tensor<16x1024xf32>
   %z = arith.constant 0.0 : f32
