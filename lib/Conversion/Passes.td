@@ -1058,7 +1058,7 @@ def PootGPUMmaMatmuls
     After:
     ```mlir
     gpu.launch_func @poot_mma_matmuls::@mma_matmul_0
-        blocks in (%c64, %c1, %c16) threads in (%c128, %c1, %c1)
+        blocks in (%c1, %c64, %c16) threads in (%c128, %c1, %c1)
         args(%p_flat : memref<1048576xf32>, %w_flat : memref<16777216xbf16>,
              %x_flat : memref<65536xbf16>)
     ```

@@ -106,6 +106,13 @@ int64_t MmaContraction::rowCount() const {
   return count;
 }
 
+int64_t MmaContraction::columnCount() const {
+  int64_t count = 1;
+  for (unsigned d : columnLoops)
+    count *= ranges[d];
+  return count;
+}
+
 int64_t MmaContraction::batchCount() const {
   int64_t count = 1;
   for (unsigned d : batch)
@@ -217,9 +224,10 @@ mlir::poot::matchMmaContraction(linalg::LinalgOp op, int64_t minRows) {
       else
         columns.push_back(d);
     }
-    if (columns.size() != 1 || rows.empty())
+    if (columns.empty() || rows.empty())
       continue;
-    mm.columns = columns[0];
+    mm.columnLoops = columns;
+    mm.columns = columns.back();
     mm.rows = rows;
     mm.batch = batch;
     mm.weight = weight;
@@ -234,7 +242,8 @@ mlir::poot::matchMmaContraction(linalg::LinalgOp op, int64_t minRows) {
   // Shapes the kernel tiles exactly, a grid it can launch.
   if (mm.rowCount() < std::max<int64_t>(minRows, 1) ||
       mm.columnCount() % kMmaWarpColumns ||
-      mm.reductionCount() % kMmaReductionChunk || mm.batchCount() > 65535)
+      mm.reductionCount() % kMmaReductionChunk || mm.batchCount() > 65535 ||
+      mm.columnCount() / kMmaWarpColumns > 65535)
     return std::nullopt;
   // Every operand addressed linearly; the weight in aligned 16-byte vectors
   // (8 elements) along its contiguous loop.
@@ -244,8 +253,17 @@ mlir::poot::matchMmaContraction(linalg::LinalgOp op, int64_t minRows) {
     if (!linearAccess(op, in))
       return std::nullopt;
   std::optional<LinearAccess> weight = linearAccess(op, mm.weight);
+  std::optional<LinearAccess> output = linearAccess(op, init);
   if (!weight)
     return std::nullopt;
+  // Several column loops are one flattened run in the weight and the
+  // output: each outer loop steps over the whole of the next.
+  for (const LinearAccess &a : {*weight, *output})
+    for (size_t i = 0; i + 1 < mm.columnLoops.size(); ++i) {
+      unsigned outer = mm.columnLoops[i], inner = mm.columnLoops[i + 1];
+      if (a.coefficients[outer] != a.coefficients[inner] * mm.ranges[inner])
+        return std::nullopt;
+    }
   if (alignedChunks(*weight, mm.reduction, 8))
     mm.weightAlongReduction = true;
   else if (!alignedChunks(*weight, mm.columns, 8))

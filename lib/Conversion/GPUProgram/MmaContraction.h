@@ -53,7 +53,12 @@ struct LinearAccess {
 
 struct MmaContraction {
   unsigned reduction = 0;          // k
-  unsigned columns = 0;            // n: the weight's own parallel loop
+  /// n: the weight's own parallel loops (a projection's heads x head_dim
+  /// after reshapes fold in), outermost first, which every operand reads
+  /// as one flattened run; `columns` is the innermost, whose coefficient
+  /// is the run's.
+  SmallVector<unsigned> columnLoops;
+  unsigned columns = 0;
   SmallVector<unsigned> rows;      // m: loops the weight does not read
   SmallVector<unsigned> batch;     // loops both sides read (a split's)
   SmallVector<int64_t> ranges;     // static loop ranges
@@ -69,7 +74,7 @@ struct MmaContraction {
 
   int64_t rowCount() const;
   int64_t batchCount() const;
-  int64_t columnCount() const { return ranges[columns]; }
+  int64_t columnCount() const;
   int64_t reductionCount() const { return ranges[reduction]; }
 };
 

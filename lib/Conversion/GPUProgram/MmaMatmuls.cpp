@@ -200,13 +200,16 @@ void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
     lhsMems.push_back(func.getArgument(2 + i));
   b.setInsertionPointToStart(&func.getBody().front());
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  // Grid x runs over the row blocks, y over the column slices: the
+  // workgroups that read one weight slice (a prefill's row blocks) run
+  // together, so it comes from DRAM once and from L2 for the rest.
+  Value rowBlock = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value columnSlice = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   Value bz = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
   Value warp = divui(tid, kWarp), lane = remui(tid, kWarp);
   g = divui(lane, 4);
   c = remui(lane, 4);
-  n0 = mul(bx, index(kMmaWarpColumns));
+  n0 = mul(columnSlice, index(kMmaWarpColumns));
 
   // The batch index (the last batch loop fastest) and each operand's base.
   LoopValues batch;
@@ -228,7 +231,7 @@ void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
     SmallVector<Value> lhsBases;
   };
   SmallVector<std::array<Row, 2>> rows(plan.tiles);
-  Value firstRow = mul(by, index(plan.warpRows));
+  Value firstRow = mul(rowBlock, index(plan.warpRows));
   for (int64_t t = 0; t < plan.tiles; ++t)
     for (int h = 0; h < 2; ++h) {
       Value row = add(firstRow, add(g, index(16 * t + 8 * h)));
@@ -522,9 +525,8 @@ struct MmaMatmuls : poot::impl::PootGPUMmaMatmulsBase<MmaMatmuls> {
         return arith::ConstantIndexOp::create(b, loc, v).getResult();
       };
       int64_t units = plan->mm.columnCount() / kMmaWarpColumns;
-      gpu::KernelDim3 grid{cst(units),
-                           cst((plan->rows + plan->warpRows - 1) / plan->warpRows),
-                           cst(plan->mm.batchCount())};
+      gpu::KernelDim3 grid{cst((plan->rows + plan->warpRows - 1) / plan->warpRows),
+                           cst(units), cst(plan->mm.batchCount())};
       gpu::KernelDim3 block{cst(lanes), cst(1), cst(1)};
       gpu::LaunchFuncOp::create(b, loc, func, grid, block, Value(), args);
       op->erase();

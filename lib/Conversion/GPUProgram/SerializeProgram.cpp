@@ -31,6 +31,7 @@
 
 #include "lib/Conversion/ArenaPlacement.h"
 #include "lib/Conversion/Passes.h"
+#include "lib/Conversion/PootToLinalg/CollectiveCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -208,10 +209,10 @@ struct SerializeProgram
                          {"to", *to},
                          {"bytes", bytesOf(cast<MemRefType>(copy.getSource().getType()))}}}});
       } else if (auto call = dyn_cast<func::CallOp>(op);
-                 call && call->hasAttr("poot.all_reduce")) {
+                 call && call->hasAttr(poot::kAllReduceCallAttr)) {
         // A tensor-parallel sum over the ranks, in place, between launches
         // (poot-collectives-to-calls).
-        auto desc = call->getAttrOfType<DictionaryAttr>("poot.all_reduce");
+        auto desc = call->getAttrOfType<DictionaryAttr>(poot::kAllReduceCallAttr);
         auto site = desc ? desc.getAs<IntegerAttr>("site") : IntegerAttr();
         auto dtype = desc ? desc.getAs<IntegerAttr>("dtype") : IntegerAttr();
         FailureOr<int64_t> buffer =

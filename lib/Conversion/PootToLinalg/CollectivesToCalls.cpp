@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Conversion/Passes.h"
+#include "lib/Conversion/PootToLinalg/CollectiveCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -36,8 +37,6 @@ namespace {
 
 constexpr StringLiteral kHookSymbol = "poot_all_reduce_hook";
 constexpr StringLiteral kCallSymbol = "poot_all_reduce";
-/// On a GPU host program's call: {site, dtype} (poot-gpu-serialize-program).
-constexpr StringLiteral kAllReduceAttr = "poot.all_reduce";
 
 /// The element-type code the hook receives (runtime/collectives.py reads
 /// the same numbers).
@@ -145,7 +144,7 @@ struct CollectivesToCalls
             mb.getFunctionType({bufferType}, {}));
         decl.setPrivate();
         auto command = func::CallOp::create(b, loc, decl, ValueRange{buffer});
-        command->setAttr(kAllReduceAttr,
+        command->setAttr(kAllReduceCallAttr,
                          b.getDictionaryAttr(
                              {b.getNamedAttr("site", b.getI64IntegerAttr(site)),
                               b.getNamedAttr("dtype", b.getI32IntegerAttr(*code))}));

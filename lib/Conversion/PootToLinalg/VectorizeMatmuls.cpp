@@ -198,6 +198,25 @@ void emitDotTile(OpBuilder &b, Location loc, const DotOperands &o, Value i0,
     return arith::ExtFOp::create(nb, l, to, v);
   };
   int64_t outputs = tm * tn;
+  // Each of `lines` (lhs rows, or rows of the [N, K] rhs) of `mem` at
+  // reduction index `k`, widened: a `width`-vector of `element`s, or one
+  // element when `element` is null (the scalar tail).
+  auto loadLines = [&](OpBuilder &nb, Location l, Value mem,
+                       ArrayRef<Value> lines, Value k, Type element) {
+    SmallVector<Value> loaded;
+    for (Value line : lines) {
+      Value v =
+          element
+              ? vector::LoadOp::create(nb, l,
+                                       VectorType::get({o.width}, element),
+                                       mem, ValueRange{line, k})
+                    .getResult()
+              : memref::LoadOp::create(nb, l, mem, ValueRange{line, k})
+                    .getResult();
+      loaded.push_back(widen(nb, l, v));
+    }
+    return loaded;
+  };
   // One loop over [lo, hi) in steps of `unroll` vectors: acc[(r*tn+c)*unroll
   // + u] += lhs[row r, k + u*w] * rhs[col c, k + u*w].
   auto vectorLoop = [&](int64_t lo, int64_t hi, int64_t unroll,
@@ -213,19 +232,10 @@ void emitDotTile(OpBuilder &b, Location loc, const DotOperands &o, Value i0,
                                           nb, l, u * o.width))
                                       .getResult()
                                 : k;
-                   SmallVector<Value> xs, ws;
-                   for (Value row : rows)
-                     xs.push_back(widen(
-                         nb, l,
-                         vector::LoadOp::create(
-                             nb, l, VectorType::get({o.width}, lhsElement),
-                             o.lhs, ValueRange{row, ku})));
-                   for (Value col : cols)
-                     ws.push_back(widen(
-                         nb, l,
-                         vector::LoadOp::create(
-                             nb, l, VectorType::get({o.width}, rhsElement),
-                             o.rhs, ValueRange{col, ku})));
+                   SmallVector<Value> xs =
+                       loadLines(nb, l, o.lhs, rows, ku, lhsElement);
+                   SmallVector<Value> ws =
+                       loadLines(nb, l, o.rhs, cols, ku, rhsElement);
                    for (int64_t r = 0; r < tm; ++r)
                      for (int64_t c = 0; c < tn; ++c) {
                        int64_t a = (r * tn + c) * unroll + u;
@@ -271,13 +281,9 @@ void emitDotTile(OpBuilder &b, Location loc, const DotOperands &o, Value i0,
     auto tail = scf::ForOp::create(
         b, loc, index(kMain), index(o.k), index(1), sums,
         [&](OpBuilder &nb, Location l, Value k, ValueRange acc) {
-          SmallVector<Value> xs, ws, next;
-          for (Value row : rows)
-            xs.push_back(widen(
-                nb, l, memref::LoadOp::create(nb, l, o.lhs, ValueRange{row, k})));
-          for (Value col : cols)
-            ws.push_back(widen(
-                nb, l, memref::LoadOp::create(nb, l, o.rhs, ValueRange{col, k})));
+          SmallVector<Value> xs = loadLines(nb, l, o.lhs, rows, k, Type());
+          SmallVector<Value> ws = loadLines(nb, l, o.rhs, cols, k, Type());
+          SmallVector<Value> next;
           for (int64_t r = 0; r < tm; ++r)
             for (int64_t c = 0; c < tn; ++c)
               next.push_back(math::FmaOp::create(nb, l, xs[r], ws[c],

@@ -5,7 +5,8 @@
 // 16 rows of a bf16 linear, torch's [N, K] weight: 16 workgroups of 4
 // warps (64 columns each, the warps splitting K in four), split
 // min(131072 / 2048, 4096 / 256, 4096 / (8 x 16)) = 16 ways; the partials'
-// op is marked and becomes one kernel launch (grid z = the splits), the
+// op is marked and becomes one kernel launch (grid y = the column slices,
+// z = the splits), the
 // partials' fill folded into it, the warps' sums combined through
 // workgroup memory, the combine over the splits left to the CUDA-core
 // passes.
