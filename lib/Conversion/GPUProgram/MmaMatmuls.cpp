@@ -22,9 +22,12 @@
 //    k = 4c .. 4c + 3 at columns 8g .. 8g + 7, tile j being the columns
 //    8g' + j, and packs the k pairs of column j into words (logical k
 //    2c + 8r + e is actual 4c + 2r + e); the lhs rows load 4 k.
-// The lhs is loaded as vectors too when it is an input read directly,
-// contiguous along k; otherwise (a fused prologue) each element is computed
-// by the payload's own scalar ops, cloned.
+// The lhs is loaded as vectors too: an input read directly, contiguous
+// along k, or else (a fused prologue: an RMSNorm's scaling, SiLU(gate) * up)
+// the prologue is computed once into a two-byte buffer of its own by an
+// elementwise op over the matmul's loops but the columns, run before the
+// kernel (recomputing it in the kernel would redo each element for every
+// 64 columns).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +43,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace mlir::poot {
 #define GEN_PASS_DEF_POOTGPUMMAMATMULS
@@ -59,15 +63,13 @@ constexpr int64_t kWarps = kMmaWarpsPerColumns;
 struct MmaPlan {
   MmaContraction mm;
   LinearAccess out, weight;
-  SmallVector<LinearAccess> lhs;      // per mm.lhsInputs
-  /// The payload ops computing mm.lhs from the lhs inputs, in order.
-  SmallVector<Operation *> lhsOps;
+  /// The two-byte lhs buffer the kernel loads as vectors (an input read
+  /// directly, or the materialized prologue) and its access.
+  Value lhs;
+  LinearAccess lhsAccess;
   /// The init's value when a constant fill the kernel folds; else the
   /// kernel accumulates onto the output.
   std::optional<double> fill;
-  /// mm.lhs is input `lhs[0]` read directly, contiguous along k in chunks
-  /// the kernel loads as one vector.
-  bool lhsVectors = false;
   int64_t rows = 0, warpRows = 0, tiles = 0, steps = 0;
 
   int64_t chunk() const { return mm.weightAlongReduction ? 8 : 4; }
@@ -132,34 +134,11 @@ private:
       out.push_back(vector::ExtractOp::create(b, loc, w, i));
     return out;
   }
-  /// The lhs element (row `rowIdx`, reduction index `k`) by the payload's
-  /// own ops.
-  Value lhsElement(const SmallVector<Value> &rowBases, Value k) {
-    IRMapping map;
-    Block *body = cast<linalg::LinalgOp>(mm.weight->getOwner()).getBlock();
-    for (auto [i, in] : llvm::enumerate(mm.lhsInputs)) {
-      int64_t kc = plan.lhs[i].coefficients[mm.reduction];
-      Value idx = kc == 0 ? rowBases[i]
-                          : add(rowBases[i], kc == 1 ? k : mul(k, index(kc)));
-      map.map(body->getArgument(in->getOperandNumber()),
-              raw(lhsMems[i], idx));
-    }
-    for (Operation *op : plan.lhsOps)
-      b.clone(*op, map);
-    return map.lookupOrDefault(mm.lhs);
-  }
   /// Words of `count` consecutive k from `k` of one lhs row (zero words for
   /// a row past the end).
-  SmallVector<Value> lhsWords(const SmallVector<Value> &rowBases, Value valid,
-                              Value k, int64_t count) {
-    SmallVector<Value> w;
-    if (plan.lhsVectors) {
-      w = words(lhsMems[0], add(rowBases[0], k), count);
-    } else {
-      for (int64_t e = 0; e < count; e += 2)
-        w.push_back(packWord(lhsElement(rowBases, add(k, index(e))),
-                             lhsElement(rowBases, add(k, index(e + 1)))));
-    }
+  SmallVector<Value> lhsWords(Value rowBase, Value valid, Value k,
+                              int64_t count) {
+    SmallVector<Value> w = words(lhsMem, add(rowBase, k), count);
     Value zero = i32(0);
     for (Value &word : w)
       word = select(valid, word, zero);
@@ -188,16 +167,14 @@ private:
 
   const MmaPlan &plan;
   const MmaContraction &mm;
-  Value outMem, weightMem;
-  SmallVector<Value> lhsMems;
+  Value outMem, weightMem, lhsMem;
   Value g, c, n0;
 };
 
 void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
   outMem = func.getArgument(0);
   weightMem = func.getArgument(1);
-  for (unsigned i = 0; i < mm.lhsInputs.size(); ++i)
-    lhsMems.push_back(func.getArgument(2 + i));
+  lhsMem = func.getArgument(2);
   b.setInsertionPointToStart(&func.getBody().front());
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   // Grid x runs over the row blocks, y over the column slices: the
@@ -220,15 +197,12 @@ void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
   }
   Value outBase = offset(plan.out, batch, index(plan.out.offset));
   Value weightBase = offset(plan.weight, batch, index(plan.weight.offset));
-  SmallVector<Value> lhsBase;
-  for (const LinearAccess &a : plan.lhs)
-    lhsBase.push_back(offset(a, batch, index(a.offset)));
+  Value lhsBase = offset(plan.lhsAccess, batch, index(plan.lhsAccess.offset));
 
   // The thread's rows: g + 8h of each of the warp's m16 tiles.
   struct Row {
     Value valid;
-    Value outBase;
-    SmallVector<Value> lhsBases;
+    Value outBase, lhsBase;
   };
   SmallVector<std::array<Row, 2>> rows(plan.tiles);
   Value firstRow = mul(rowBlock, index(plan.warpRows));
@@ -239,8 +213,7 @@ void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
       r.valid = ult(row, index(plan.rows));
       LoopValues loops = rowLoops(minui(row, index(plan.rows - 1)));
       r.outBase = offset(plan.out, loops, outBase);
-      for (auto [i, a] : llvm::enumerate(plan.lhs))
-        r.lhsBases.push_back(offset(a, loops, lhsBase[i]));
+      r.lhsBase = offset(plan.lhsAccess, loops, lhsBase);
     }
 
   // Accumulators [tile][j][i], flat: warp 0's start from the fill's value,
@@ -306,7 +279,7 @@ void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
         for (int64_t t = 0; t < plan.tiles; ++t) {
           ch.lhs.emplace_back();
           for (int h = 0; h < 2; ++h)
-            ch.lhs[t][h] = lhsWords(rows[t][h].lhsBases, rows[t][h].valid, k, 8);
+            ch.lhs[t][h] = lhsWords(rows[t][h].lhsBase, rows[t][h].valid, k, 8);
         }
       } else {
         // 16 k: rows k = kk + 16 s + 4c + q at columns 8g .. 8g + 7.
@@ -319,7 +292,7 @@ void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
         for (int64_t t = 0; t < plan.tiles; ++t) {
           ch.lhs.emplace_back();
           for (int h = 0; h < 2; ++h)
-            ch.lhs[t][h] = lhsWords(rows[t][h].lhsBases, rows[t][h].valid, k, 4);
+            ch.lhs[t][h] = lhsWords(rows[t][h].lhsBase, rows[t][h].valid, k, 4);
         }
       }
     }
@@ -415,6 +388,75 @@ Value flatten(OpBuilder &b, Location loc, Value v) {
                                          ArrayRef<ReassociationIndices>{all});
 }
 
+/// The lhs expression of `mm` computed once, before `op`, into a new
+/// two-byte buffer over the op's loops but the columns (the reduction loop
+/// last, so the kernel reads it in vectors along k): an elementwise
+/// linalg.generic running the payload's own lhs ops. Returns the buffer and
+/// its access over `op`'s loops (0 along the columns).
+std::pair<Value, LinearAccess> materializeLhs(OpBuilder &b,
+                                              linalg::LinalgOp op,
+                                              const MmaContraction &mm) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  unsigned loops = op.getNumLoops();
+  SmallVector<unsigned> kept; // buffer dims, as loops of `op`
+  for (unsigned d = 0; d < loops; ++d)
+    if (d != mm.reduction && !llvm::is_contained(mm.columnLoops, d))
+      kept.push_back(d);
+  kept.push_back(mm.reduction);
+  SmallVector<int64_t> shape;
+  for (unsigned d : kept)
+    shape.push_back(mm.ranges[d]);
+  Value buffer = memref::AllocOp::create(
+      b, loc, MemRefType::get(shape, mm.element));
+  // The generic's loop i is op's loop kept[i]; op's column loops are not
+  // loops of it (no lhs input reads them).
+  SmallVector<AffineExpr> toNew(loops, getAffineConstantExpr(0, ctx));
+  for (auto [i, d] : llvm::enumerate(kept))
+    toNew[d] = getAffineDimExpr(i, ctx);
+  SmallVector<AffineMap> maps;
+  SmallVector<Value> inputs;
+  for (OpOperand *in : mm.lhsInputs) {
+    inputs.push_back(in->get());
+    maps.push_back(op.getMatchingIndexingMap(in).replaceDimsAndSymbols(
+        toNew, {}, kept.size(), 0));
+  }
+  maps.push_back(AffineMap::getMultiDimIdentityMap(kept.size(), ctx));
+  SmallVector<utils::IteratorType> parallel(kept.size(),
+                                            utils::IteratorType::parallel);
+  Block *payload = op.getBlock();
+  linalg::GenericOp::create(
+      b, loc, inputs, ValueRange{buffer}, maps, parallel,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        IRMapping map;
+        for (auto [i, in] : llvm::enumerate(mm.lhsInputs))
+          map.map(payload->getArgument(in->getOperandNumber()), args[i]);
+        // The payload's ops the lhs needs (and constants it captures).
+        llvm::SetVector<Operation *> needed;
+        SmallVector<Value> work{mm.lhs};
+        while (!work.empty()) {
+          Operation *def = work.pop_back_val().getDefiningOp();
+          if (def && needed.insert(def))
+            llvm::append_range(work, def->getOperands());
+        }
+        for (Operation *def : needed)
+          if (def->getBlock() != payload)
+            nb.clone(*def, map);
+        for (Operation &inner : *payload)
+          if (needed.contains(&inner))
+            nb.clone(inner, map);
+        linalg::YieldOp::create(nb, nloc, map.lookupOrDefault(mm.lhs));
+      });
+  LinearAccess access;
+  access.coefficients.assign(loops, 0);
+  int64_t stride = 1;
+  for (int64_t i = kept.size() - 1; i >= 0; --i) {
+    access.coefficients[kept[i]] = stride;
+    stride *= shape[i];
+  }
+  return {buffer, access};
+}
+
 struct MmaMatmuls : poot::impl::PootGPUMmaMatmulsBase<MmaMatmuls> {
   void getDependentDialects(DialectRegistry &registry) const override {
     PootGPUMmaMatmulsBase::getDependentDialects(registry);
@@ -432,31 +474,18 @@ struct MmaMatmuls : poot::impl::PootGPUMmaMatmulsBase<MmaMatmuls> {
     plan.mm = *mm;
     plan.out = *linearAccess(op, op.getDpsInitOperand(0));
     plan.weight = *linearAccess(op, mm->weight);
-    for (OpOperand *in : mm->lhsInputs)
-      plan.lhs.push_back(*linearAccess(op, in));
-    // The payload ops the lhs needs, in order.
-    llvm::SetVector<Operation *> needed;
-    SmallVector<Value> work{mm->lhs};
-    while (!work.empty()) {
-      Operation *def = work.pop_back_val().getDefiningOp();
-      if (def && needed.insert(def))
-        llvm::append_range(work, def->getOperands());
-    }
-    for (Operation &inner : *op.getBlock())
-      if (needed.contains(&inner))
-        plan.lhsOps.push_back(&inner);
-    // Constants from outside the payload are cloned first.
-    for (Operation *def : needed)
-      if (def->getBlock() != op.getBlock())
-        plan.lhsOps.insert(plan.lhsOps.begin(), def);
-    auto arg = dyn_cast<BlockArgument>(mm->lhs);
+    // The lhs as the kernel reads it: the input itself where that is
+    // contiguous along k in aligned vectors, else materialized.
     int64_t chunk = plan.chunk();
-    if (arg && mm->lhsInputs.size() == 1) {
-      const LinearAccess &a = plan.lhs[0];
+    if (isa<BlockArgument>(mm->lhs) && mm->lhsInputs.size() == 1) {
+      LinearAccess a = *linearAccess(op, mm->lhsInputs[0]);
       bool aligned = a.coefficients[mm->reduction] == 1 && a.offset % chunk == 0;
       for (auto [d, coefficient] : llvm::enumerate(a.coefficients))
         aligned &= d == mm->reduction || coefficient % chunk == 0;
-      plan.lhsVectors = aligned;
+      if (aligned) {
+        plan.lhs = mm->lhsInputs[0]->get();
+        plan.lhsAccess = a;
+      }
     }
     plan.rows = mm->rowCount();
     plan.warpRows = mmaWarpRows(plan.rows);
@@ -495,10 +524,13 @@ struct MmaMatmuls : poot::impl::PootGPUMmaMatmulsBase<MmaMatmuls> {
       auto [fillValue, fill] = foldableFill(op, out);
       plan->fill = fillValue;
 
+      if (!plan->lhs) {
+        OpBuilder b(op);
+        std::tie(plan->lhs, plan->lhsAccess) = materializeLhs(b, op, plan->mm);
+      }
+
       // The kernel.
-      SmallVector<Value> operands{out, plan->mm.weight->get()};
-      for (OpOperand *in : plan->mm.lhsInputs)
-        operands.push_back(in->get());
+      SmallVector<Value> operands{out, plan->mm.weight->get(), plan->lhs};
       SmallVector<Type> argTypes;
       for (Value v : operands) {
         auto type = cast<MemRefType>(v.getType());

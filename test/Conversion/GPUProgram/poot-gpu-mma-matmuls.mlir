@@ -38,17 +38,19 @@ func.func @rows16_nk(%x: tensor<16x4096xbf16>, %w: tensor<1024x4096xbf16>) -> te
 // -----
 
 // 64 rows and a fused prologue (the lhs is x * s, a per-row scale, rounded
-// to bf16): the prologue's inputs are the kernel's arguments and its ops
-// are cloned per element; [K, N] weight. 16 warps, 1 m-block; the partials
-// cap is 1024 / (8 x 64) = 2.
+// to bf16), [K, N] weight. 16 workgroups, 1 row block; the partials cap is
+// 1024 / (8 x 64) = 2. The prologue is computed once into a bf16 buffer of
+// its own (loops but the columns, k last) before the kernel, which loads
+// it in vectors.
 // SPLIT-LABEL: func.func @rows64_prologue
 // SPLIT: outs({{.*}} : tensor<2x64x1024xf32>) attrs = {poot.mma_matmul}
 // MMA-LABEL: func.func @rows64_prologue
-// MMA: gpu.launch_func @poot_mma_matmuls::@mma_matmul_0 {{.*}} args(%{{.*}} : memref<131072xf32>, %{{.*}} : memref<1048576xbf16>, %{{.*}} : memref<65536xbf16>, %{{.*}} : memref<64xf32>)
-// MMA: gpu.func @mma_matmul_0
+// MMA: %[[LHS:.*]] = memref.alloc() : memref<2x64x512xbf16>
+// MMA: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]} ins({{.*}} : memref<64x2x512xbf16>, memref<64xf32>) outs(%[[LHS]] : memref<2x64x512xbf16>)
 // MMA: arith.mulf
 // MMA: arith.truncf
-// MMA: nvvm.mma.sync
+// MMA: %[[FLAT:.*]] = memref.collapse_shape %[[LHS]]
+// MMA: gpu.launch_func @poot_mma_matmuls::@mma_matmul_0 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}}) args(%{{.*}} : memref<131072xf32>, %{{.*}} : memref<1048576xbf16>, %[[FLAT]] : memref<65536xbf16>)
 func.func @rows64_prologue(%x: tensor<64x1024xbf16>, %s: tensor<64xf32>, %w: tensor<1024x1024xbf16>) -> tensor<64x1024xf32> {
   %e = tensor.empty() : tensor<64x1024xf32>
   %z = arith.constant 0.0 : f32
