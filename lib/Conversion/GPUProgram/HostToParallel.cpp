@@ -90,6 +90,96 @@ void sinkScalarsIntoLoops(Block &body) {
   }
 }
 
+/// The scatter over a write map, once parallel over its rows, copies each
+/// row's elements one thread at a time (the row copy is a loop nested in
+/// the row's iteration, under its bounds check). The nested loop joins the
+/// outer one: `parallel i { x = f(i); if c(x) { parallel j { g(x, i, j) } } }`
+/// -> `parallel (i, j) { x = f(i); if c(x) { g(x, i, j) } }`, every element
+/// a thread. Only when the nested loop is the one loop, reached through
+/// result-less `scf.if`s, its bounds are defined outside, and everything
+/// else in the outer body is side-effect free or a load of a buffer the
+/// nested loop does not store to (recomputed per element). Returns whether
+/// it changed anything.
+bool collapseNestedCopy(scf::ParallelOp outer) {
+  SmallVector<scf::ParallelOp> nested;
+  outer.getBody()->walk([&](scf::ParallelOp p) { nested.push_back(p); });
+  if (nested.size() != 1 || outer.getNumResults() != 0)
+    return false;
+  scf::ParallelOp inner = nested[0];
+  if (inner.getNumResults() != 0 ||
+      llvm::any_of(inner->getOperands(), [&](Value bound) {
+        return outer->isAncestor(bound.getParentBlock()->getParentOp());
+      }))
+    return false;
+  DenseSet<Value> stored;
+  inner.getBody()->walk([&](memref::StoreOp st) { stored.insert(st.getMemRef()); });
+  // The outer part: result-less ifs on the way to the nested loop, and
+  // recomputable ops.
+  for (Operation *p = inner->getParentOp(); p != outer; p = p->getParentOp()) {
+    auto guard = dyn_cast<scf::IfOp>(p);
+    if (!guard || guard.getNumResults() != 0 || !guard.getElseRegion().empty())
+      return false;
+  }
+  WalkResult outerOk = outer.getBody()->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op == inner.getOperation())
+      return WalkResult::skip();
+    if (isa<scf::IfOp, scf::YieldOp, scf::ReduceOp>(op) && op->isAncestor(inner))
+      return WalkResult::advance();
+    if (isa<scf::YieldOp, scf::ReduceOp>(op))
+      return WalkResult::advance();
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      return stored.contains(load.getMemRef()) ? WalkResult::interrupt()
+                                               : WalkResult::advance();
+    return isMemoryEffectFree(op) && op->getNumRegions() == 0
+               ? WalkResult::advance()
+               : WalkResult::interrupt();
+  });
+  if (outerOk.wasInterrupted())
+    return false;
+
+  OpBuilder b(outer);
+  auto concat = [](ValueRange x, ValueRange y) {
+    SmallVector<Value> all(x);
+    llvm::append_range(all, y);
+    return all;
+  };
+  auto joined = scf::ParallelOp::create(
+      b, outer.getLoc(),
+      concat(outer.getLowerBound(), inner.getLowerBound()),
+      concat(outer.getUpperBound(), inner.getUpperBound()),
+      concat(outer.getStep(), inner.getStep()));
+  IRMapping map;
+  Block *joinedBody = joined.getBody();
+  unsigned outerLoops = outer.getNumLoops();
+  for (unsigned i = 0; i < outerLoops; ++i)
+    map.map(outer.getBody()->getArgument(i), joinedBody->getArgument(i));
+  for (unsigned i = 0; i < inner.getNumLoops(); ++i)
+    map.map(inner.getBody()->getArgument(i),
+            joinedBody->getArgument(outerLoops + i));
+  std::function<void(Block &, OpBuilder &)> cloneInto = [&](Block &from,
+                                                            OpBuilder &to) {
+    for (Operation &op : from.without_terminator()) {
+      if (&op == inner.getOperation()) {
+        for (Operation &element : inner.getBody()->without_terminator())
+          to.clone(element, map);
+      } else if (auto guard = dyn_cast<scf::IfOp>(op);
+                 guard && guard->isAncestor(inner)) {
+        auto copy = scf::IfOp::create(to, guard.getLoc(),
+                                      map.lookupOrDefault(guard.getCondition()),
+                                      /*withElseRegion=*/false);
+        OpBuilder then(copy.getThenRegion().front().getTerminator());
+        cloneInto(guard.getThenRegion().front(), then);
+      } else {
+        to.clone(op, map);
+      }
+    }
+  };
+  OpBuilder body(joined.getBody()->getTerminator());
+  cloneInto(*outer.getBody(), body);
+  outer.erase();
+  return true;
+}
+
 /// A host `scf.if` that only guards loops (a write map's one-row scatter,
 /// whose bounds check the unrolled loop left on the host) becomes loops
 /// that each test the condition: `if c { x = f(); parallel i { g(x, i) } }`
@@ -284,6 +374,7 @@ struct HostToParallel
         for (Operation &op : loop.getBody()->without_terminator())
           pb.clone(op, mapping);
         loop.erase();
+        collapseNestedCopy(par);
       } else {
         wrapInSingleIteration(loop, loop);
       }

@@ -69,3 +69,45 @@ func.func @host_uses_if_result(%n: memref<i32>, %out: memref<4xf32>) -> index {
   }
   return %r : index
 }
+
+// -----
+
+// The scatter over a write map (distinct iterations): each row's copy, a
+// loop nested under the row's bounds check, joins the row loop, so every
+// element gets a thread (8 rows x 2 x 16 = 256), the check recomputed per
+// element; before, each row's 32 elements were copied by one thread.
+// CHECK-LABEL: func.func @scatter_rows_every_element
+// CHECK: scf.parallel (%[[B:.*]]) = (%{{.*}}) to (%{{.*}}) step
+// CHECK: scf.parallel (%[[T:.*]]) = (%{{.*}}) to (%{{.*}}) step
+// CHECK: arith.cmpi ult, %{{.*}}, %c256
+// CHECK: memref.load %{{.*}} : memref<8xi32>
+// CHECK: scf.if
+// CHECK-NEXT: arith.index_cast
+// CHECK-NEXT: memref.load {{.*}} : memref<8x1x2x16xbf16>
+// CHECK-NEXT: memref.store {{.*}} : memref<512x2x16xbf16>
+// CHECK-NOT: scf.parallel
+// CHECK: return
+func.func @scatter_rows_every_element(%map: memref<8xi32>, %rows: memref<8x1x2x16xbf16>, %pool: memref<512x2x16xbf16>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %c16 = arith.constant 16 : index
+  %c0_i32 = arith.constant 0 : i32
+  %c512_i32 = arith.constant 512 : i32
+  scf.for %i = %c0 to %c8 step %c1 {
+    %0 = memref.load %map[%i] : memref<8xi32>
+    %1 = arith.cmpi sge, %0, %c0_i32 : i32
+    %2 = arith.cmpi slt, %0, %c512_i32 : i32
+    %3 = arith.andi %1, %2 : i1
+    scf.if %3 {
+      %4 = arith.index_cast %0 : i32 to index
+      scf.parallel (%h, %d) = (%c0, %c0) to (%c2, %c16) step (%c1, %c1) {
+        %5 = memref.load %rows[%i, %c0, %h, %d] : memref<8x1x2x16xbf16>
+        memref.store %5, %pool[%4, %h, %d] : memref<512x2x16xbf16>
+        scf.reduce
+      }
+    }
+  } {poot.distinct_iterations}
+  return
+}
