@@ -950,7 +950,9 @@ def PootGPUSplitReductions
     projection's heads x head_dim) fold into one (upstream
     `collapseOpIterationDims`). Then a linalg op with one reduction loop,
     projected-permutation maps, static shapes, an f32 init (f32, and bf16/f16
-    inputs under the 16-bit contract) and fewer threads than
+    inputs under the 16-bit contract) -- or a max/min combiner at any type
+    (exact in any order: an argmax's max over bf16 logits and its
+    first-index min over i32) -- and fewer threads than
     `min-threads` (its parallel iterations, over 4 -- 8 for 16-bit inputs --
     when its last output dimension is a multiple of it:
     poot-gpu-vectorize-columns gives each thread that many columns, 16 bytes
@@ -1024,10 +1026,14 @@ def PootGPUMmaMatmuls
     `poot-gpu-split-reductions` marked `poot.mma_matmul` (with `mma-rows`):
     a linalg op whose payload is the 16-bit contract's accumulation
     `out + extf(a) * extf(b)` (docs/sixteen-bit-contract.md), `b` a bf16/f16
-    weight read directly, `a` any pure scalar expression of inputs that do
-    not read along the weight's columns (a fused prologue), at least
-    `mma-rows` rows, columns and reduction multiples of 64
-    (MmaContraction.h). Each becomes one `gpu.launch_func` of a generated
+    weight read directly, `a` any scalar expression without side effects
+    (of inputs, loop indices, buffers from outside) that does not read
+    along the weight's columns (a fused prologue, a gather of each row's
+    last token), at least `mma-rows` rows, columns a multiple of 64 and the
+    reduction of 256 (MmaContraction.h). A prologue (or an lhs not
+    contiguous along k) is first computed once into a two-byte buffer of
+    its own by an elementwise `linalg.generic` over the op's loops but the
+    columns, the reduction last. Each becomes one `gpu.launch_func` of a generated
     kernel in the `poot_mma_matmuls` gpu.module: a workgroup owns 64 columns
     (8 m16n8k16 tiles) by 16-64 rows (1-4 tiles) of one batch index (a
     split's partial sums: grid z); its 4 warps each stream a quarter of the
@@ -1423,7 +1429,9 @@ def PootGPUHostToParallel
     - a top-level `scf.for` (the scatter over a write map's tokens) becomes
       an `scf.parallel` when the lowering marked its iterations
       `poot.distinct_iterations` (a write map names each slot once: the
-      binder checks it), else it runs in a one-iteration loop;
+      binder checks it), and the row copy nested in it (under the row's
+      bounds check) joins that loop, every element a thread; else it runs
+      in a one-iteration loop;
     - a top-level `scf.if` whose then-block holds only scalar loads and
       arithmetic and `scf.parallel` loops with host-known bounds (a one-row
       write map's scatter: the unrolled loop leaves its bounds check on the

@@ -2,6 +2,7 @@
 #include "lib/Conversion/GPUProgram/MmaContraction.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -46,44 +47,58 @@ Value widenedSource(Value v) {
   return source.isBF16() || source.isF16() ? ext.getIn() : Value();
 }
 
-/// The inputs `value` is computed from inside `op`'s payload, when that
-/// computation is pure scalar arithmetic (no region, no linalg.index, no
-/// value from outside except constants) and never reads the output.
-std::optional<SmallVector<OpOperand *>> scalarInputsOf(linalg::LinalgOp op,
-                                                       Value value) {
+/// What the lhs expression reads: the inputs (in operand order) and the
+/// loops it reads through `linalg.index` (a gather fused into the matmul:
+/// each row's last token picked out of the hidden states).
+struct LhsReads {
+  SmallVector<OpOperand *> inputs;
+  SmallVector<unsigned> indexLoops;
+};
+
+/// What `value` is computed from inside `op`'s payload, when that is scalar
+/// code without side effects: pure ops, `linalg.index`, loads of buffers
+/// other than the output, values from outside the payload (they dominate
+/// the op) -- never the output's own element.
+std::optional<LhsReads> scalarInputsOf(linalg::LinalgOp op, Value value) {
   Block *body = op.getBlock();
+  Value outBuffer = op.getDpsInitOperand(0)->get();
   llvm::SetVector<Value> seen;
   SmallVector<Value> work{value};
-  SmallVector<OpOperand *> inputs;
+  LhsReads reads;
   while (!work.empty()) {
     Value v = work.pop_back_val();
     if (!seen.insert(v))
       continue;
     if (auto arg = dyn_cast<BlockArgument>(v)) {
       if (arg.getOwner() != body)
-        return std::nullopt;
+        continue; // defined outside the op: it dominates the op
       OpOperand *operand = op.getMatchingOpOperand(arg);
       if (!op.isDpsInput(operand))
         return std::nullopt;
-      inputs.push_back(operand);
+      reads.inputs.push_back(operand);
       continue;
     }
     Operation *def = v.getDefiningOp();
-    if (def->getBlock() != body) {
-      if (!def->hasTrait<OpTrait::ConstantLike>())
-        return std::nullopt;
+    if (!body->getParentOp()->isAncestor(def))
+      continue; // defined outside the op
+    if (def->getBlock() != body || def->getNumRegions() != 0)
+      return std::nullopt;
+    if (auto index = dyn_cast<linalg::IndexOp>(def)) {
+      if (!llvm::is_contained(reads.indexLoops, index.getDim()))
+        reads.indexLoops.push_back(index.getDim());
       continue;
     }
-    if (def->getNumRegions() != 0 || !isPure(def) || isa<linalg::IndexOp>(def))
+    auto load = dyn_cast<memref::LoadOp>(def);
+    if (!(load ? load.getMemRef() != outBuffer : isPure(def)))
       return std::nullopt;
     for (Value operand : def->getOperands())
       work.push_back(operand);
   }
   // In operand order: the kernel's arguments do not follow the walk.
-  llvm::sort(inputs, [](OpOperand *a, OpOperand *b) {
+  llvm::sort(reads.inputs, [](OpOperand *a, OpOperand *b) {
     return a->getOperandNumber() < b->getOperandNumber();
   });
-  return inputs;
+  return reads;
 }
 
 /// Whether `access` lands on multiples of `chunk` elements at every loop
@@ -197,15 +212,19 @@ mlir::poot::matchMmaContraction(linalg::LinalgOp op, int64_t minRows) {
     OpOperand *weight = op.getMatchingOpOperand(weightArg);
     if (!op.isDpsInput(weight))
       continue;
-    std::optional<SmallVector<OpOperand *>> inputs = scalarInputsOf(op, lhs);
-    if (!inputs || inputs->empty())
+    std::optional<LhsReads> reads = scalarInputsOf(op, lhs);
+    if (!reads)
+      continue;
+    // The weight itself is never read by the lhs.
+    if (llvm::is_contained(reads->inputs, weight))
       continue;
 
     AffineMap weightMap = op.getMatchingIndexingMap(weight);
     auto lhsReads = [&](unsigned d) {
-      return llvm::any_of(*inputs, [&](OpOperand *in) {
-        return op.getMatchingIndexingMap(in).isFunctionOfDim(d);
-      });
+      return llvm::is_contained(reads->indexLoops, d) ||
+             llvm::any_of(reads->inputs, [&](OpOperand *in) {
+               return op.getMatchingIndexingMap(in).isFunctionOfDim(d);
+             });
     };
     if (!weightMap.isFunctionOfDim(mm.reduction) || !lhsReads(mm.reduction))
       continue;
@@ -231,7 +250,7 @@ mlir::poot::matchMmaContraction(linalg::LinalgOp op, int64_t minRows) {
     mm.rows = rows;
     mm.batch = batch;
     mm.weight = weight;
-    mm.lhsInputs = *inputs;
+    mm.lhsInputs = reads->inputs;
     mm.lhs = lhs;
     mm.element = lhs.getType();
     break;

@@ -10,10 +10,11 @@
 // The payload must be the 16-bit contract's accumulation
 // (docs/sixteen-bit-contract.md): `out + extf(a) * extf(b)` with `a` and `b` of one
 // two-byte float type and an f32 `out`. `b` is an input read directly: the
-// weight, indexed by the reduction loop and the columns. `a` is any pure
-// scalar expression of inputs that do not read along the columns (a fused
-// prologue: an RMSNorm's scaling, SiLU(gate) * up), evaluated per element in
-// the kernel.
+// weight, indexed by the reduction loop and the columns. `a` is any scalar
+// expression without side effects of inputs, loop indices and buffers from
+// outside that does not read along the columns (a fused prologue: an
+// RMSNorm's scaling, SiLU(gate) * up, a gather of each row's last token);
+// poot-gpu-mma-matmuls computes it once into a buffer of its own.
 //
 //===----------------------------------------------------------------------===//
 

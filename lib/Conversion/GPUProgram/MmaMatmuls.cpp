@@ -431,20 +431,27 @@ std::pair<Value, LinearAccess> materializeLhs(OpBuilder &b,
         IRMapping map;
         for (auto [i, in] : llvm::enumerate(mm.lhsInputs))
           map.map(payload->getArgument(in->getOperandNumber()), args[i]);
-        // The payload's ops the lhs needs (and constants it captures).
+        // The payload's ops the lhs needs (values from outside the payload
+        // dominate the new op: used as they are).
         llvm::SetVector<Operation *> needed;
         SmallVector<Value> work{mm.lhs};
         while (!work.empty()) {
           Operation *def = work.pop_back_val().getDefiningOp();
-          if (def && needed.insert(def))
+          if (def && def->getBlock() == payload && needed.insert(def))
             llvm::append_range(work, def->getOperands());
         }
-        for (Operation *def : needed)
-          if (def->getBlock() != payload)
-            nb.clone(*def, map);
-        for (Operation &inner : *payload)
-          if (needed.contains(&inner))
-            nb.clone(inner, map);
+        for (Operation &inner : *payload) {
+          if (!needed.contains(&inner))
+            continue;
+          // A loop index is the same loop's index in the generic.
+          if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+            unsigned at = llvm::find(kept, index.getDim()) - kept.begin();
+            map.map(index.getResult(),
+                    linalg::IndexOp::create(nb, nloc, at).getResult());
+            continue;
+          }
+          nb.clone(inner, map);
+        }
         linalg::YieldOp::create(nb, nloc, map.lookupOrDefault(mm.lhs));
       });
   LinearAccess access;

@@ -286,6 +286,23 @@ linalg::LinalgOp readTransposedInputs(RewriterBase &rewriter,
   return generic;
 }
 
+/// Whether `op` combines with a max or a min of its output (the payload
+/// yields `max(out, x)` or `min(out, x)`): a result independent of the
+/// order its terms are combined in.
+bool orderFreeCombiner(linalg::LinalgOp op) {
+  if (op.getNumDpsInits() != 1 || !op.getBlock() ||
+      op.getBlock()->getTerminator()->getNumOperands() != 1)
+    return false;
+  Operation *combiner =
+      op.getBlock()->getTerminator()->getOperand(0).getDefiningOp();
+  if (!isa_and_nonnull<arith::MaximumFOp, arith::MinimumFOp, arith::MaxNumFOp,
+                       arith::MinNumFOp, arith::MaxSIOp, arith::MinSIOp,
+                       arith::MaxUIOp, arith::MinUIOp>(combiner))
+    return false;
+  Value out = op.getMatchingBlockArgument(op.getDpsInitOperand(0));
+  return llvm::is_contained(combiner->getOperands(), out);
+}
+
 /// Whether `map` (an input's) reads along one of the reduction loops.
 bool readsAlongReduction(linalg::LinalgOp op, AffineMap map) {
   for (auto [r, kind] : llvm::enumerate(op.getIteratorTypesArray()))
@@ -415,8 +432,11 @@ struct SplitReductions
           return map.isProjectedPermutation(/*allowZeroInResults=*/false);
         }))
       return 0;
+    // Sums split in f32 only (a split changes their order); a max or min
+    // gives the same bits in any order, at any type (an argmax's max over
+    // bf16 logits and its first-index min over i32).
     auto init = dyn_cast<RankedTensorType>(op.getDpsInits()[0].getType());
-    if (!init || !init.getElementType().isF32())
+    if (!init || (!init.getElementType().isF32() && !orderFreeCombiner(op)))
       return 0;
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     int64_t parallel = 1, reduction = 0;

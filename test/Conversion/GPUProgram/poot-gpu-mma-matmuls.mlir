@@ -124,3 +124,38 @@ func.func @transposed_weight(%x: tensor<32x4096xbf16>, %w: tensor<512x4096xbf16>
   %o = linalg.matmul ins(%x, %t : tensor<32x4096xbf16>, tensor<4096x512xbf16>) outs(%i : tensor<32x512xf32>) -> tensor<32x512xf32>
   return %o : tensor<32x512xf32>
 }
+
+// -----
+
+// A gather fused into the matmul (each row's hidden state picked by a
+// loop index out of a tensor from outside, as a serving step's lm_head
+// picks each row's last token): the lhs reads the reduction loop through
+// linalg.index, so it qualifies; it is computed once into its own buffer
+// (the index renumbered to the new op's loop) before the kernel.
+// SPLIT-LABEL: func.func @gathered_rows
+// SPLIT: attrs = {poot.mma_matmul}
+// MMA-LABEL: func.func @gathered_rows
+// MMA: %[[LHS:.*]] = memref.alloc() : memref<{{.*}}xbf16>
+// MMA: linalg.generic {{.*}} outs(%[[LHS]] : memref<{{.*}}xbf16>)
+// MMA: linalg.index
+// MMA: memref.load
+// MMA: gpu.launch_func @poot_mma_matmuls::@mma_matmul_0
+func.func @gathered_rows(%hidden: tensor<1024x1024xbf16>, %last: tensor<16xi32>, %w: tensor<1024x512xbf16>) -> tensor<16x512xf32> {
+  %e = tensor.empty() : tensor<16x512xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<16x512xf32>) -> tensor<16x512xf32>
+  %o = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+       ins(%last, %w : tensor<16xi32>, tensor<1024x512xbf16>) outs(%i : tensor<16x512xf32>) {
+  ^bb0(%row: i32, %b: bf16, %acc: f32):
+    %k = linalg.index 2 : index
+    %r = arith.index_cast %row : i32 to index
+    %a = tensor.extract %hidden[%r, %k] : tensor<1024x1024xbf16>
+    %a32 = arith.extf %a : bf16 to f32
+    %b32 = arith.extf %b : bf16 to f32
+    %p = arith.mulf %a32, %b32 : f32
+    %sum = arith.addf %acc, %p : f32
+    linalg.yield %sum : f32
+  } -> tensor<16x512xf32>
+  return %o : tensor<16x512xf32>
+}

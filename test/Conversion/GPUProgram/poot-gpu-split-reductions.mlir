@@ -206,3 +206,44 @@ func.func @heads_one_row(%x: tensor<1x512xf32>, %w: tensor<512x8x64xf32>) -> ten
   } -> tensor<1x8x64xf32>
   return %o : tensor<1x8x64xf32>
 }
+
+// An argmax over a large vocabulary (a serving step's next token): its max
+// over bf16 logits and its first-index min over i32 are split too -- a max
+// or a min gives the same bits in any order, at any type -- instead of one
+// thread per row looping over 128256 logits. The index's linalg.index is
+// remapped to split * chunk + inner.
+// CHECK-LABEL: func.func @argmax_rows
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<64x256x501xbf16>) outs(%{{.*}} : tensor<256x64xbf16>)
+// CHECK: arith.maximumf
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<64xbf16>)
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<256x64xi32>)
+// CHECK: linalg.index 0
+// CHECK: arith.muli %{{.*}}, %c501
+// CHECK: arith.minsi
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<64xi32>)
+func.func @argmax_rows(%logits: tensor<64x128256xbf16>) -> tensor<64xi32> {
+  %ninf = arith.constant 0xFF80 : bf16
+  %big = arith.constant 2147483647 : i32
+  %vocab = arith.constant 128256 : i32
+  %e = tensor.empty() : tensor<64xbf16>
+  %mi = linalg.fill ins(%ninf : bf16) outs(%e : tensor<64xbf16>) -> tensor<64xbf16>
+  %max = linalg.generic {indexing_maps = [affine_map<(r, v) -> (r, v)>, affine_map<(r, v) -> (r)>], iterator_types = ["parallel", "reduction"]}
+      ins(%logits : tensor<64x128256xbf16>) outs(%mi : tensor<64xbf16>) {
+  ^bb0(%x: bf16, %m: bf16):
+    %0 = arith.maximumf %m, %x : bf16
+    linalg.yield %0 : bf16
+  } -> tensor<64xbf16>
+  %ei = tensor.empty() : tensor<64xi32>
+  %ii = linalg.fill ins(%big : i32) outs(%ei : tensor<64xi32>) -> tensor<64xi32>
+  %idx = linalg.generic {indexing_maps = [affine_map<(r, v) -> (r, v)>, affine_map<(r, v) -> (r)>, affine_map<(r, v) -> (r)>], iterator_types = ["parallel", "reduction"]}
+      ins(%logits, %max : tensor<64x128256xbf16>, tensor<64xbf16>) outs(%ii : tensor<64xi32>) {
+  ^bb0(%x: bf16, %m: bf16, %best: i32):
+    %v = linalg.index 1 : index
+    %vi = arith.index_cast %v : index to i32
+    %hit = arith.cmpf oeq, %x, %m : bf16
+    %c = arith.select %hit, %vi, %vocab : i32
+    %0 = arith.minsi %best, %c : i32
+    linalg.yield %0 : i32
+  } -> tensor<64xi32>
+  return %idx : tensor<64xi32>
+}
