@@ -215,3 +215,17 @@ def summary_lines() -> list[str]:
         + (" (under CI=true they fail instead)" if required else " (CI skips them too)")
         for install, (reasons, count, required) in groups.items()
     ]
+
+
+def require_compiler_for(prebuilt, build_command: str) -> None:
+    """On a CUDA machine whose artifacts at `prebuilt` are missing, the tests
+    compile them, so the MLIR compiler must import here; if it does not,
+    FAIL saying which build command makes the artifacts to carry instead."""
+    try:
+        import poot_mlir.compiler.gpu  # noqa: F401
+    except Exception:
+        pytest.fail(
+            f"CUDA is here but there is neither the MLIR compiler nor prebuilt artifacts at {prebuilt}: "
+            f"run `{build_command}` on the build machine and carry bench/artifacts",
+            pytrace=False,
+        )

@@ -22,6 +22,9 @@ import pytest
 
 from poot_mlir import errors
 
+sys.path.insert(0, str(Path(__file__).parent))
+from system_deps import require_compiler_for  # noqa: E402
+
 pytestmark = pytest.mark.requires("cuda")
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,15 +44,7 @@ def verify_dir(tmp_path_factory) -> Path:
     prebuilt = Path(os.environ.get("POOT_CUDA_STEP", REPO / "bench" / "artifacts" / "step_h200")) / "verify"
     if (prebuilt / "manifest.json").exists():
         return prebuilt
-    try:
-        import poot_mlir.compiler.step_gpu  # noqa: F401
-    except Exception:
-        pytest.fail(
-            f"CUDA is here but there is neither the MLIR compiler nor a prebuilt artifact at {prebuilt}: "
-            "run `python bench/step_h200.py build bench/artifacts/step_h200` on the build machine "
-            "and carry bench/artifacts",
-            pytrace=False,
-        )
+    require_compiler_for(prebuilt, "python bench/step_h200.py build bench/artifacts/step_h200")
     return _compile(tmp_path_factory.mktemp("step"))
 
 

@@ -20,8 +20,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(Path(__file__).parent))
 
 import mma_matmul_check as check  # noqa: E402  (the cases and their float64 reference)
+from system_deps import require_compiler_for  # noqa: E402
 
 
 def _launched_kernels(folder: Path) -> list[str]:
@@ -86,15 +88,7 @@ def mma_artifacts(tmp_path_factory) -> Path:
     prebuilt = Path(os.environ.get("POOT_MMA_CHECK", REPO / "bench" / "artifacts" / "mma_check"))
     if (prebuilt / "mma").is_dir():
         return prebuilt
-    try:
-        import poot_mlir.compiler.gpu  # noqa: F401
-    except Exception:
-        pytest.fail(
-            f"CUDA is here but there is neither the MLIR compiler nor prebuilt artifacts at {prebuilt}: "
-            "run `python bench/mma_matmul_check.py build bench/artifacts/mma_check` on the build "
-            "machine and carry bench/artifacts",
-            pytrace=False,
-        )
+    require_compiler_for(prebuilt, "python bench/mma_matmul_check.py build bench/artifacts/mma_check")
     out = tmp_path_factory.mktemp("mma")
     check.build(out, list(check.CASES))
     return out

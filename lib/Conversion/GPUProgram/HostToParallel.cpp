@@ -123,9 +123,8 @@ bool collapseNestedCopy(scf::ParallelOp outer) {
   WalkResult outerOk = outer.getBody()->walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (op == inner.getOperation())
       return WalkResult::skip();
-    if (isa<scf::IfOp, scf::YieldOp, scf::ReduceOp>(op) && op->isAncestor(inner))
-      return WalkResult::advance();
-    if (isa<scf::YieldOp, scf::ReduceOp>(op))
+    if (isa<scf::YieldOp, scf::ReduceOp>(op) ||
+        (isa<scf::IfOp>(op) && op->isAncestor(inner)))
       return WalkResult::advance();
     if (auto load = dyn_cast<memref::LoadOp>(op))
       return stored.contains(load.getMemRef()) ? WalkResult::interrupt()

@@ -53,6 +53,7 @@ Value widenedSource(Value v) {
 struct LhsReads {
   SmallVector<OpOperand *> inputs;
   SmallVector<unsigned> indexLoops;
+  SmallVector<Operation *> ops; // in payload order
 };
 
 /// What `value` is computed from inside `op`'s payload, when that is scalar
@@ -83,6 +84,8 @@ std::optional<LhsReads> scalarInputsOf(linalg::LinalgOp op, Value value) {
       continue; // defined outside the op
     if (def->getBlock() != body || def->getNumRegions() != 0)
       return std::nullopt;
+    if (!llvm::is_contained(reads.ops, def)) // (one entry per op)
+      reads.ops.push_back(def);
     if (auto index = dyn_cast<linalg::IndexOp>(def)) {
       if (!llvm::is_contained(reads.indexLoops, index.getDim()))
         reads.indexLoops.push_back(index.getDim());
@@ -98,41 +101,22 @@ std::optional<LhsReads> scalarInputsOf(linalg::LinalgOp op, Value value) {
   llvm::sort(reads.inputs, [](OpOperand *a, OpOperand *b) {
     return a->getOperandNumber() < b->getOperandNumber();
   });
+  llvm::sort(reads.ops, [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
   return reads;
 }
 
-/// Whether `access` lands on multiples of `chunk` elements at every loop
-/// but `unit` (whose coefficient must be 1).
-bool alignedChunks(const LinearAccess &access, unsigned unit, int64_t chunk) {
+} // namespace
+
+bool mlir::poot::alignedChunks(const LinearAccess &access, unsigned unit,
+                               int64_t chunk) {
   if (access.coefficients[unit] != 1 || access.offset % chunk)
     return false;
   for (auto [d, coefficient] : llvm::enumerate(access.coefficients))
     if (d != unit && coefficient % chunk)
       return false;
   return true;
-}
-
-} // namespace
-
-int64_t MmaContraction::rowCount() const {
-  int64_t count = 1;
-  for (unsigned d : rows)
-    count *= ranges[d];
-  return count;
-}
-
-int64_t MmaContraction::columnCount() const {
-  int64_t count = 1;
-  for (unsigned d : columnLoops)
-    count *= ranges[d];
-  return count;
-}
-
-int64_t MmaContraction::batchCount() const {
-  int64_t count = 1;
-  for (unsigned d : batch)
-    count *= ranges[d];
-  return count;
 }
 
 std::optional<LinearAccess> mlir::poot::linearAccess(linalg::LinalgOp op,
@@ -251,6 +235,7 @@ mlir::poot::matchMmaContraction(linalg::LinalgOp op, int64_t minRows) {
     mm.batch = batch;
     mm.weight = weight;
     mm.lhsInputs = reads->inputs;
+    mm.lhsOps = reads->ops;
     mm.lhs = lhs;
     mm.element = lhs.getType();
     break;
@@ -266,14 +251,12 @@ mlir::poot::matchMmaContraction(linalg::LinalgOp op, int64_t minRows) {
     return std::nullopt;
   // Every operand addressed linearly; the weight in aligned 16-byte vectors
   // (8 elements) along its contiguous loop.
-  if (!linearAccess(op, init))
-    return std::nullopt;
   for (OpOperand *in : mm.lhsInputs)
     if (!linearAccess(op, in))
       return std::nullopt;
   std::optional<LinearAccess> weight = linearAccess(op, mm.weight);
   std::optional<LinearAccess> output = linearAccess(op, init);
-  if (!weight)
+  if (!weight || !output)
     return std::nullopt;
   // Several column loops are one flattened run in the weight and the
   // output: each outer loop steps over the whole of the next.

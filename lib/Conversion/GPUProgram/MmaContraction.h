@@ -68,15 +68,26 @@ struct MmaContraction {
   /// in the payload (a block argument when `a` is an input read directly).
   SmallVector<OpOperand *> lhsInputs;
   Value lhs;
+  /// The payload ops computing `lhs` (linalg.index included), in payload
+  /// order: what poot-gpu-mma-matmuls runs once to materialize a prologue.
+  SmallVector<Operation *> lhsOps;
   Type element;                    // bf16 or f16
   /// Whether the weight is contiguous along the reduction ([N, K], a torch
   /// Linear's layout) rather than along the columns ([K, N]).
   bool weightAlongReduction = false;
 
-  int64_t rowCount() const;
-  int64_t batchCount() const;
-  int64_t columnCount() const;
+  int64_t rowCount() const { return rangeProduct(rows); }
+  int64_t batchCount() const { return rangeProduct(batch); }
+  int64_t columnCount() const { return rangeProduct(columnLoops); }
   int64_t reductionCount() const { return ranges[reduction]; }
+
+private:
+  int64_t rangeProduct(ArrayRef<unsigned> loops) const {
+    int64_t count = 1;
+    for (unsigned d : loops)
+      count *= ranges[d];
+    return count;
+  }
 };
 
 /// The access of `operand` of `op` (its type's static row-major shape),
@@ -90,6 +101,11 @@ std::optional<LinearAccess> linearAccess(linalg::LinalgOp op,
 /// path). Works on tensors and on buffers (identity layouts only).
 std::optional<MmaContraction> matchMmaContraction(linalg::LinalgOp op,
                                                   int64_t minRows);
+
+/// Whether `access` lands on multiples of `chunk` elements at every loop
+/// but `unit`, whose coefficient is 1: the operand is read in aligned
+/// vectors of `chunk` elements along `unit`.
+bool alignedChunks(const LinearAccess &access, unsigned unit, int64_t chunk);
 
 /// Rows of one warp's tile (16, 32 or 64: one to four m16 tiles), from the
 /// op's row count.

@@ -43,7 +43,6 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
-#include "llvm/ADT/SetVector.h"
 
 namespace mlir::poot {
 #define GEN_PASS_DEF_POOTGPUMMAMATMULS
@@ -431,18 +430,9 @@ std::pair<Value, LinearAccess> materializeLhs(OpBuilder &b,
         IRMapping map;
         for (auto [i, in] : llvm::enumerate(mm.lhsInputs))
           map.map(payload->getArgument(in->getOperandNumber()), args[i]);
-        // The payload's ops the lhs needs (values from outside the payload
-        // dominate the new op: used as they are).
-        llvm::SetVector<Operation *> needed;
-        SmallVector<Value> work{mm.lhs};
-        while (!work.empty()) {
-          Operation *def = work.pop_back_val().getDefiningOp();
-          if (def && def->getBlock() == payload && needed.insert(def))
-            llvm::append_range(work, def->getOperands());
-        }
-        for (Operation &inner : *payload) {
-          if (!needed.contains(&inner))
-            continue;
+        // The payload's lhs ops (values from outside the payload dominate
+        // the new op: used as they are).
+        for (Operation *inner : mm.lhsOps) {
           // A loop index is the same loop's index in the generic.
           if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
             unsigned at = llvm::find(kept, index.getDim()) - kept.begin();
@@ -450,7 +440,7 @@ std::pair<Value, LinearAccess> materializeLhs(OpBuilder &b,
                     linalg::IndexOp::create(nb, nloc, at).getResult());
             continue;
           }
-          nb.clone(inner, map);
+          nb.clone(*inner, map);
         }
         linalg::YieldOp::create(nb, nloc, map.lookupOrDefault(mm.lhs));
       });
@@ -483,13 +473,9 @@ struct MmaMatmuls : poot::impl::PootGPUMmaMatmulsBase<MmaMatmuls> {
     plan.weight = *linearAccess(op, mm->weight);
     // The lhs as the kernel reads it: the input itself where that is
     // contiguous along k in aligned vectors, else materialized.
-    int64_t chunk = plan.chunk();
     if (isa<BlockArgument>(mm->lhs) && mm->lhsInputs.size() == 1) {
       LinearAccess a = *linearAccess(op, mm->lhsInputs[0]);
-      bool aligned = a.coefficients[mm->reduction] == 1 && a.offset % chunk == 0;
-      for (auto [d, coefficient] : llvm::enumerate(a.coefficients))
-        aligned &= d == mm->reduction || coefficient % chunk == 0;
-      if (aligned) {
+      if (alignedChunks(a, mm->reduction, plan.chunk())) {
         plan.lhs = mm->lhsInputs[0]->get();
         plan.lhsAccess = a;
       }

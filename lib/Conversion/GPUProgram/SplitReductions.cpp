@@ -303,6 +303,15 @@ bool orderFreeCombiner(linalg::LinalgOp op) {
   return llvm::is_contained(combiner->getOperands(), out);
 }
 
+/// Whether upstream splitReduction can read `op`: it takes every indexing
+/// map as a permutation of loop dimensions (and asserts so), so constant or
+/// compound indices keep an op whole.
+bool splittableMaps(linalg::LinalgOp op) {
+  return llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) {
+    return map.isProjectedPermutation(/*allowZeroInResults=*/false);
+  });
+}
+
 /// Whether `map` (an input's) reads along one of the reduction loops.
 bool readsAlongReduction(linalg::LinalgOp op, AffineMap map) {
   for (auto [r, kind] : llvm::enumerate(op.getIteratorTypesArray()))
@@ -426,11 +435,7 @@ struct SplitReductions
     if (op.getNumReductionLoops() != 1 || op.getNumDpsInits() != 1 ||
         !op.hasPureTensorSemantics())
       return 0;
-    // splitReduction reads every indexing map as a permutation of loop
-    // dimensions (it asserts so): constant or compound indices stay whole.
-    if (!llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) {
-          return map.isProjectedPermutation(/*allowZeroInResults=*/false);
-        }))
+    if (!splittableMaps(op))
       return 0;
     // Sums split in f32 only (a split changes their order); a max or min
     // gives the same bits in any order, at any type (an argmax's max over
@@ -510,9 +515,7 @@ struct SplitReductions
   /// whole number of the kernel's reduction chunks (4 warps x 64). 1:
   /// leave it whole.
   int64_t mmaRatioFor(linalg::LinalgOp op, const MmaContraction &mm) {
-    if (!llvm::all_of(op.getIndexingMapsArray(), [](AffineMap map) {
-          return map.isProjectedPermutation(/*allowZeroInResults=*/false);
-        }))
+    if (!splittableMaps(op))
       return 1;
     int64_t rows = mm.rowCount(), reduction = mm.reductionCount();
     int64_t warpRows = mmaWarpRows(rows);
@@ -566,7 +569,8 @@ struct SplitReductions
       if (op.getNumReductionLoops() > 0 && op.hasPureTensorSemantics())
         reductions.push_back(op);
     });
-    SmallVector<linalg::LinalgOp> candidates, mmaCandidates;
+    SmallVector<linalg::LinalgOp> candidates;
+    SmallVector<std::pair<linalg::LinalgOp, MmaContraction>, 0> mmaCandidates;
     bool tensorCores = mmaRows > 0 && !batchInvariant;
     for (linalg::LinalgOp op : reductions) {
       if (op.getNumDpsInits() == 1)
@@ -579,9 +583,11 @@ struct SplitReductions
       op = foldReductionLoops(rewriter, op);
       if (tensorCores && op.hasPureTensorSemantics())
         op = readTransposedInputs(rewriter, op, mmaRows);
-      if (tensorCores && op.hasPureTensorSemantics() &&
-          matchMmaContraction(op, mmaRows))
-        mmaCandidates.push_back(op);
+      std::optional<MmaContraction> mm;
+      if (tensorCores && op.hasPureTensorSemantics())
+        mm = matchMmaContraction(op, mmaRows);
+      if (mm)
+        mmaCandidates.push_back({op, *mm});
       else if (ratioFor(op) > 1)
         candidates.push_back(op);
     }
@@ -589,9 +595,8 @@ struct SplitReductions
       (void)split(rewriter, op, ratioFor(op));
     // Tensor-core matmuls: split by their own kernel's count, then marked
     // for poot-gpu-mma-matmuls (the partials' op, when split).
-    for (linalg::LinalgOp op : mmaCandidates) {
-      std::optional<MmaContraction> mm = matchMmaContraction(op, mmaRows);
-      int64_t ratio = mmaRatioFor(op, *mm);
+    for (auto &[op, mm] : mmaCandidates) {
+      int64_t ratio = mmaRatioFor(op, mm);
       linalg::LinalgOp marked = op;
       if (ratio > 1)
         if (linalg::LinalgOp partials = split(rewriter, op, ratio))
