@@ -5,6 +5,7 @@ the chunk = steps carrying prefill chunks) and its live rows.
 
     python bench/causal_lm_serving_steps.py bench/artifacts/serving > steps.json   # on the GPU
     python bench/causal_lm_serving_steps.py bench/artifacts/serving --profile        # + top kernels
+    python bench/causal_lm_serving_steps.py bench/artifacts/serving --host-profile   # + Python's hot spots
 
 One JSON object: per bucket, the steps, their total and mean ms, and the mean
 rows (the `count` input's non-zero rows).
@@ -22,7 +23,47 @@ sys.path.append(str(Path(__file__).resolve().parent))
 import causal_lm_serving as serving  # noqa: E402
 
 
-def main(folder: str, profile: bool = False, trace: str | None = None) -> int:
+STEP_RANGE = "poot_step_t"
+
+
+def kernels_by_bucket(prof, steps: dict[int, int], top: int = 20) -> dict:
+    """The profile's GPU kernels filed under the bucket of the step range
+    they ran in (by start time: the profiler puts CPU ranges and GPU
+    kernels on one clock), largest first: per bucket, the GPU ms and
+    launches per step and each kernel name's ms per step."""
+    import bisect
+
+    import torch
+
+    ranges = sorted(
+        (e.time_range.start, e.time_range.end, int(e.name[len(STEP_RANGE):]))
+        for e in prof.events() if e.name.startswith(STEP_RANGE)
+    )  # fmt: skip
+    starts = [r[0] for r in ranges]
+    per: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0.0, 0]))
+    for event in prof.events():
+        if event.device_type != torch.autograd.DeviceType.CUDA or event.device_time <= 0:
+            continue
+        i = bisect.bisect_right(starts, event.time_range.start) - 1
+        inside = i >= 0 and event.time_range.start <= ranges[i][1]
+        bucket = str(ranges[i][2]) if inside else "outside"
+        per[bucket][event.name][0] += event.device_time
+        per[bucket][event.name][1] += 1
+    out = {}
+    for bucket, kernels in sorted(per.items()):
+        n = max(steps.get(int(bucket), 1), 1) if bucket.isdigit() else 1
+        total = sum(us for us, _ in kernels.values())
+        out[bucket] = {
+            "gpu_ms_per_step": total / 1e3 / n,
+            "launches_per_step": sum(c for _, c in kernels.values()) / n,
+            "kernels": [{"name": name[:60], "ms_per_step": us / 1e3 / n, "launches_per_step": c / n,
+                         "share": us / total}
+                        for name, (us, c) in sorted(kernels.items(), key=lambda kv: -kv[1][0])[:top]],
+        }  # fmt: skip
+    return {"kernels_by_bucket": out}
+
+
+def main(folder: str, profile: bool = False, trace: str | None = None, host_profile: bool = False) -> int:
     import numpy as np
     import torch
 
@@ -40,24 +81,41 @@ def main(folder: str, profile: bool = False, trace: str | None = None) -> int:
     step = runner.step
 
     def timed(inputs, fetch=None):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        result = step(inputs, fetch=fetch)
-        torch.cuda.synchronize()
         tokens = int(np.asarray(inputs["tokens"]).shape[-1])
+        torch.cuda.synchronize()
+        # Synchronized on both sides: every kernel of the step runs inside
+        # this range, which files it under its bucket in the profile.
+        with torch.profiler.record_function(f"{STEP_RANGE}{tokens}"):
+            t0 = time.perf_counter()
+            result = step(inputs, fetch=fetch)
+            torch.cuda.synchronize()
+            elapsed = time.perf_counter() - t0
         rows = int(np.count_nonzero(np.asarray(inputs["count"])))
-        times[tokens].append((time.perf_counter() - t0, rows))
+        times[tokens].append((elapsed, rows))
         return result
 
     runner.step = timed
     serving.serve(engine, prompts[:2], 4, "warm")  # both buckets load and capture once
     times.clear()
     engine.reset_prefix_cache()
-    if profile:
+    if host_profile:
+        import cProfile
+        import io
+        import pstats
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+        _, stats = serving.serve(engine, prompts, args.new, "run.")
+        profiler.disable()
+        text = io.StringIO()
+        for order in ("tottime", "cumulative"):
+            pstats.Stats(profiler, stream=text).sort_stats(order).print_stats(35)
+        host_report = text.getvalue()
+    elif profile:
         from torch.profiler import ProfilerActivity
         from torch.profiler import profile as torch_profile
 
-        with torch_profile(activities=[ProfilerActivity.CUDA]) as prof:
+        with torch_profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             _, stats = serving.serve(engine, prompts, args.new, "run.")
     else:
         _, stats = serving.serve(engine, prompts, args.new, "run.")
@@ -73,24 +131,15 @@ def main(folder: str, profile: bool = False, trace: str | None = None) -> int:
     }  # fmt: skip
     if profile and trace:
         prof.export_chrome_trace(trace)  # every kernel with its grid, in order
+    if host_profile:
+        report["host_profile"] = host_report.splitlines()
     if profile:
-        # The kernels that took the run's GPU time, by name (largest first).
-        per: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
-        for event in prof.events():
-            if event.device_type == torch.autograd.DeviceType.CUDA and event.device_time > 0:
-                per[event.name][0] += event.device_time
-                per[event.name][1] += 1
-        total = sum(us for us, _ in per.values())
-        report["kernel_ms_total"] = total / 1e3
-        report["kernels"] = [
-            {"name": name[:60], "ms": us / 1e3, "calls": calls, "share": us / total}
-            for name, (us, calls) in sorted(per.items(), key=lambda kv: -kv[1][0])[:15]
-        ]
+        report.update(kernels_by_bucket(prof, {t: len(ts) for t, ts in times.items()}))
     print(json.dumps(report, indent=1))
     return 0
 
 
 if __name__ == "__main__":
     flags = sys.argv[2:]
-    sys.exit(main(sys.argv[1], profile="--profile" in flags,
+    sys.exit(main(sys.argv[1], profile="--profile" in flags, host_profile="--host-profile" in flags,
                   trace=flags[flags.index("--trace") + 1] if "--trace" in flags else None))

@@ -33,7 +33,30 @@ CASES = {
     "kn_m8_norm": (8, 1024, 512, "kn", "norm", "bf16"),
     "nk_m16_swiglu": (16, 2048, 512, "nk", "swiglu", "bf16"),
     "kn_m32_f16": (32, 1024, 512, "kn", "x", "f16"),
+    # A decode GEMV (one row: 15 of the tile's 16 masked) and 3 rows.
+    "nk_m1": (1, 4096, 1024, "nk", "x", "bf16"),
+    "kn_m3_norm": (3, 2048, 512, "kn", "norm", "bf16"),
+    # Row warps (MmaWorkgroupShape): 2 x 64-row tiles a workgroup, 4 (and a
+    # partial last workgroup), and prefill-sized projections (timed).
+    "kn_m128_norm": (128, 1024, 512, "kn", "norm", "bf16"),
+    "nk_m300": (300, 768, 320, "nk", "x", "bf16"),
+    "nk_m4096_qo": (4096, 4096, 4096, "nk", "x", "bf16"),
+    "nk_m4096_up": (4096, 4096, 14336, "nk", "x", "bf16"),
 }
+
+#: Cases whose sums feed an elementwise op the kernel runs (MmaEpilogue.h):
+#: "residual": y = r + x @ W (bf16); "swiglu": y = silu(x @ W) * (x @ W2),
+#: run in W2's kernel with W's sums an input of it. Enough rows that no
+#: split leaves the sums to a combine kernel.
+EPILOGUES = {
+    "nk_m256_residual": ((256, 512, 320, "nk", "x", "bf16"), "residual"),
+    "kn_m300_swiglu": ((300, 1024, 512, "kn", "x", "bf16"), "swiglu"),
+}
+for _name, (_case, _) in EPILOGUES.items():
+    CASES[_name] = _case
+
+#: Cases timed (and their FLOP rate reported) beside torch.matmul.
+TIMED = ("nk_m4096_qo", "nk_m4096_up")
 
 
 def _np(dtype: str):
@@ -57,7 +80,15 @@ def trace(name: str):
         if lhs == "norm":
             x = ops.rms_norm(x, tr.input("gamma", (k,), dtype), 1e-6)
     rhs = w if layout == "kn" else ops.transpose(w, (1, 0))
-    tr.output("y", ops.matmul(x, rhs))
+    epilogue = EPILOGUES.get(name, (None, None))[1]
+    if epilogue == "residual":
+        tr.output("y", tr.input("r", (m, n), dtype) + ops.matmul(x, rhs))
+    elif epilogue == "swiglu":
+        w2 = tr.input("w2", (k, n) if layout == "kn" else (n, k), dtype)
+        rhs2 = w2 if layout == "kn" else ops.transpose(w2, (1, 0))
+        tr.output("y", ops.silu(ops.matmul(x, rhs)) * ops.matmul(x, rhs2))
+    else:
+        tr.output("y", ops.matmul(x, rhs))
     tr.finish()
     return tr
 
@@ -66,7 +97,13 @@ def inputs(name: str, seed: int) -> dict[str, np.ndarray]:
     m, k, n, layout, lhs, dtype = CASES[name]
     rng = np.random.default_rng(seed)
     dt = _np(dtype)
-    out = {"w": (rng.standard_normal((k, n) if layout == "kn" else (n, k)) / np.sqrt(k)).astype(dt)}
+    wshape = (k, n) if layout == "kn" else (n, k)
+    out = {"w": (rng.standard_normal(wshape) / np.sqrt(k)).astype(dt)}
+    epilogue = EPILOGUES.get(name, (None, None))[1]
+    if epilogue == "residual":
+        out["r"] = rng.standard_normal((m, n)).astype(dt)
+    elif epilogue == "swiglu":
+        out["w2"] = (rng.standard_normal(wshape) / np.sqrt(k)).astype(dt)
     if lhs == "swiglu":
         out["g"] = rng.standard_normal((m, k)).astype(dt)
         out["u"] = rng.standard_normal((m, k)).astype(dt)
@@ -92,7 +129,20 @@ def reference(name: str, a: dict[str, np.ndarray]) -> np.ndarray:
     else:
         x = f["x"]
     w = f["w"] if layout == "kn" else f["w"].T
+    epilogue = EPILOGUES.get(name, (None, None))[1]
+    if epilogue == "residual":
+        return r(f["r"] + r(x @ w))
+    if epilogue == "swiglu":
+        w2 = f["w2"] if layout == "kn" else f["w2"].T
+        g, u = r(x @ w), r(x @ w2)
+        return r(r(g * r(1 / (1 + np.exp(-g)))) * u)
     return x @ w
+
+
+def _launches(folder: Path) -> list[str]:
+    manifest = json.loads((folder / "manifest.json").read_text())
+    return [c["launch"]["entry"] for p in manifest["programs"].values() for c in p["commands"]
+            if "launch" in c]
 
 
 def build(out: Path, names: list[str]) -> None:
@@ -100,14 +150,58 @@ def build(out: Path, names: list[str]) -> None:
     from poot_mlir.compiler.gpu import compile_gpu
 
     for name in names:
-        for variant, rows in (("mma", 8), ("cuda_cores", 0)):
+        for variant, rows in (("mma", 1), ("cuda_cores", 0)):
             folder = out / variant / name
             compile_gpu(trace(name).finish(), devices.SM_90.with_limits(mma_matmul_rows=rows), folder)
             ptx = "".join(p.read_text(errors="ignore") for p in folder.rglob("*.ptx"))
             uses = "mma.sync" in ptx
-            print(f"{variant}/{name}: mma.sync in PTX: {uses}", file=sys.stderr)
+            launches = len(_launches(folder))
+            print(f"{variant}/{name}: mma.sync in PTX: {uses}, {launches} launches", file=sys.stderr)
+            if variant == "mma" and name in EPILOGUES and launches != 1 + (name == "kn_m300_swiglu"):
+                raise SystemExit(f"{name}: the epilogue did not run in the mma kernel "
+                                 f"({_launches(folder)})")
             if uses != (variant == "mma"):
                 raise SystemExit(f"{variant}/{name}: expected mma.sync {variant == 'mma'}, got {uses}")
+
+
+def _best_ms(fn, n: int = 20) -> float:
+    """Mean ms of `fn` over `n` calls after 3 warm-up calls (synchronized)."""
+    import time
+
+    import torch
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / n * 1e3
+
+
+def _device_ms(art, a: dict[str, np.ndarray]) -> float:
+    """The step on inputs already on the GPU (torch tensors, borrowed), its
+    output left there: the kernel's time plus a graph launch."""
+    import torch
+
+    on_gpu = {k: torch.from_numpy(v.view(np.int16)).cuda().view(
+        torch.bfloat16 if v.dtype == _np("bf16") else torch.float16) for k, v in a.items()}
+    session = art.session({})
+    ms = _best_ms(lambda: session.step(on_gpu, device_outputs=True))
+    session.close()
+    return ms
+
+
+def _torch_ms(name: str, a: dict[str, np.ndarray]) -> float:
+    """torch.matmul of the same operands (cuBLAS), x @ W or x @ W.T."""
+    import torch
+
+    layout, dtype = CASES[name][3], CASES[name][5]
+    t = torch.bfloat16 if dtype == "bf16" else torch.float16
+    x = torch.from_numpy(a["x"].view(np.int16)).cuda().view(t)
+    w = torch.from_numpy(a["w"].view(np.int16)).cuda().view(t)
+    return _best_ms(lambda: x @ (w if layout == "kn" else w.t()))
 
 
 def run(out: Path, names: list[str]) -> None:
@@ -122,11 +216,19 @@ def run(out: Path, names: list[str]) -> None:
         for variant in ("mma", "cuda_cores"):
             art = ProgramArtifact(out / variant / name, backend="cuda")
             got = np.asarray(art.run(a).named["y"], np.float64)
+            if name in TIMED:
+                row[f"{variant}_ms"] = _device_ms(art, a)
             art.close()
             row[f"{variant}_max_rel_err"] = float(np.abs(got - want).max() / np.abs(want).max())
+        if name in TIMED:
+            row["torch_ms"] = _torch_ms(name, a)
+            m, k, n = CASES[name][:3]
+            for who in ("mma", "cuda_cores", "torch"):
+                row[f"{who}_TFLOPs"] = 2 * m * n * k / row[f"{who}_ms"] / 1e9
         # The output is rounded once to the element type: ~2^-8 (bf16) of
         # the largest value at worst.
-        bound = 1e-2 if CASES[name][5] == "bf16" else 2e-3
+        # An epilogue rounds a few more times (each elementwise op).
+        bound = (2e-2 if name in EPILOGUES else 1e-2) if CASES[name][5] == "bf16" else 2e-3
         row["ok"] = row["mma_max_rel_err"] <= bound
         results.append(row)
         print(json.dumps(row), flush=True)

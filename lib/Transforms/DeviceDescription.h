@@ -70,8 +70,9 @@ struct DeviceDescription {
   /// this many rows run on mma.sync (poot-gpu-mma-matmuls: batched decode,
   /// serving rows, prefill projections); 0: every matmul on CUDA cores.
   /// Off on a batch-invariant device (a row's sums would follow whether its
-  /// batch reaches the threshold).
-  int64_t mmaMatmulRows = 8;
+  /// batch reaches the threshold). 1: every row count, a decode GEMV too
+  /// (a 16-row tile, 15 rows masked, beats the CUDA-core GEMV; bench/NOTES.md).
+  int64_t mmaMatmulRows = 1;
   /// Batch invariance (docs/attention-schedules.md, docs/gpu-steps.md):
   /// every reduction order a row sees is chosen for one row, never from the
   /// batch it is packed into -- the planners' split-KV counts and chunks as

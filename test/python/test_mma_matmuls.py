@@ -1,4 +1,4 @@
-"""Two-byte matmuls with >= 8 rows on tensor cores (poot-gpu-mma-matmuls).
+"""Two-byte matmuls on tensor cores (poot-gpu-mma-matmuls).
 
 Which steps get the mma.sync kernel is checked here on the compile side (CI
 has no GPU: the PTX and the program's launches say it); the kernel's
@@ -38,7 +38,7 @@ def _compile(case: str, device, out: Path) -> Path:
     return Path(compile_gpu(check.trace(case).finish(), device, out))
 
 
-@pytest.mark.parametrize("case", ["nk_m16", "kn_m12", "kn_m8_norm"])
+@pytest.mark.parametrize("case", ["nk_m16", "kn_m12", "kn_m8_norm", "nk_m1"])
 def test_batched_two_byte_matmul_runs_on_mma_sync(case, tmp_path):
     from poot_mlir.compiler import devices
 
@@ -71,12 +71,14 @@ def test_too_few_rows_and_f32_stay_on_cuda_cores(tmp_path):
     from poot_mlir.compiler.gpu import compile_gpu
     from poot_mlir.frontend import Tracer, ops
 
-    for rows, dtype in ((4, "bf16"), (16, "f32")):
+    # Below a raised threshold, and f32 at the default one.
+    for rows, dtype, threshold in ((4, "bf16", 8), (16, "f32", 1)):
         tr = Tracer(f"m{rows}_{dtype}")
         x = tr.input("x", (rows, 1024), dtype)
         w = tr.input("w", (1024, 512), dtype)
         tr.output("y", ops.matmul(x, w))
-        folder = Path(compile_gpu(tr.finish(), devices.SM_90, tmp_path / f"{rows}{dtype}"))
+        device = devices.SM_90.with_limits(mma_matmul_rows=threshold)
+        folder = Path(compile_gpu(tr.finish(), device, tmp_path / f"{rows}{dtype}"))
         assert not any(k.startswith("mma_matmul_") for k in _launched_kernels(folder))
 
 

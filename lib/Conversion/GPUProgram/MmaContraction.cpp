@@ -146,6 +146,15 @@ int64_t mlir::poot::mmaWarpRows(int64_t rows) {
   return rows <= 16 ? 16 : rows <= 32 ? 32 : 64;
 }
 
+MmaWorkgroupShape mlir::poot::mmaWorkgroupShape(int64_t rows) {
+  MmaWorkgroupShape shape;
+  shape.warpRows = mmaWarpRows(rows);
+  // Whole 64-row tiles for every row warp: 2 from 128 rows, 4 from 256.
+  int64_t tiles = rows / 64;
+  shape.rowWarps = tiles >= 4 ? 4 : tiles >= 2 ? 2 : 1;
+  return shape;
+}
+
 std::optional<MmaContraction>
 mlir::poot::matchMmaContraction(linalg::LinalgOp op, int64_t minRows) {
   if (op.getNumDpsInits() != 1 || op.getNumReductionLoops() != 1 ||

@@ -111,6 +111,21 @@ bool alignedChunks(const LinearAccess &access, unsigned unit, int64_t chunk);
 /// op's row count.
 int64_t mmaWarpRows(int64_t rows);
 
+/// How the kMmaWarpsPerColumns warps of one workgroup share its 64
+/// columns. Few rows (decode): each warp takes all of the workgroup's rows
+/// and a part of the reduction, the parts added through workgroup memory.
+/// Many rows (a prefill chunk): `rowWarps` warps take row tiles of their
+/// own, so the weight fragments they all load reach the SM from L2 once
+/// (L1 serves the others) -- a matmul with 4096 rows otherwise re-reads
+/// each weight slice for every 64 rows and runs at L2 bandwidth.
+struct MmaWorkgroupShape {
+  int64_t warpRows = 16; ///< rows of one warp's tile (mmaWarpRows)
+  int64_t rowWarps = 1;  ///< warps over distinct row tiles: 1, 2 or 4
+  int64_t reductionWarps() const { return kMmaWarpsPerColumns / rowWarps; }
+  int64_t rows() const { return warpRows * rowWarps; }
+};
+MmaWorkgroupShape mmaWorkgroupShape(int64_t rows);
+
 } // namespace mlir::poot
 
 #endif // POOT_LIB_CONVERSION_GPUPROGRAM_MMACONTRACTION_H

@@ -3,11 +3,14 @@
 // A marked two-byte matmul (MmaContraction.h; marked, and split over the
 // reduction where that fills the GPU, by poot-gpu-split-reductions) becomes
 // one launch of a generated kernel on mma.sync m16n8k16 with f32
-// accumulators: a workgroup owns 64 columns (8 tiles of 8) and 16-64 rows
-// (1-4 tiles of 16) of one batch index; its 4 warps each stream a quarter
-// of the reduction of that weight slice once for all the rows in 16-byte
-// loads, and combine their sums through workgroup memory in a fixed order
-// (4x fewer partial sums than a split over workgroups would write).
+// accumulators: a workgroup owns 64 columns (8 tiles of 8) of one batch
+// index and the rows of MmaWorkgroupShape. With few rows (decode) its 4
+// warps each stream a quarter of the reduction of that weight slice once
+// for all the rows (16-64) in 16-byte loads, and combine their sums
+// through workgroup memory in a fixed order (4x fewer partial sums than a
+// split over workgroups would write); with many (a prefill chunk) 2 or 4
+// warps take 64-row tiles of their own, over half or all of the reduction,
+// loading the same weight fragments (L1 serves all but the first).
 //
 // The reduction index is permuted consistently between the two operands
 // (a sum does not care in which order its products are taken), so that a
@@ -33,6 +36,7 @@
 
 #include "lib/Conversion/AttentionKernels/MmaFragments.h"
 #include "lib/Conversion/GPUProgram/MmaContraction.h"
+#include "lib/Conversion/GPUProgram/MmaEpilogue.h"
 #include "lib/Conversion/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -43,6 +47,8 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::poot {
 #define GEN_PASS_DEF_POOTGPUMMAMATMULS
@@ -54,8 +60,7 @@ using namespace mlir::poot;
 
 namespace {
 
-/// Warps of one workgroup: they share the workgroup's 64 columns and each
-/// sums a quarter of the reduction.
+/// Warps of one workgroup: they share the workgroup's 64 columns.
 constexpr int64_t kWarps = kMmaWarpsPerColumns;
 
 /// What the kernel of one op is generated from.
@@ -69,25 +74,56 @@ struct MmaPlan {
   /// The init's value when a constant fill the kernel folds; else the
   /// kernel accumulates onto the output.
   std::optional<double> fill;
-  int64_t rows = 0, warpRows = 0, tiles = 0, steps = 0;
+  /// The elementwise consumer of the sums run on them in the kernel
+  /// (MmaEpilogue.h): the kernel's first buffer is then its result, its
+  /// other inputs come after the lhs.
+  std::optional<MmaEpilogue> epilogue;
+  int64_t rows = 0, tiles = 0, steps = 0;
+  /// Row tiles and reduction parts of the workgroup's warps.
+  MmaWorkgroupShape shape;
 
   int64_t chunk() const { return mm.weightAlongReduction ? 8 : 4; }
 };
 
-/// The constant a `linalg.fill` of `out` just before `op` writes (nothing
-/// between them touches `out`), and the fill; nothing otherwise.
+/// The allocation or argument a memref value views.
+Value viewedBuffer(Value v) {
+  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
+    v = view.getViewSource();
+  return v;
+}
+
+/// Whether `v` covers every element of the buffer it views.
+bool wholeBuffer(Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  auto base = dyn_cast<MemRefType>(viewedBuffer(v).getType());
+  return type && base && type.hasStaticShape() && base.hasStaticShape() &&
+         type.getNumElements() == base.getNumElements();
+}
+
+/// The constant a `linalg.fill` of `out`'s buffer (or of a view of all of
+/// it, `out` covering all of it too) just before `op` writes (nothing
+/// between them but views touches the buffer), and the fill; nothing
+/// otherwise.
 std::pair<std::optional<double>, linalg::FillOp>
 foldableFill(linalg::LinalgOp op, Value out) {
+  Value buffer = viewedBuffer(out);
+  auto touches = [&](Operation *prev) {
+    return llvm::any_of(prev->getOperands(),
+                        [&](Value v) { return viewedBuffer(v) == buffer; });
+  };
   Operation *prev = op->getPrevNode();
   for (; prev; prev = prev->getPrevNode()) {
     if (auto fill = dyn_cast<linalg::FillOp>(prev);
-        fill && fill.getOutputs()[0] == out) {
+        fill && viewedBuffer(fill.getOutputs()[0]) == buffer) {
       FloatAttr value;
-      if (!matchPattern(fill.getInputs()[0], m_Constant(&value)))
+      if (!matchPattern(fill.getInputs()[0], m_Constant(&value)) ||
+          !wholeBuffer(fill.getOutputs()[0]) || !wholeBuffer(out))
         return {};
       return {value.getValueAsDouble(), fill};
     }
-    if (llvm::is_contained(prev->getOperands(), out))
+    if (isa<ViewLikeOpInterface>(prev) && isPure(prev))
+      continue;
+    if (touches(prev))
       return {};
   }
   return {};
@@ -164,9 +200,14 @@ private:
                                 arith::AndIOp::create(b, loc, yw, hi16));
   }
 
+  /// Store the sum of linear output element `linear`: as it is, or through
+  /// the epilogue.
+  void storeSum(Value linear, Value sum);
+
   const MmaPlan &plan;
   const MmaContraction &mm;
   Value outMem, weightMem, lhsMem;
+  SmallVector<Value> epilogueInputs;
   Value g, c, n0;
 };
 
@@ -174,6 +215,8 @@ void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
   outMem = func.getArgument(0);
   weightMem = func.getArgument(1);
   lhsMem = func.getArgument(2);
+  for (unsigned i = 3; i < func.getNumArguments(); ++i)
+    epilogueInputs.push_back(func.getArgument(i));
   b.setInsertionPointToStart(&func.getBody().front());
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   // Grid x runs over the row blocks, y over the column slices: the
@@ -183,6 +226,9 @@ void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
   Value columnSlice = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   Value bz = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
   Value warp = divui(tid, kWarp), lane = remui(tid, kWarp);
+  // Warp w takes row tile w % rowWarps and reduction part w / rowWarps.
+  Value rowWarp = remui(warp, plan.shape.rowWarps);
+  Value kPart = divui(warp, plan.shape.rowWarps);
   g = divui(lane, 4);
   c = remui(lane, 4);
   n0 = mul(columnSlice, index(kMmaWarpColumns));
@@ -204,7 +250,8 @@ void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
     Value outBase, lhsBase;
   };
   SmallVector<std::array<Row, 2>> rows(plan.tiles);
-  Value firstRow = mul(rowBlock, index(plan.warpRows));
+  Value firstRow = add(mul(rowBlock, index(plan.shape.rows())),
+                       mul(rowWarp, index(plan.shape.warpRows)));
   for (int64_t t = 0; t < plan.tiles; ++t)
     for (int h = 0; h < 2; ++h) {
       Value row = add(firstRow, add(g, index(16 * t + 8 * h)));
@@ -215,8 +262,9 @@ void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
       r.lhsBase = offset(plan.lhsAccess, loops, lhsBase);
     }
 
-  // Accumulators [tile][j][i], flat: warp 0's start from the fill's value,
-  // or the output's; the other warps' from 0 (their sums join warp 0's).
+  // Accumulators [tile][j][i], flat: reduction part 0's start from the
+  // fill's value, or the output's; the other parts' from 0 (their sums
+  // join part 0's).
   int64_t outColumnCoefficient = plan.out.coefficients[mm.columns];
   auto accIndex = [&](int64_t t, int64_t j, int64_t i) {
     return (t * 8 + j) * 4 + i;
@@ -234,11 +282,12 @@ void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
         init[accIndex(t, j, i)] = select(r.valid, raw(outMem, idx), f32(0.0));
       }
 
-  // This warp's quarter of the reduction.
-  int64_t part = mm.reductionCount() / kWarps;
-  Value kBegin = mul(warp, index(part));
+  // This warp's part of the reduction.
+  int64_t parts = plan.shape.reductionWarps();
+  int64_t part = mm.reductionCount() / parts;
+  Value kBegin = mul(kPart, index(part));
   Value firstWarp =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp, index(0));
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kPart, index(0));
   for (Value &v : init)
     v = select(firstWarp, v, f32(0.0));
   auto loop = scf::ForOp::create(b, loc, kBegin, add(kBegin, index(part)),
@@ -321,42 +370,47 @@ void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
     scf::YieldOp::create(b, loc, acc);
   }
 
-  // The warps' sums combined in a fixed order (3, 2, 1, then 0) through
-  // one warp's worth of workgroup memory, element i of lane l at 32 i + l.
+  // The parts' sums combined in a fixed order (the last part first, part
+  // 0 last) through workgroup memory: element i of lane l of row warp r at
+  // (i * rowWarps + r) * 32 + l.
   SmallVector<Value> sum(loop.getResults());
-  auto space = gpu::AddressSpaceAttr::get(b.getContext(),
-                                          gpu::AddressSpace::Workgroup);
-  Value shared = func.addWorkgroupAttribution(
-      MemRefType::get({static_cast<int64_t>(sum.size()) * kWarp},
-                      b.getF32Type(), AffineMap(), space),
-      loc);
-  auto slot = [&](int64_t i) { return add(index(i * kWarp), lane); };
-  for (int64_t w = kWarps - 1; w >= 0; --w) {
-    auto mine = scf::IfOp::create(
-        b, loc, ValueRange(sum).getTypes(),
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp,
-                              index(w)),
-        /*withElseRegion=*/true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(mine.thenBlock());
-      SmallVector<Value> mineSum(sum);
-      for (auto [i, v] : llvm::enumerate(mineSum)) {
-        if (w != kWarps - 1)
-          v = add(v, memref::LoadOp::create(b, loc, shared, ValueRange{slot(i)}));
-        if (w != 0)
-          memref::StoreOp::create(b, loc, v, shared, ValueRange{slot(i)});
+  if (parts > 1) {
+    auto space = gpu::AddressSpaceAttr::get(b.getContext(),
+                                            gpu::AddressSpace::Workgroup);
+    int64_t rowWarps = plan.shape.rowWarps;
+    Value shared = func.addWorkgroupAttribution(
+        MemRefType::get({static_cast<int64_t>(sum.size()) * rowWarps * kWarp},
+                        b.getF32Type(), AffineMap(), space),
+        loc);
+    Value own = add(mul(rowWarp, index(kWarp)), lane);
+    auto slot = [&](int64_t i) { return add(index(i * rowWarps * kWarp), own); };
+    for (int64_t w = parts - 1; w >= 0; --w) {
+      auto mine = scf::IfOp::create(
+          b, loc, ValueRange(sum).getTypes(),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kPart,
+                                index(w)),
+          /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(mine.thenBlock());
+        SmallVector<Value> mineSum(sum);
+        for (auto [i, v] : llvm::enumerate(mineSum)) {
+          if (w != parts - 1)
+            v = add(v, memref::LoadOp::create(b, loc, shared, ValueRange{slot(i)}));
+          if (w != 0)
+            memref::StoreOp::create(b, loc, v, shared, ValueRange{slot(i)});
+        }
+        scf::YieldOp::create(b, loc, mineSum);
+        b.setInsertionPointToStart(mine.elseBlock());
+        scf::YieldOp::create(b, loc, sum);
       }
-      scf::YieldOp::create(b, loc, mineSum);
-      b.setInsertionPointToStart(mine.elseBlock());
-      scf::YieldOp::create(b, loc, sum);
+      sum.assign(mine.getResults().begin(), mine.getResults().end());
+      if (w != 0)
+        gpu::BarrierOp::create(b, loc);
     }
-    sum.assign(mine.getResults().begin(), mine.getResults().end());
-    if (w != 0)
-      gpu::BarrierOp::create(b, loc);
   }
 
-  // The sums, warp 0 storing: one guarded store per valid row.
+  // The sums, part 0's warps storing: one guarded store per valid row.
   auto first = scf::IfOp::create(b, loc, firstWarp, /*withElseRegion=*/false);
   gpu::ReturnOp::create(b, loc);
   b.setInsertionPoint(first.thenBlock()->getTerminator());
@@ -369,10 +423,52 @@ void MmaKernelEmitter::emit(gpu::GPUFuncOp func) {
       for (int64_t j = 0; j < 8; ++j)
         for (int64_t i = 2 * h; i < 2 * h + 2; ++i) {
           Value idx = add(r.outBase, mul(column(j, i), index(outColumnCoefficient)));
-          memref::StoreOp::create(b, loc, sum[accIndex(t, j, i)],
-                                  outMem, ValueRange{idx});
+          storeSum(idx, sum[accIndex(t, j, i)]);
         }
     }
+}
+
+void MmaKernelEmitter::storeSum(Value linear, Value sum) {
+  if (!plan.epilogue) {
+    memref::StoreOp::create(b, loc, sum, outMem, ValueRange{linear});
+    return;
+  }
+  const MmaEpilogue &e = *plan.epilogue;
+  // The consumer's iteration that reads this sum: `linear` in row-major
+  // order over its loops.
+  SmallVector<Value> at(e.ranges.size());
+  Value rest = linear;
+  for (int64_t d = static_cast<int64_t>(e.ranges.size()) - 1; d >= 0; --d) {
+    at[d] = remui(rest, e.ranges[d]);
+    rest = divui(rest, e.ranges[d]);
+  }
+  auto address = [&](const LinearAccess &access) {
+    Value v = index(access.offset);
+    for (auto [d, coefficient] : llvm::enumerate(access.coefficients))
+      if (coefficient)
+        v = add(v, coefficient == 1 ? at[d] : mul(at[d], index(coefficient)));
+    return v;
+  };
+  linalg::GenericOp consumer = e.op;
+  Region &payload = consumer.getRegion();
+  Block &body = payload.front();
+  IRMapping map;
+  map.map(body.getArgument(e.sums->getOperandNumber()), sum);
+  for (auto [i, in] : llvm::enumerate(e.inputs))
+    map.map(body.getArgument(in->getOperandNumber()),
+            memref::LoadOp::create(b, loc, epilogueInputs[i],
+                                   ValueRange{address(e.inputAccess[i])}));
+  for (Operation &inner : body) {
+    // Constants from outside the payload: cloned into the kernel.
+    for (Value v : inner.getOperands())
+      if (!map.contains(v) && v.getParentRegion() != &payload)
+        map.map(v, b.clone(*v.getDefiningOp())->getResult(0));
+    if (&inner != body.getTerminator())
+      b.clone(inner, map);
+  }
+  Value result = map.lookupOrDefault(body.getTerminator()->getOperand(0));
+  memref::StoreOp::create(b, loc, result, outMem,
+                          ValueRange{address(e.resultAccess)});
 }
 
 /// `v` as a 1-D buffer of its elements (a view of the same buffer).
@@ -481,8 +577,8 @@ struct MmaMatmuls : poot::impl::PootGPUMmaMatmulsBase<MmaMatmuls> {
       }
     }
     plan.rows = mm->rowCount();
-    plan.warpRows = mmaWarpRows(plan.rows);
-    plan.tiles = plan.warpRows / 16;
+    plan.shape = mmaWorkgroupShape(plan.rows);
+    plan.tiles = plan.shape.warpRows / 16;
     // Loads in flight a trip: 64 weight words a thread (16 KB a warp),
     // fewer trips' worth with more lhs tiles (registers).
     if (mm->weightAlongReduction)
@@ -507,23 +603,50 @@ struct MmaMatmuls : poot::impl::PootGPUMmaMatmulsBase<MmaMatmuls> {
                     mb.getUnitAttr());
     auto kernels = gpu::GPUModuleOp::create(mb, module.getLoc(), "poot_mma_matmuls");
     int64_t count = 0;
+    // Every plan first, its prologue materialized before its op: an
+    // op's epilogue may then be the next op's prologue (SiLU(gate) * up
+    // computed in up's kernel, gate's sums an input of it).
+    SmallVector<std::pair<linalg::LinalgOp, MmaPlan>, 4> plans;
+    SmallVector<Operation *> materialized;
     for (linalg::LinalgOp op : marked) {
       std::optional<MmaPlan> plan = planFor(op);
       op->removeAttr(kMmaMatmulAttr);
       if (!plan)
         continue;
+      if (!plan->lhs) {
+        OpBuilder b(op);
+        std::tie(plan->lhs, plan->lhsAccess) = materializeLhs(b, op, plan->mm);
+        materialized.push_back(op);
+      }
+      plans.push_back({op, std::move(*plan)});
+    }
+    for (auto &[op, planValue] : plans) {
+      MmaPlan *plan = &planValue;
       Location loc = op.getLoc();
       Value out = op.getDpsInitOperand(0)->get();
       auto [fillValue, fill] = foldableFill(op, out);
       plan->fill = fillValue;
-
-      if (!plan->lhs) {
-        OpBuilder b(op);
-        std::tie(plan->lhs, plan->lhsAccess) = materializeLhs(b, op, plan->mm);
+      if (plan->fill) {
+        // Its consumer in the kernel (the kernel writes every sum once, so
+        // a folded fill is the whole initial value).
+        SmallVector<Value> reads{plan->mm.weight->get(), plan->lhs};
+        for (OpOperand *in : plan->mm.lhsInputs)
+          reads.push_back(in->get());
+        int64_t sums = plan->mm.rowCount() * plan->mm.columnCount() *
+                       plan->mm.batchCount();
+        plan->epilogue = matchMmaEpilogue(op, out, sums, reads, materialized);
+        if (plan->epilogue)
+          for (Operation *moved : plan->epilogue->between)
+            moved->moveBefore(op);
       }
 
       // The kernel.
       SmallVector<Value> operands{out, plan->mm.weight->get(), plan->lhs};
+      if (plan->epilogue) {
+        operands[0] = plan->epilogue->op.getDpsInitOperand(0)->get();
+        for (OpOperand *in : plan->epilogue->inputs)
+          operands.push_back(in->get());
+      }
       SmallVector<Type> argTypes;
       for (Value v : operands) {
         auto type = cast<MemRefType>(v.getType());
@@ -550,13 +673,18 @@ struct MmaMatmuls : poot::impl::PootGPUMmaMatmulsBase<MmaMatmuls> {
         return arith::ConstantIndexOp::create(b, loc, v).getResult();
       };
       int64_t units = plan->mm.columnCount() / kMmaWarpColumns;
-      gpu::KernelDim3 grid{cst((plan->rows + plan->warpRows - 1) / plan->warpRows),
+      int64_t workgroupRows = plan->shape.rows();
+      gpu::KernelDim3 grid{cst((plan->rows + workgroupRows - 1) / workgroupRows),
                            cst(units), cst(plan->mm.batchCount())};
       gpu::KernelDim3 block{cst(lanes), cst(1), cst(1)};
       gpu::LaunchFuncOp::create(b, loc, func, grid, block, Value(), args);
       op->erase();
       if (fill)
         fill->erase();
+      if (plan->epilogue) {
+        plan->epilogue->op->erase();
+        eraseIfUnused(out);
+      }
     }
     if (count == 0)
       kernels->erase();

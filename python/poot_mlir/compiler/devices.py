@@ -85,8 +85,10 @@ class Device:
     #: NVIDIA whole steps with tensor cores (sm_80 and up) only: two-byte
     #: matmuls with at least N rows (batched decode, serving rows, prefill
     #: projections) run on mma.sync (poot-gpu-mma-matmuls, docs/gpu-steps.md);
-    #: 0 keeps them on CUDA cores. Off on a batch-invariant device.
-    mma_matmul_rows: int = 8
+    #: 0 keeps them on CUDA cores. 1 (every row count): a one-row GEMV as a
+    #: 16-row tile with 15 rows masked reads its weight faster than the
+    #: CUDA-core GEMV (bench/NOTES.md, H100). Off on a batch-invariant device.
+    mma_matmul_rows: int = 1
     #: Batch invariance (issue 24): every reduction order a row sees is
     #: chosen for one row, never from the batch it is packed into -- the
     #: attention planner's split-KV count and chunks as if the batch were 1

@@ -66,6 +66,11 @@ class Copy:
     count: int
 
 
+def _rounded(tokens: int) -> int:
+    """`tokens` rounded up to whole blocks."""
+    return -(-tokens // BLOCK_SIZE) * BLOCK_SIZE
+
+
 def apply_copies(state: Mapping[str, Any], pools: Sequence[str], copies: Sequence[Copy]) -> None:
     """Apply `copies` to each pool array of `state` named in `pools`, in
     place (host arrays: a device runner copies on the device instead)."""
@@ -78,6 +83,10 @@ def apply_copies(state: Mapping[str, Any], pools: Sequence[str], copies: Sequenc
 @dataclass
 class _Snapshot:
     allocator: object
+    # seq_id -> (its table, its blocks, len(tokens), len(keys), reused): a
+    # table's tokens and keys only grow while it lives (its blocks may also
+    # swap the last one, copy-on-write), so their lengths undo a step
+    # without copying the tokens.
     tables: dict
     copies: list
     stats: tuple
@@ -132,21 +141,34 @@ class PagedKVCache:
     def slots(self, seq_id: Hashable) -> np.ndarray:
         """The pool slot of each of the sequence's positions, in order."""
         table = self.table(seq_id)
-        base = np.repeat(np.asarray(table.blocks, np.int64) * BLOCK_SIZE, BLOCK_SIZE)
-        offsets = np.tile(np.arange(BLOCK_SIZE, dtype=np.int64), len(table.blocks))
-        return (base + offsets)[: len(table)]
+        return self.read_rows([seq_id], _rounded(len(table)))[0, : len(table)].astype(np.int64)
 
     def read_row(self, seq_id: Hashable, cap: int, filler: int = 0) -> np.ndarray:
         """The sequence's row of a read map `[cap]`: its slots, then `filler`
         (some slot of the pool: the live length stops before it)."""
-        slots = self.slots(seq_id)
-        if len(slots) > cap:
-            raise SequenceFull(
-                f"sequence {seq_id!r} holds {len(slots)} tokens, more than cap {cap}"
-            )
-        row = np.full(cap, filler, np.int32)
-        row[: len(slots)] = slots
-        return row
+        return self.read_rows([seq_id], cap, filler)[0]
+
+    def read_rows(self, seq_ids: Sequence[Hashable], cap: int, filler: int = 0) -> np.ndarray:
+        """`read_row` of each sequence, as one `[len(seq_ids), cap]` i32 map
+        (a serving step's read input): the block tables are expanded to
+        slots in one vectorized pass, not one sequence at a time."""
+        tables = [self.table(seq_id) for seq_id in seq_ids]
+        for seq_id, table in zip(seq_ids, tables):
+            if len(table) > cap:
+                raise SequenceFull(
+                    f"sequence {seq_id!r} holds {len(table)} tokens, more than cap {cap}"
+                )
+        width = -(-cap // BLOCK_SIZE)
+        blocks = np.zeros((len(tables), width), np.int32)
+        lengths = np.empty(len(tables), np.int64)
+        for r, table in enumerate(tables):
+            held = -(-len(table) // BLOCK_SIZE)
+            blocks[r, :held] = table.blocks[:held]
+            lengths[r] = len(table)
+        within = np.arange(BLOCK_SIZE, dtype=np.int32)
+        rows = (blocks[:, :, None] * BLOCK_SIZE + within).reshape(len(tables), -1)[:, :cap]
+        rows[np.arange(cap)[None, :] >= lengths[:, None]] = filler
+        return rows
 
     # --- sequences ---------------------------------------------------------------
 
@@ -201,19 +223,20 @@ class PagedKVCache:
                 f"sequence {seq_id!r} needs {needed} more blocks, but only "
                 f"{self.allocator.available} are free or evictable (the rest are pinned)"
             )
-        slots = []
-        for token in tokens:
-            offset = len(table) % BLOCK_SIZE
-            if offset == 0:
-                table.blocks.append(self.allocator.allocate())
-            elif self.allocator.ref(table.blocks[-1]) > 1:
-                shared = table.blocks[-1]
-                fresh = self.allocator.allocate()
-                self._copies.append(Copy(shared * BLOCK_SIZE, fresh * BLOCK_SIZE, offset))
-                self.allocator.release(shared)
-                table.blocks[-1] = fresh
-            slots.append(table.blocks[-1] * BLOCK_SIZE + offset)
-            table.tokens.append(int(token))
+        length, blocks = len(table.tokens), table.blocks
+        offset = length % BLOCK_SIZE
+        if tokens and offset and self.allocator.ref(blocks[-1]) > 1:
+            # The first token goes into a shared partial block: copy it on
+            # write (the later ones land in the fresh block or new ones).
+            shared, fresh = blocks[-1], self.allocator.allocate()
+            self._copies.append(Copy(shared * BLOCK_SIZE, fresh * BLOCK_SIZE, offset))
+            self.allocator.release(shared)
+            blocks[-1] = fresh
+        end = length + len(tokens)
+        for _ in range(-(-end // BLOCK_SIZE) - len(blocks)):
+            blocks.append(self.allocator.allocate())
+        slots = [blocks[p // BLOCK_SIZE] * BLOCK_SIZE + p % BLOCK_SIZE for p in range(length, end)]
+        table.tokens.extend(int(token) for token in tokens)
         return slots
 
     def fork(self, parent: Hashable, child: Hashable) -> None:
@@ -267,14 +290,23 @@ class PagedKVCache:
     def snapshot(self) -> _Snapshot:
         return _Snapshot(
             self.allocator.snapshot(),
-            {seq_id: table.copy() for seq_id, table in self._tables.items()},
+            {
+                seq_id: (t, list(t.blocks), len(t.tokens), len(t.keys), t.reused)
+                for seq_id, t in self._tables.items()
+            },
             list(self._copies),
             (self.prefix_hits, self.tokens_skipped),
         )
 
     def restore(self, snapshot: _Snapshot) -> None:
         self.allocator.restore(snapshot.allocator)  # type: ignore[arg-type]
-        self._tables = {seq_id: table.copy() for seq_id, table in snapshot.tables.items()}
+        self._tables = {}
+        for seq_id, (table, blocks, tokens, keys, reused) in snapshot.tables.items():
+            table.blocks = list(blocks)
+            del table.tokens[tokens:]
+            del table.keys[keys:]
+            table.reused = reused
+            self._tables[seq_id] = table
         self._copies = list(snapshot.copies)
         self.prefix_hits, self.tokens_skipped = snapshot.stats
 

@@ -553,8 +553,8 @@ class Engine:
             tokens[r, : len(chunk)] = chunk
             pos[r], count[r], adapter[r] = start, len(chunk), live.slot
             write[r * width : r * width + len(chunk)] = slots
-            read[r] = self.cache.read_row(rid, s.cap)
             layout.append((live, RowPlan(rid, kind, start, len(chunk))))
+        read[: len(rows)] = self.cache.read_rows([live.request.rid for live in rows], s.cap)
         inputs = {"tokens": tokens, "pos": pos, "count": count, "read": read, "write": write}
         if self.adapters is not None:
             inputs["adapter"] = adapter

@@ -73,6 +73,68 @@ func.func @rows64_prologue(%x: tensor<64x1024xbf16>, %s: tensor<64xf32>, %w: ten
 
 // -----
 
+// 512 rows (a prefill chunk): the reduction stays whole (cap 512 / (8 x
+// 512) < 2), and each workgroup's 4 warps take 64-row tiles of their own
+// over all of K (MmaWorkgroupShape): 2 row blocks of 256, no workgroup
+// memory, no barrier, every warp storing its own rows.
+// SPLIT-LABEL: func.func @rows512_row_warps
+// SPLIT: linalg.matmul {{.*}} {poot.mma_matmul} ins
+// MMA-LABEL: func.func @rows512_row_warps
+// MMA: %[[TWO:.*]] = arith.constant 2 : index
+// MMA: gpu.launch_func @poot_mma_matmuls::@mma_matmul_0 blocks in (%[[TWO]], %{{.*}}, %{{.*}})
+// MMA: gpu.func @mma_matmul_0(%{{[^)]*}}) kernel
+// MMA-NOT: gpu.barrier
+// MMA: nvvm.mma.sync
+// MMA-NOT: gpu.barrier
+// MMA: gpu.return
+func.func @rows512_row_warps(%x: tensor<512x512xbf16>, %w: tensor<256x512xbf16>) -> tensor<512x256xf32> {
+  %e = tensor.empty() : tensor<512x256xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<512x256xf32>) -> tensor<512x256xf32>
+  %o = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+       ins(%x, %w : tensor<512x512xbf16>, tensor<256x512xbf16>) outs(%i : tensor<512x256xf32>) -> tensor<512x256xf32>
+  return %o : tensor<512x256xf32>
+}
+
+// -----
+
+// The sums' one elementwise consumer (r + bf16(sums), rounded) runs in the
+// kernel on the sums in registers (MmaEpilogue.h): the kernel writes the
+// bf16 result and reads r; the f32 sums' buffer and the consumer's own
+// kernel are gone.
+// MMA-LABEL: func.func @rows256_residual_epilogue
+// MMA-NOT: memref<256x256xf32>
+// MMA: gpu.launch_func @poot_mma_matmuls::@mma_matmul_0 {{.*}} args(%{{.*}} : memref<65536xbf16>, %{{.*}} : memref<131072xbf16>, %{{.*}} : memref<131072xbf16>, %{{.*}} : memref<65536xbf16>)
+// MMA-NOT: linalg.generic
+// MMA: return
+// MMA: gpu.func @mma_matmul_0
+// MMA: nvvm.mma.sync
+// MMA: arith.truncf {{.*}} : f32 to bf16
+// MMA: arith.addf
+// MMA: memref.store {{.*}} : memref<65536xbf16>
+func.func @rows256_residual_epilogue(%x: tensor<256x512xbf16>, %w: tensor<256x512xbf16>, %r: tensor<256x256xbf16>) -> tensor<256x256xbf16> {
+  %e = tensor.empty() : tensor<256x256xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<256x256xf32>) -> tensor<256x256xf32>
+  %o = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+       ins(%x, %w : tensor<256x512xbf16>, tensor<256x512xbf16>) outs(%i : tensor<256x256xf32>) -> tensor<256x256xf32>
+  %ye = tensor.empty() : tensor<256x256xbf16>
+  %y = linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>],
+                       iterator_types = ["parallel", "parallel"]}
+       ins(%o, %r : tensor<256x256xf32>, tensor<256x256xbf16>) outs(%ye : tensor<256x256xbf16>) {
+  ^bb0(%s: f32, %res: bf16, %acc: bf16):
+    %s16 = arith.truncf %s : f32 to bf16
+    %a = arith.extf %s16 : bf16 to f32
+    %b = arith.extf %res : bf16 to f32
+    %sum = arith.addf %a, %b : f32
+    %t = arith.truncf %sum : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<256x256xbf16>
+  return %y : tensor<256x256xbf16>
+}
+
+// -----
+
 // Not on tensor cores: 4 rows (below mma-rows), f32 operands, 1000 columns
 // (not a multiple of a warp's 64).
 // SPLIT-LABEL: func.func @few_rows
