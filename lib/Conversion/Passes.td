@@ -1035,15 +1035,22 @@ def PootGPUMmaMatmuls
     its own by an elementwise `linalg.generic` over the op's loops but the
     columns, the reduction last. Each becomes one `gpu.launch_func` of a generated
     kernel in the `poot_mma_matmuls` gpu.module: a workgroup owns 64 columns
-    (8 m16n8k16 tiles) by 16-64 rows (1-4 tiles) of one batch index (a
-    split's partial sums: grid z); its 4 warps each stream a quarter of the
-    reduction of that weight slice once for all the rows in 16-byte loads
-    (either layout: [N, K] or [K, N]) with f32 accumulators in registers,
-    and add their sums through workgroup memory in a fixed order (3, 2, 1,
-    0: deterministic); rows past the end are masked. A fill of the
-    output just before the op is folded into the accumulators' start. An
-    op that no longer qualifies on buffers (a strided view) loses its mark
-    and stays on the CUDA-core path.
+    (8 m16n8k16 tiles) of one batch index (a split's partial sums: grid z)
+    and the rows of MmaWorkgroupShape. Up to 127 rows, 16-64 rows (1-4
+    tiles) and its 4 warps each stream a quarter of the reduction of that
+    weight slice once for all the rows in 16-byte loads (either layout:
+    [N, K] or [K, N]) with f32 accumulators in registers, adding their sums
+    through workgroup memory in a fixed order (3, 2, 1, 0: deterministic);
+    from 128 rows (a prefill chunk) 2 or 4 warps take 64-row tiles of their
+    own (over half or all of the reduction), so the weight fragments they
+    share reach the SM once. Rows past the end are masked. A fill of the
+    output (or of the whole buffer it views) just before the op is folded
+    into the accumulators' start; then the sums' one elementwise consumer
+    right after it (the rounding to bf16, a residual add, SiLU(gate) * up
+    -- MmaEpilogue.h) runs in the kernel on the sums in registers, and the
+    f32 buffer and the consumer's own kernel are gone. An op that no longer
+    qualifies on buffers (a strided view) loses its mark and stays on the
+    CUDA-core path.
 
     Before:
     ```mlir

@@ -217,13 +217,16 @@ class PagedKVCache:
                 f"sequence {seq_id!r}: {len(table)} + {len(tokens)} tokens exceed the "
                 f"{self.max_tokens} a sequence may hold"
             )
-        needed = self.blocks_needed(seq_id, len(tokens))
+        length, count = len(table.tokens), len(tokens)
+        needed = -(-(length + count) // BLOCK_SIZE) - -(-length // BLOCK_SIZE)
+        if length % BLOCK_SIZE and count and self.allocator.ref(table.blocks[-1]) > 1:
+            needed += 1  # the shared partial block, copied on write
         if needed > self.allocator.available:
             raise PoolExhausted(
                 f"sequence {seq_id!r} needs {needed} more blocks, but only "
                 f"{self.allocator.available} are free or evictable (the rest are pinned)"
             )
-        length, blocks = len(table.tokens), table.blocks
+        blocks = table.blocks
         offset = length % BLOCK_SIZE
         if tokens and offset and self.allocator.ref(blocks[-1]) > 1:
             # The first token goes into a shared partial block: copy it on
@@ -232,7 +235,7 @@ class PagedKVCache:
             self._copies.append(Copy(shared * BLOCK_SIZE, fresh * BLOCK_SIZE, offset))
             self.allocator.release(shared)
             blocks[-1] = fresh
-        end = length + len(tokens)
+        end = length + count
         for _ in range(-(-end // BLOCK_SIZE) - len(blocks)):
             blocks.append(self.allocator.allocate())
         slots = [blocks[p // BLOCK_SIZE] * BLOCK_SIZE + p % BLOCK_SIZE for p in range(length, end)]

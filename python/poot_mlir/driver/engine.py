@@ -542,18 +542,28 @@ class Engine:
         write = np.full(s.rows * width, -1, np.int32)
         adapter = np.zeros(s.rows, np.int32)
         layout = []
-        for r, live in enumerate(rows):
+        chunks, slots = [], []
+        for live in rows:
             rid, prompt = live.request.rid, live.request.prompt
             if live.fed < len(prompt):
                 chunk, kind = list(prompt[live.fed : live.fed + s.tokens]), "prefill"
             else:
                 chunk, kind = [live.generated[-1]], "decode"
             start = len(self.cache.table(rid))
-            slots = self.cache.append(rid, chunk)
-            tokens[r, : len(chunk)] = chunk
-            pos[r], count[r], adapter[r] = start, len(chunk), live.slot
-            write[r * width : r * width + len(chunk)] = slots
+            slots.append(self.cache.append(rid, chunk))
+            chunks.append(chunk)
             layout.append((live, RowPlan(rid, kind, start, len(chunk))))
+        n = len(rows)
+        pos[:n] = [row.pos for _, row in layout]
+        count[:n] = [len(chunk) for chunk in chunks]
+        adapter[:n] = [live.slot for live in rows]
+        if width == 1:  # one token a row: the columns at once
+            tokens[:n, 0] = [chunk[0] for chunk in chunks]
+            write[:n] = [row[0] for row in slots]
+        else:
+            for r, (chunk, row) in enumerate(zip(chunks, slots)):
+                tokens[r, : len(chunk)] = chunk
+                write[r * width : r * width + len(chunk)] = row
         read[: len(rows)] = self.cache.read_rows([live.request.rid for live in rows], s.cap)
         inputs = {"tokens": tokens, "pos": pos, "count": count, "read": read, "write": write}
         if self.adapters is not None:
