@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lib/Conversion/GPUProgram/BufferViews.h"
 #include "lib/Conversion/GPUProgram/LoopSpaces.h"
 #include "lib/Conversion/Passes.h"
 
@@ -29,6 +30,7 @@ namespace mlir::poot {
 } // namespace mlir::poot
 
 using namespace mlir;
+using mlir::poot::mayAlias;
 
 namespace {
 
@@ -38,23 +40,6 @@ bool isElementwise(scf::ParallelOp loop) {
     return op.getNumRegions() == 0 &&
            (isa<memref::LoadOp, memref::StoreOp>(op) || isPure(&op));
   });
-}
-
-/// The allocation or argument a memref value views.
-Value baseOf(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
-}
-
-/// Whether two memrefs may share elements: only distinct allocations (or
-/// an allocation and an argument) are known apart.
-bool mayAlias(Value a, Value b) {
-  Value x = baseOf(a), y = baseOf(b);
-  if (x == y)
-    return true;
-  return !x.getDefiningOp<memref::AllocOp>() &&
-         !y.getDefiningOp<memref::AllocOp>();
 }
 
 /// The memrefs a loop reads and writes (every nested op); fails on an op

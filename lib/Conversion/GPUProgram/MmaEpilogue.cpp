@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Conversion/GPUProgram/MmaEpilogue.h"
+#include "lib/Conversion/GPUProgram/BufferViews.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -15,23 +16,6 @@ using namespace mlir;
 using namespace mlir::poot;
 
 namespace {
-
-/// The allocation or argument a memref value views.
-Value baseOf(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
-}
-
-/// Whether two memrefs may share elements: only distinct allocations (or
-/// an allocation and an argument) are known apart.
-bool mayAlias(Value a, Value b) {
-  Value x = baseOf(a), y = baseOf(b);
-  if (x == y)
-    return true;
-  return !x.getDefiningOp<memref::AllocOp>() &&
-         !y.getDefiningOp<memref::AllocOp>();
-}
 
 /// Whether `access` numbers the iterations of `ranges` in row-major order
 /// from 0 (the last loop fastest): iteration L reads element L.
@@ -123,7 +107,7 @@ mlir::poot::matchMmaEpilogue(linalg::LinalgOp op, Value out,
     count *= r;
   }
   // The sums fill their whole allocation, and the consumer visits each once.
-  Value sums = baseOf(out);
+  Value sums = viewedBuffer(out);
   auto sumsType = dyn_cast<MemRefType>(sums.getType());
   if (!sums.getDefiningOp<memref::AllocOp>() || !sumsType ||
       !sumsType.hasStaticShape() || sumsType.getNumElements() != sumsCount ||
@@ -144,7 +128,7 @@ mlir::poot::matchMmaEpilogue(linalg::LinalgOp op, Value out,
     std::optional<LinearAccess> access = linearAccess(g, in);
     if (!access)
       return std::nullopt;
-    if (baseOf(in->get()) == sums) {
+    if (viewedBuffer(in->get()) == sums) {
       if (e.sums || !rowMajor(*access, e.ranges))
         return std::nullopt;
       e.sums = in;
@@ -153,7 +137,7 @@ mlir::poot::matchMmaEpilogue(linalg::LinalgOp op, Value out,
     // A read of the result's buffer (a residual added in place) must be
     // of the very element the same iteration writes.
     if (mayAlias(in->get(), result) &&
-        (baseOf(in->get()) != baseOf(result) ||
+        (viewedBuffer(in->get()) != viewedBuffer(result) ||
          access->coefficients != e.resultAccess.coefficients ||
          access->offset != e.resultAccess.offset))
       return std::nullopt;
@@ -185,7 +169,7 @@ mlir::poot::matchMmaEpilogue(linalg::LinalgOp op, Value out,
 }
 
 void mlir::poot::eraseIfUnused(Value buffer) {
-  Value base = baseOf(buffer);
+  Value base = viewedBuffer(buffer);
   auto alloc = base.getDefiningOp<memref::AllocOp>();
   if (!alloc || !onlyUsedBy(base, {}))
     return;

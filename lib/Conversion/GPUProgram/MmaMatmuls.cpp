@@ -35,6 +35,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Conversion/AttentionKernels/MmaFragments.h"
+#include "lib/Conversion/GPUProgram/BufferViews.h"
 #include "lib/Conversion/GPUProgram/MmaContraction.h"
 #include "lib/Conversion/GPUProgram/MmaEpilogue.h"
 #include "lib/Conversion/Passes.h"
@@ -84,13 +85,6 @@ struct MmaPlan {
 
   int64_t chunk() const { return mm.weightAlongReduction ? 8 : 4; }
 };
-
-/// The allocation or argument a memref value views.
-Value viewedBuffer(Value v) {
-  while (auto view = v.getDefiningOp<ViewLikeOpInterface>())
-    v = view.getViewSource();
-  return v;
-}
 
 /// Whether `v` covers every element of the buffer it views.
 bool wholeBuffer(Value v) {
