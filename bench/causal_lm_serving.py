@@ -11,7 +11,12 @@ Llama-3-8B-shaped config with `--layers` layers (4), BF16, random init.
 poot serves them with up to `--max-batch` rows per step (all of them by
 default) and prefill chunks of `--chunk` tokens; transformers generates
 them as one left-padded batch. Throughput: generated tokens / wall time of
-the whole run (prefill included), after a warm-up run of each. Agreement:
+the whole run (prefill included), after a warm-up run of each. Latency, per
+request: time to first token from the run's start (`ttft_ms_*`) and the
+mean time per output token after it (`tpot_ms_*`), mean and p90 (poot: from
+the steps that returned each token; transformers: from a streamer on one
+more, synchronized run -- one batch, so every row's times are the same).
+Agreement:
 per request, how many leading greedy tokens poot and transformers share
 (bf16 rounding and left padding may split a near tie). On CUDA also the
 copy bandwidth and the decode floor: the bytes one all-rows decode step
@@ -144,22 +149,47 @@ def serve(engine, prompts: list[list[int]], new: int, tag: str) -> tuple[dict, d
     # their tokens only (max_batch x 4 bytes), never the logits.
     traffic = getattr(engine.runner, "traffic", None)
     read = traffic.read if traffic is not None else 0
+    prompt_len = {f"{tag}{i}": len(p) for i, p in enumerate(prompts)}
+    emitted: dict[str, list[float]] = {rid: [] for rid in prompt_len}  # when each token came back
     start = time.perf_counter()
     while not engine.idle:
         report = engine.step()
         if report is None:
             continue
+        now = time.perf_counter() - start
         steps += 1
         step_s += report.seconds
         prefill_steps += any(r.kind == "prefill" for r in report.rows)
+        for row in report.rows:
+            # A decode row, or the chunk that ends its prompt, got a token.
+            if row.kind == "decode" or row.pos + row.count >= prompt_len[row.rid]:
+                emitted[row.rid].append(now)
     wall = time.perf_counter() - start
     tokens = {i: engine.completions[f"{tag}{i}"].tokens for i in range(len(prompts))}
     generated = sum(len(t) for t in tokens.values())
     stats = {"wall_s": wall, "tokens_per_s": generated / wall, "steps": steps,
-             "prefill_steps": prefill_steps, "step_s": step_s, "host_s": wall - step_s}  # fmt: skip
+             "prefill_steps": prefill_steps, "step_s": step_s, "host_s": wall - step_s,
+             **latency(list(emitted.values()))}  # fmt: skip
     if traffic is not None:
         stats["read_back_bytes_per_step"] = (traffic.read - read) / max(steps, 1)
     return tokens, stats
+
+
+def latency(emitted: list[list[float]]) -> dict:
+    """Time to first token (from the run's start: every request arrives at
+    once) and time per output token after it (a request's mean gap between
+    tokens), in ms, each as the mean and p90 over the requests."""
+    ttft = sorted(1e3 * times[0] for times in emitted if times)
+    tpot = sorted(1e3 * (times[-1] - times[0]) / (len(times) - 1) for times in emitted if len(times) > 1)
+
+    def p90(values: list[float]) -> float:
+        return values[min(len(values) - 1, int(0.9 * len(values)))] if values else math.nan
+
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values) if values else math.nan
+
+    return {"ttft_ms_mean": mean(ttft), "ttft_ms_p90": p90(ttft),
+            "tpot_ms_mean": mean(tpot), "tpot_ms_p90": p90(tpot)}  # fmt: skip
 
 
 def timed_serve(engine, prompts, new: int, repeat: int) -> tuple[dict, dict]:
@@ -283,8 +313,27 @@ def hf_batched(model, prompts: list[list[int]], new: int, device: str, repeat: i
         best = min(best, time.perf_counter() - t0)
         log(f"transformers run {r}: {time.perf_counter() - t0:.3f} s")
     tokens = out[:, width:].cpu().tolist()
+    # Latency from one more run with a streamer that notes when each step's
+    # tokens exist (synchronized: that run's throughput is not reported).
+    stamps: list[float] = []
+
+    class Clock:
+        def put(self, value) -> None:
+            if device == "cuda":
+                torch.cuda.synchronize()
+            stamps.append(time.perf_counter())
+
+        def end(self) -> None:
+            pass
+
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        model.generate(ids, attention_mask=mask, max_new_tokens=new, eos_token_id=None, do_sample=False,
+                       cache_implementation="static", pad_token_id=0, streamer=Clock())  # fmt: skip
+    # The first put is the prompt; each later one a step's tokens, every row's.
+    times = [t - t0 for t in stamps[1:]]
     return tokens, {"wall_s": best, "tokens_per_s": len(prompts) * new / best,
-                    "compiled": device == "cuda"}  # fmt: skip
+                    "compiled": device == "cuda", **latency([times] * len(prompts))}  # fmt: skip
 
 
 # --- the run ------------------------------------------------------------------------------
