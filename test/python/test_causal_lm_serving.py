@@ -258,3 +258,48 @@ def test_engine_refuses_a_next_token_the_step_lacks(llama) -> None:
         with pytest.raises(errors.KVCacheError, match=match):
             Engine(engine.runner, PagedKVCache(12, max_tokens=engine.shape.max_tokens), engine.shape,
                    pools=engine.pools, base=engine.base, next_token=name)  # fmt: skip
+
+
+def test_eos_ends_a_request_like_transformers(hf, llama) -> None:
+    """A request with `eos_token_id` ends right after generating one (the
+    eos kept, `finish_reason` "eos") with transformers' tokens for it
+    alone; its blocks go back at once, and a request without it, or whose
+    eos never comes, runs to `max_new_tokens` ("length")."""
+    from poot_mlir.driver import Request
+
+    model, engine = llama
+    base = requests(seed=11)
+    # The eos: the third token the first request generates greedily (its
+    # first occurrence ends the request there or earlier).
+    free_run = expect(hf, model, Request("-", base[0].prompt, 8))
+    eos = free_run[2]
+    stop = free_run.index(eos) + 1
+    reqs = [
+        Request("e", base[0].prompt, 8, eos_token_id=eos),
+        Request("f", base[1].prompt, 6, eos_token_id=[VOCAB - 1, eos]),
+        Request("g", base[2].prompt, 5),
+    ]
+    done = serve(engine, reqs)
+    torch, _ = hf
+    for request in reqs:
+        ids = torch.tensor([request.prompt])
+        want = hf_generate(hf, model, ids, new=request.max_new_tokens,
+                           eos_token_id=request.eos_token_id)[0, len(request.prompt):].tolist()  # fmt: skip
+        if request.eos_token_id is not None:  # transformers pads the rest of the row
+            eos_ids = np.atleast_1d(request.eos_token_id)
+            cut = next((i + 1 for i, t in enumerate(want) if t in eos_ids), len(want))
+            want = want[:cut]
+        assert done[request.rid].tokens == want, request.rid
+    assert done["e"].tokens == free_run[:stop] and done["e"].finish_reason == "eos"
+    assert done["g"].finish_reason == "length" and len(done["g"].tokens) == 5
+    assert engine.cache.check() == [] and engine.cache.blocks_in_use == 0
+
+
+def test_bad_eos_is_refused(llama) -> None:
+    from poot_mlir.driver import Request
+
+    _, engine = llama
+    for eos in ("2", [1.5], object()):
+        with pytest.raises(errors.ShapeBindError, match="eos_token_id"):
+            engine.submit(Request("bad", [3, 4], 2, eos_token_id=eos))
+    assert engine.idle

@@ -92,6 +92,10 @@ class Request:
     #: request's tokens depend on its own seed only, not on its batch.
     sampling: Sampling | None = None
     seed: int | None = None
+    #: Token ids that end the request once generated (included in its
+    #: tokens, as transformers' `generate` does): an int, a sequence of them,
+    #: or None (it runs to `max_new_tokens`).
+    eos_token_id: int | Sequence[int] | None = None
 
 
 @dataclass
@@ -105,6 +109,9 @@ class Completion:
     reused: int  # prompt tokens taken from the prefix cache
     admitted: int
     finished: int
+    #: "eos" (it generated one of its `eos_token_id`) or "length" (it
+    #: reached `max_new_tokens`).
+    finish_reason: str = "length"
 
 
 @dataclass
@@ -189,6 +196,12 @@ def _port(signature: Any, role: str, key: str) -> Any:
     """The signature's argument or result port named `key`, or None."""
     ports = getattr(signature, "args" if role == "arg" else "results", ())
     return next((port for port in ports if getattr(port, "key", None) == key), None)
+
+
+def _ends(live: "_Live") -> bool:
+    """Whether `live`'s last generated token is one of its eos ids."""
+    eos = live.submitted.eos_token_id
+    return bool(eos) and bool(live.generated) and live.generated[-1] in eos
 
 
 def _is_int(value: Any) -> bool:
@@ -344,10 +357,22 @@ class Engine:
                 f"request {rid!r}: needs a prompt and an int max_new_tokens >= 1, got "
                 f"{len(prompt)} prompt tokens and max_new_tokens={request.max_new_tokens!r}"
             )
+        eos = request.eos_token_id
+        eos_ids = [] if eos is None else [eos] if _is_int(eos) else eos
+        try:
+            eos_ids = list(eos_ids)
+        except TypeError:
+            eos_ids = [eos]
+        if not all(_is_int(t) for t in eos_ids):
+            raise ShapeBindError(
+                f"request {rid!r}: eos_token_id must be an int token id, a sequence of them or "
+                f"None, got {eos!r}"
+            )
         # A private copy: the caller editing its list later cannot bypass the check.
         return dataclasses.replace(
-            request, prompt=[int(t) for t in prompt], max_new_tokens=int(request.max_new_tokens)
-        )
+            request, prompt=[int(t) for t in prompt], max_new_tokens=int(request.max_new_tokens),
+            eos_token_id=tuple(int(t) for t in eos_ids) or None,
+        )  # fmt: skip
 
     def submit(self, request: Request) -> None:
         """Queue a request (admitted at or after `request.arrival`), once it
@@ -687,7 +712,7 @@ class Engine:
                     out = np.array(out, copy=True)
                     live.logits.append(out)
                 live.generated.append(live.choose(out))
-            if len(live.generated) == live.submitted.max_new_tokens:
+            if len(live.generated) == live.submitted.max_new_tokens or _ends(live):
                 finished.append(live)
         for live in finished:
             self._complete(live, plan.step)
@@ -720,6 +745,7 @@ class Engine:
             live.reused,
             live.admitted,
             step,
+            "eos" if _ends(live) else "length",
         )
 
     def step(self) -> StepReport | None:
