@@ -44,6 +44,8 @@ def kernels_by_bucket(prof, steps: dict[int, int], top: int = 20) -> dict:
     for event in prof.events():
         if event.device_type != torch.autograd.DeviceType.CUDA or event.device_time <= 0:
             continue
+        if event.name.startswith(STEP_RANGE):
+            continue  # the range itself, mirrored on the GPU timeline: not a kernel
         i = bisect.bisect_right(starts, event.time_range.start) - 1
         inside = i >= 0 and event.time_range.start <= ranges[i][1]
         bucket = str(ranges[i][2]) if inside else "outside"
