@@ -55,6 +55,10 @@ TINY = dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_la
             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)  # fmt: skip
 #: --tiny's workload (each overridable): small enough for two CPU cores.
 TINY_WORKLOAD = dict(requests=8, prompt_min=12, prompt_max=40, new=16, chunk=16)
+#: --small: the CPU benchmark's size (a Llama of d 512: ~22M parameters).
+SMALL = dict(vocab_size=8192, hidden_size=512, intermediate_size=1408, num_hidden_layers=4,
+             num_attention_heads=8, num_key_value_heads=2, max_position_embeddings=1024)  # fmt: skip
+SMALL_WORKLOAD = dict(requests=16, prompt_min=32, prompt_max=128, new=32, chunk=32)
 
 
 def log(*parts) -> None:
@@ -73,6 +77,9 @@ def options(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--tiny", action="store_true",
                    help=f"a tiny config ({TINY['num_hidden_layers']} layers, d{TINY['hidden_size']}) "
                         f"and workload {TINY_WORKLOAD}: the CPU check")  # fmt: skip
+    p.add_argument("--small", action="store_true",
+                   help=f"a small config (d{SMALL['hidden_size']}, vocab {SMALL['vocab_size']}) and "
+                        f"workload {SMALL_WORKLOAD}: the CPU benchmark")  # fmt: skip
     p.add_argument("--layers", type=int, help="decoder layers (default 4; --tiny 2)")
     p.add_argument("--requests", type=int, help="concurrent requests (default 64)")
     p.add_argument("--prompt-min", type=int, help="shortest prompt (default 128)")
@@ -84,20 +91,27 @@ def options(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="weights and prompts")
     p.add_argument("--repeat", type=int, default=2, help="timed runs of each (the best counts)")
     args = p.parse_args(argv)
+    if args.tiny and args.small:
+        p.error("--tiny or --small, not both")
     defaults = dict(requests=64, prompt_min=128, prompt_max=512, new=128, chunk=64)
-    for name, value in (TINY_WORKLOAD if args.tiny else defaults).items():
+    chosen = TINY_WORKLOAD if args.tiny else SMALL_WORKLOAD if args.small else defaults
+    for name, value in chosen.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
     if args.layers is None:
-        args.layers = TINY["num_hidden_layers"] if args.tiny else LLAMA8B["num_hidden_layers"]
+        args.layers = _config(args)["num_hidden_layers"]
     args.max_batch = args.max_batch or args.requests
     if not 1 <= args.prompt_min <= args.prompt_max:
         p.error("need 1 <= --prompt-min <= --prompt-max")
     return args
 
 
+def _config(args) -> dict:
+    return TINY if args.tiny else SMALL if args.small else LLAMA8B
+
+
 def config_dict(args) -> dict:
-    return {**(TINY if args.tiny else LLAMA8B), "num_hidden_layers": args.layers}
+    return {**_config(args), "num_hidden_layers": args.layers}
 
 
 def engine_shape(args):
@@ -377,8 +391,9 @@ def main(argv: list[str] | None = None) -> int:
     if device == "cuda":
         case = json.loads((out / "case.json").read_text())
         for name in ("layers", "requests", "prompt_min", "prompt_max", "new", "max_batch", "chunk",
-                     "dtype", "seed", "tiny"):  # fmt: skip
-            setattr(args, name, case["args"][name])  # the workload the steps were built for
+                     "dtype", "seed", "tiny", "small"):  # fmt: skip
+            # the workload the steps were built for (no "small" before it existed)
+            setattr(args, name, case["args"].get(name, False))
     model = make_model(args, device)
     prompts = workload(args, model.config.vocab_size)
     row = {"target": device, "config": config_dict(args), "dtype": args.dtype,

@@ -73,8 +73,8 @@ def main(folder: str, profile: bool = False, trace: str | None = None, host_prof
     case = json.loads((out / "case.json").read_text())
     args = serving.options(["--target", "cuda", "--phase", "run", "--artifacts", folder])
     for name in ("layers", "requests", "prompt_min", "prompt_max", "new", "max_batch", "chunk",
-                 "dtype", "seed", "tiny"):  # fmt: skip
-        setattr(args, name, case["args"][name])
+                 "dtype", "seed", "tiny", "small"):  # fmt: skip
+        setattr(args, name, case["args"].get(name, False))
     model = serving.make_model(args, "cuda")
     prompts = serving.workload(args, model.config.vocab_size)
     engine = serving.cuda_engine(out, model, case)
