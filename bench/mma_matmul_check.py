@@ -164,44 +164,33 @@ def build(out: Path, names: list[str]) -> None:
                 raise SystemExit(f"{variant}/{name}: expected mma.sync {variant == 'mma'}, got {uses}")
 
 
-def _best_ms(fn, n: int = 20) -> float:
-    """Mean ms of `fn` over `n` calls after 3 warm-up calls (synchronized)."""
-    import time
-
+def _on_gpu(v: np.ndarray):
+    """A two-byte numpy array as a CUDA torch tensor of the same type."""
     import torch
 
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / n * 1e3
+    t = torch.bfloat16 if v.dtype == _np("bf16") else torch.float16
+    return torch.from_numpy(v.view(np.int16)).cuda().view(t)
 
 
 def _device_ms(art, a: dict[str, np.ndarray]) -> float:
     """The step on inputs already on the GPU (torch tensors, borrowed), its
     output left there: the kernel's time plus a graph launch."""
-    import torch
+    from decode_step_h200 import _ms  # the bench's GPU timer: mean of 20 synchronized calls
 
-    on_gpu = {k: torch.from_numpy(v.view(np.int16)).cuda().view(
-        torch.bfloat16 if v.dtype == _np("bf16") else torch.float16) for k, v in a.items()}
+    on_gpu = {k: _on_gpu(v) for k, v in a.items()}
     session = art.session({})
-    ms = _best_ms(lambda: session.step(on_gpu, device_outputs=True))
+    ms = _ms(lambda: session.step(on_gpu, device_outputs=True))
     session.close()
     return ms
 
 
 def _torch_ms(name: str, a: dict[str, np.ndarray]) -> float:
     """torch.matmul of the same operands (cuBLAS), x @ W or x @ W.T."""
-    import torch
+    from decode_step_h200 import _ms
 
-    layout, dtype = CASES[name][3], CASES[name][5]
-    t = torch.bfloat16 if dtype == "bf16" else torch.float16
-    x = torch.from_numpy(a["x"].view(np.int16)).cuda().view(t)
-    w = torch.from_numpy(a["w"].view(np.int16)).cuda().view(t)
-    return _best_ms(lambda: x @ (w if layout == "kn" else w.t()))
+    layout = CASES[name][3]
+    x, w = _on_gpu(a["x"]), _on_gpu(a["w"])
+    return _ms(lambda: x @ (w if layout == "kn" else w.t()))
 
 
 def run(out: Path, names: list[str]) -> None:

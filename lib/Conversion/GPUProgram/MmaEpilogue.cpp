@@ -54,22 +54,35 @@ bool scalarPayload(linalg::GenericOp g) {
   return true;
 }
 
-/// Whether every use of `buffer`'s allocation (through views) is one of
-/// `allowed`, a view or a deallocation.
-bool onlyUsedBy(Value buffer, ArrayRef<Operation *> allowed) {
+/// The ops that use `buffer`: the views of it (views of views too, each
+/// after the one it views) and every other user of it or of those views.
+struct BufferUses {
+  SmallVector<Operation *> views, others;
+};
+BufferUses usesThroughViews(Value buffer) {
+  BufferUses uses;
   SmallVector<Value> work{buffer};
   while (!work.empty()) {
     Value v = work.pop_back_val();
     for (Operation *user : v.getUsers()) {
-      if (llvm::is_contained(allowed, user) || isa<memref::DeallocOp>(user))
-        continue;
       auto view = dyn_cast<ViewLikeOpInterface>(user);
-      if (!view || view.getViewSource() != v)
-        return false;
-      work.push_back(user->getResult(0));
+      if (view && view.getViewSource() == v) {
+        uses.views.push_back(user);
+        work.push_back(user->getResult(0));
+      } else {
+        uses.others.push_back(user);
+      }
     }
   }
-  return true;
+  return uses;
+}
+
+/// Whether every use of `buffer` (through views) is one of `allowed` or a
+/// deallocation.
+bool onlyUsedBy(Value buffer, ArrayRef<Operation *> allowed) {
+  return llvm::all_of(usesThroughViews(buffer).others, [&](Operation *user) {
+    return llvm::is_contained(allowed, user) || isa<memref::DeallocOp>(user);
+  });
 }
 
 } // namespace
@@ -173,20 +186,11 @@ void mlir::poot::eraseIfUnused(Value buffer) {
   auto alloc = base.getDefiningOp<memref::AllocOp>();
   if (!alloc || !onlyUsedBy(base, {}))
     return;
-  // Every user (views of views too) in discovery order: reversed, each
-  // comes before the view it reads (a tree: a view has one source).
-  SmallVector<Operation *> order;
-  SmallVector<Value> work{base};
-  while (!work.empty()) {
-    Value v = work.pop_back_val();
-    for (Operation *user : v.getUsers()) {
-      order.push_back(user);
-      if (isa<ViewLikeOpInterface>(user))
-        work.push_back(user->getResult(0));
-    }
-  }
-  for (Operation *user : llvm::reverse(order))
+  // The deallocations, then the views, each before the view it reads.
+  BufferUses uses = usesThroughViews(base);
+  for (Operation *user : uses.others)
     user->erase();
-  if (alloc->use_empty())
-    alloc->erase();
+  for (Operation *view : llvm::reverse(uses.views))
+    view->erase();
+  alloc->erase();
 }

@@ -201,7 +201,9 @@ class PagedKVCache:
 
     def blocks_needed(self, seq_id: Hashable, count: int) -> int:
         """Blocks an append of `count` tokens would allocate (copy-on-write included)."""
-        table = self.table(seq_id)
+        return self._blocks_needed(self.table(seq_id), count)
+
+    def _blocks_needed(self, table: SequenceTable, count: int) -> int:
         length = len(table)
         fresh = -(-(length + count) // BLOCK_SIZE) - -(-length // BLOCK_SIZE)
         shared_tail = length % BLOCK_SIZE and count and self.allocator.ref(table.blocks[-1]) > 1
@@ -218,9 +220,7 @@ class PagedKVCache:
                 f"{self.max_tokens} a sequence may hold"
             )
         length, count = len(table.tokens), len(tokens)
-        needed = -(-(length + count) // BLOCK_SIZE) - -(-length // BLOCK_SIZE)
-        if length % BLOCK_SIZE and count and self.allocator.ref(table.blocks[-1]) > 1:
-            needed += 1  # the shared partial block, copied on write
+        needed = self._blocks_needed(table, count)
         if needed > self.allocator.available:
             raise PoolExhausted(
                 f"sequence {seq_id!r} needs {needed} more blocks, but only "

@@ -358,11 +358,13 @@ class Engine:
                 f"{len(prompt)} prompt tokens and max_new_tokens={request.max_new_tokens!r}"
             )
         eos = request.eos_token_id
-        eos_ids = [] if eos is None else [eos] if _is_int(eos) else eos
-        try:
-            eos_ids = list(eos_ids)
-        except TypeError:
-            eos_ids = [eos]
+        if eos is None or _is_int(eos):
+            eos_ids = [] if eos is None else [eos]
+        else:
+            try:
+                eos_ids = list(eos)  # a sequence of ids
+            except TypeError:
+                eos_ids = [eos]  # neither: refused below
         if not all(_is_int(t) for t in eos_ids):
             raise ShapeBindError(
                 f"request {rid!r}: eos_token_id must be an int token id, a sequence of them or "
