@@ -40,8 +40,14 @@ CASES = {
     # partial last workgroup), and prefill-sized projections (timed).
     "kn_m128_norm": (128, 1024, 512, "kn", "norm", "bf16"),
     "nk_m300": (300, 768, 320, "nk", "x", "bf16"),
+    # The staged kernel (from 256 rows over whole 128-column tiles): a
+    # partial last row block, a prologue, f16, both layouts timed.
+    "nk_m500": (500, 1024, 384, "nk", "x", "bf16"),
+    "kn_m520_norm": (520, 1024, 256, "kn", "norm", "bf16"),
+    "kn_m256_f16": (256, 512, 128, "kn", "x", "f16"),
     "nk_m4096_qo": (4096, 4096, 4096, "nk", "x", "bf16"),
     "nk_m4096_up": (4096, 4096, 14336, "nk", "x", "bf16"),
+    "kn_m4096_qo": (4096, 4096, 4096, "kn", "x", "bf16"),
 }
 
 #: Cases whose sums feed an elementwise op the kernel runs (MmaEpilogue.h):
@@ -51,12 +57,13 @@ CASES = {
 EPILOGUES = {
     "nk_m256_residual": ((256, 512, 320, "nk", "x", "bf16"), "residual"),
     "kn_m300_swiglu": ((300, 1024, 512, "kn", "x", "bf16"), "swiglu"),
+    "nk_m384_residual": ((384, 512, 256, "nk", "x", "bf16"), "residual"),
 }
 for _name, (_case, _) in EPILOGUES.items():
     CASES[_name] = _case
 
 #: Cases timed (and their FLOP rate reported) beside torch.matmul.
-TIMED = ("nk_m4096_qo", "nk_m4096_up")
+TIMED = ("nk_m4096_qo", "nk_m4096_up", "kn_m4096_qo")
 
 
 def _np(dtype: str):

@@ -58,6 +58,46 @@ Value MmaBuilder::roundWord(Value lo, Value hi) {
   return LLVM::BitcastOp::create(b, loc, b.getI32Type(), narrow);
 }
 
+Value MmaBuilder::globalPtr(Value base, Value at) {
+  Value address = arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                             add(base, mul(at, index(2))));
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), address);
+}
+
+Value MmaBuilder::sharedPtr(Value base, Value byteOffset) {
+  Value address = arith::IndexCastOp::create(b, loc, b.getI64Type(),
+                                             add(base, byteOffset));
+  return LLVM::IntToPtrOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), address);
+}
+
+void MmaBuilder::copyAsync(Value to, Value from, Value bytes) {
+  NVVM::CpAsyncOp::create(
+      b, loc, to, from, b.getI32IntegerAttr(16),
+      NVVM::LoadCacheModifierKindAttr::get(b.getContext(),
+                                           NVVM::LoadCacheModifierKind::CG),
+      bytes);
+}
+
+SmallVector<Value> MmaBuilder::ldmatrix(Value ptr, int64_t num, bool trans) {
+  MLIRContext *ctx = b.getContext();
+  Type i32Type = b.getI32Type();
+  Type result =
+      LLVM::LLVMStructType::getLiteral(ctx, SmallVector<Type>(num, i32Type));
+  auto op = NVVM::LdMatrixOp::create(
+      b, loc, result, ptr, b.getI32IntegerAttr(num),
+      NVVM::MMALayoutAttr::get(ctx, trans ? NVVM::MMALayout::col
+                                          : NVVM::MMALayout::row),
+      NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
+      NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
+  SmallVector<Value> words;
+  for (int64_t i = 0; i < num; ++i)
+    words.push_back(LLVM::ExtractValueOp::create(b, loc, op.getRes(),
+                                                 ArrayRef<int64_t>{i}));
+  return words;
+}
+
 Value MmaBuilder::operand(Value word) {
   if (bf16)
     return word;

@@ -73,6 +73,20 @@ public:
   Value quadSum(Value v);
   Value quadMax(Value v);
 
+  /// Staging through workgroup memory (sm_80+): the global address of
+  /// element `at` of a two-byte buffer whose base address is `base`
+  /// (bytes), the shared-memory address `byteOffset` past `base`, a 16-byte
+  /// cp.async (`bytes` of them copied, the rest zero-filled; all 16 when
+  /// null), and ldmatrix of `num` 8 x 8 two-byte matrices (transposed with
+  /// `trans`): lanes 8 m .. 8 m + 7 give the row addresses of matrix m;
+  /// word m of each lane is its fragment of matrix m (row lane / 4, columns
+  /// 2 (lane % 4) + {0, 1}; transposed: rows 2 (lane % 4) + {0, 1} of
+  /// column lane / 4).
+  Value globalPtr(Value base, Value at);
+  Value sharedPtr(Value base, Value byteOffset);
+  void copyAsync(Value to, Value from, Value bytes);
+  SmallVector<Value> ldmatrix(Value ptr, int64_t num, bool trans);
+
   /// The online step of a tile of hidden-as--inf scores `s` (C / 8 tiles
   /// of one 16-row block) from the running maxima `mOld`: replaces each
   /// score by its weight exp(s - m'), a hidden key by exactly 0.

@@ -9,7 +9,6 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
 #include <limits>
@@ -23,9 +22,9 @@ constexpr int64_t kThreads = kMmaPrefillWarps * MmaBuilder::kWarp;
 
 using Acc = MmaAcc;
 
-/// The operand words, mma, shuffles and constants are MmaBuilder's
-/// (MmaFragments.h, shared with the wide-head decode); the staging by
-/// cp.async and the ldmatrix fragment loads are this schedule's.
+/// The operand words, mma, shuffles, constants, cp.async staging and
+/// ldmatrix fragment loads are MmaBuilder's (MmaFragments.h, shared with
+/// the wide-head decode and the staged matmul kernel).
 class TiledPrefillMma : private MmaBuilder {
 public:
   TiledPrefillMma(OpBuilder &b, Location loc, AttentionRequestAttr req,
@@ -37,57 +36,6 @@ public:
   void emit(const AttentionBuffers &bufs, Value wg, Value tid, Value lds);
 
 private:
-  /// 16 bytes (8 elements) at element `at` of a global buffer; `at` is a
-  /// multiple of 8 and the buffers are 16-byte aligned (device allocations).
-  Value loadChunk(Value mem, Value at) {
-    return vector::LoadOp::create(b, loc, VectorType::get({8}, element), mem,
-                                  ValueRange{at}, /*nontemporal=*/false,
-                                  llvm::MaybeAlign(16));
-  }
-  /// Stores a chunk as 4 words at word `at` (a multiple of 4) of `lds`.
-  void storeChunk(Value chunk, Value lds, Value at) {
-    Value words = vector::BitCastOp::create(
-        b, loc, VectorType::get({4}, b.getI32Type()), chunk);
-    vector::StoreOp::create(b, loc, words, lds, ValueRange{at},
-                            /*nontemporal=*/false, llvm::MaybeAlign(16));
-  }
-  /// The global address of element `at` of a two-byte buffer whose base
-  /// address is `base` (bytes).
-  Value globalPtr(Value base, Value at) {
-    Value address = arith::IndexCastOp::create(
-        b, loc, b.getI64Type(), add(base, mul(at, index(2))));
-    return LLVM::IntToPtrOp::create(
-        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 1), address);
-  }
-  /// The shared-memory address `byteOffset` into the workgroup buffer.
-  Value sharedPtr(Value base, Value byteOffset) {
-    Value address = arith::IndexCastOp::create(b, loc, b.getI64Type(),
-                                               add(base, byteOffset));
-    return LLVM::IntToPtrOp::create(
-        b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), address);
-  }
-  /// ldmatrix of `num` 8 x 8 two-byte matrices (transposed with `trans`):
-  /// lanes 8 m .. 8 m + 7 give the row addresses of matrix m; word m of
-  /// each lane is its fragment of matrix m (row lane / 4, columns
-  /// 2 (lane % 4) + {0, 1}; transposed: rows 2 (lane % 4) + {0, 1} of
-  /// column lane / 4).
-  SmallVector<Value> ldmatrix(Value ptr, int64_t num, bool trans) {
-    MLIRContext *ctx = b.getContext();
-    Type i32Type = b.getI32Type();
-    Type result = LLVM::LLVMStructType::getLiteral(
-        ctx, SmallVector<Type>(num, i32Type));
-    auto op = NVVM::LdMatrixOp::create(
-        b, loc, result, ptr, b.getI32IntegerAttr(num),
-        NVVM::MMALayoutAttr::get(ctx, trans ? NVVM::MMALayout::col
-                                            : NVVM::MMALayout::row),
-        NVVM::LdStMatrixShapeAttr::get(ctx, 8, 8),
-        NVVM::LdStMatrixEltTypeAttr::get(ctx, NVVM::LdStMatrixEltType::B16));
-    SmallVector<Value> words;
-    for (int64_t i = 0; i < num; ++i)
-      words.push_back(LLVM::ExtractValueOp::create(b, loc, op.getRes(),
-                                                   ArrayRef<int64_t>{i}));
-    return words;
-  }
   AttentionRequestAttr req;
   AttentionSignature sig;
   AttentionEmitter shared;
@@ -198,13 +146,7 @@ void TiledPrefillMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
                                               mul(ch, index(4)))));
       Value to = sharedPtr(ldsBase, mul(wordAt, index(4)));
       Value bytes = select(ult(t, walkEnd), i32(16), i32(0));
-      auto copy = [&] {
-        NVVM::CpAsyncOp::create(
-            b, loc, to, from, b.getI32IntegerAttr(16),
-            NVVM::LoadCacheModifierKindAttr::get(
-                b.getContext(), NVVM::LoadCacheModifierKind::CG),
-            bytes);
-      };
+      auto copy = [&] { copyAsync(to, from, bytes); };
       if (!active) {
         copy();
         continue;

@@ -146,8 +146,15 @@ int64_t mlir::poot::mmaWarpRows(int64_t rows) {
   return rows <= 16 ? 16 : rows <= 32 ? 32 : 64;
 }
 
-MmaWorkgroupShape mlir::poot::mmaWorkgroupShape(int64_t rows) {
+MmaWorkgroupShape mlir::poot::mmaWorkgroupShape(int64_t rows,
+                                                int64_t columns) {
   MmaWorkgroupShape shape;
+  if (rows >= kMmaStagedMinRows && columns % kMmaStagedTile == 0) {
+    shape.staged = true;
+    shape.warpRows = 64;
+    shape.rowWarps = 2;
+    return shape;
+  }
   shape.warpRows = mmaWarpRows(rows);
   // Whole 64-row tiles for every row warp: 2 from 128 rows, 4 from 256.
   int64_t tiles = rows / 64;

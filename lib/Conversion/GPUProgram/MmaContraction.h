@@ -111,20 +111,37 @@ bool alignedChunks(const LinearAccess &access, unsigned unit, int64_t chunk);
 /// op's row count.
 int64_t mmaWarpRows(int64_t rows);
 
-/// How the kMmaWarpsPerColumns warps of one workgroup share its 64
-/// columns. Few rows (decode): each warp takes all of the workgroup's rows
-/// and a part of the reduction, the parts added through workgroup memory.
-/// Many rows (a prefill chunk): `rowWarps` warps take row tiles of their
-/// own, so the weight fragments they all load reach the SM from L2 once
-/// (L1 serves the others) -- a matmul with 4096 rows otherwise re-reads
-/// each weight slice for every 64 rows and runs at L2 bandwidth.
+/// The staged kernel's tile (MmaKernel.h): a workgroup of
+/// kMmaWarpsPerColumns warps owns kMmaStagedTile rows x kMmaStagedTile
+/// columns of the output, each warp a 64 x 64 quarter; the operands'
+/// tiles, kMmaStagedDepth deep along the reduction, go through workgroup
+/// memory in kMmaStagedStages buffers (3 x 16 KB: the 48 KB a kernel may
+/// declare statically). From kMmaStagedMinRows rows.
+inline constexpr int64_t kMmaStagedTile = 2 * kMmaWarpColumns;
+inline constexpr int64_t kMmaStagedDepth = 32;
+inline constexpr int64_t kMmaStagedStages = 3;
+inline constexpr int64_t kMmaStagedMinRows = 256;
+
+/// How the kMmaWarpsPerColumns warps of one workgroup share its columns.
+/// Few rows (decode): each warp takes all of the workgroup's rows and a
+/// part of the reduction of its 64 columns, the parts added through
+/// workgroup memory. From 128 rows (a short prefill chunk): `rowWarps`
+/// warps take 64-row tiles of their own, so the weight fragments they all
+/// load reach the SM from L2 once (L1 serves the others). From
+/// kMmaStagedMinRows rows with columns in whole 128-column tiles: the
+/// staged kernel, whose operand tiles every warp reads from workgroup
+/// memory (the direct kernel is then bound by its load instructions).
 struct MmaWorkgroupShape {
   int64_t warpRows = 16; ///< rows of one warp's tile (mmaWarpRows)
   int64_t rowWarps = 1;  ///< warps over distinct row tiles: 1, 2 or 4
-  int64_t reductionWarps() const { return kMmaWarpsPerColumns / rowWarps; }
+  bool staged = false;   ///< the staged kernel: 2 x 2 warps of 64 x 64
+  int64_t reductionWarps() const {
+    return staged ? 1 : kMmaWarpsPerColumns / rowWarps;
+  }
   int64_t rows() const { return warpRows * rowWarps; }
+  int64_t columns() const { return staged ? kMmaStagedTile : kMmaWarpColumns; }
 };
-MmaWorkgroupShape mmaWorkgroupShape(int64_t rows);
+MmaWorkgroupShape mmaWorkgroupShape(int64_t rows, int64_t columns);
 
 } // namespace mlir::poot
 

@@ -510,7 +510,7 @@ struct SplitReductions
   }
 
   /// The split ratio of a tensor-core matmul (poot-gpu-mma-matmuls): its
-  /// threads are 4 warps of 32 for each 64 columns by a workgroup's rows
+  /// threads are 4 warps of 32 for each workgroup tile of rows x columns
   /// (mmaWorkgroupShape); the
   /// partials are kept to a quarter of the weight's bytes, and each chunk a
   /// whole number of the kernel's reduction chunks (4 warps x 64). 1:
@@ -519,11 +519,9 @@ struct SplitReductions
     if (!splittableMaps(op))
       return 1;
     int64_t rows = mm.rowCount(), reduction = mm.reductionCount();
-    int64_t workgroupRows = mmaWorkgroupShape(rows).rows();
-    int64_t warps = mm.columnCount() / kMmaWarpColumns *
-                    kMmaWarpsPerColumns *
-                    ((rows + workgroupRows - 1) / workgroupRows) *
-                    mm.batchCount();
+    MmaWorkgroupShape shape = mmaWorkgroupShape(rows, mm.columnCount());
+    int64_t warps = mm.columnCount() / shape.columns() * kMmaWarpsPerColumns *
+                    llvm::divideCeil(rows, shape.rows()) * mm.batchCount();
     int64_t ratio =
         splitRatio(warps * 32, reduction, kMmaReductionChunk, minThreads,
                    /*cap=*/reduction / (8 * rows));

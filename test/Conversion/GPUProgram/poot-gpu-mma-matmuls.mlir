@@ -73,27 +73,85 @@ func.func @rows64_prologue(%x: tensor<64x1024xbf16>, %s: tensor<64xf32>, %w: ten
 
 // -----
 
-// 512 rows (a prefill chunk): the reduction stays whole (cap 512 / (8 x
-// 512) < 2), and each workgroup's 4 warps take 64-row tiles of their own
-// over all of K (MmaWorkgroupShape): 2 row blocks of 256, no workgroup
-// memory, no barrier, every warp storing its own rows.
+// 512 rows (a prefill chunk) over columns that are not whole 128-column
+// tiles: the reduction stays whole (cap 512 / (8 x 512) < 2), and each
+// workgroup's 4 warps take 64-row tiles of their own over all of K
+// (MmaWorkgroupShape): 2 row blocks of 256, no workgroup memory, no
+// barrier, every warp storing its own rows.
 // SPLIT-LABEL: func.func @rows512_row_warps
 // SPLIT: linalg.matmul {{.*}} {poot.mma_matmul} ins
 // MMA-LABEL: func.func @rows512_row_warps
 // MMA: %[[TWO:.*]] = arith.constant 2 : index
-// MMA: gpu.launch_func @poot_mma_matmuls::@mma_matmul_0 blocks in (%[[TWO]], %{{.*}}, %{{.*}})
+// MMA: %[[FIVE:.*]] = arith.constant 5 : index
+// MMA: gpu.launch_func @poot_mma_matmuls::@mma_matmul_0 blocks in (%[[TWO]], %[[FIVE]], %{{.*}})
 // MMA: gpu.func @mma_matmul_0(%{{[^)]*}}) kernel
 // MMA-NOT: gpu.barrier
 // MMA: nvvm.mma.sync
 // MMA-NOT: gpu.barrier
 // MMA: gpu.return
-func.func @rows512_row_warps(%x: tensor<512x512xbf16>, %w: tensor<256x512xbf16>) -> tensor<512x256xf32> {
-  %e = tensor.empty() : tensor<512x256xf32>
+func.func @rows512_row_warps(%x: tensor<512x512xbf16>, %w: tensor<320x512xbf16>) -> tensor<512x320xf32> {
+  %e = tensor.empty() : tensor<512x320xf32>
   %z = arith.constant 0.0 : f32
-  %i = linalg.fill ins(%z : f32) outs(%e : tensor<512x256xf32>) -> tensor<512x256xf32>
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<512x320xf32>) -> tensor<512x320xf32>
   %o = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
-       ins(%x, %w : tensor<512x512xbf16>, tensor<256x512xbf16>) outs(%i : tensor<512x256xf32>) -> tensor<512x256xf32>
-  return %o : tensor<512x256xf32>
+       ins(%x, %w : tensor<512x512xbf16>, tensor<320x512xbf16>) outs(%i : tensor<512x320xf32>) -> tensor<512x320xf32>
+  return %o : tensor<512x320xf32>
+}
+
+// -----
+
+// 500 rows over whole 128-column tiles: the staged kernel (MmaStagedKernel
+// .cpp). A workgroup owns 128 x 128 of the output: 4 row blocks (the last
+// partial) x 2 column blocks. 48 KB of workgroup memory (3 buffers of a
+// 128 x 32 lhs tile and a 32-deep weight tile); two steps issued by
+// cp.async before the walk, zero bytes for rows past the end; in the walk
+// a wait for all but the newest group, a barrier, the next copies, then
+// ldmatrix (non-transposed: the [N, K] weight's rows are B's columns) and
+// 64 mmas a step; stores guarded by the row.
+// MMA-LABEL: func.func @rows500_staged
+// MMA: %[[FOUR:.*]] = arith.constant 4 : index
+// MMA: %[[TWO:.*]] = arith.constant 2 : index
+// MMA: gpu.launch_func @poot_mma_matmuls::@mma_matmul_0 blocks in (%[[FOUR]], %[[TWO]], %{{.*}}) threads in (%{{.*}} : memref<128000xf32>
+// MMA: gpu.func @mma_matmul_0(%{{[^)]*}}) workgroup(%{{.*}} : memref<12288xi32, #gpu.address_space<workgroup>>) kernel
+// MMA: nvvm.cp.async.shared.global {{.*}}, 16, cache = cg, %{{.*}} :
+// MMA: nvvm.cp.async.commit.group
+// MMA: nvvm.cp.async.commit.group
+// MMA: scf.for
+// MMA: nvvm.cp.async.wait.group 1
+// MMA-NEXT: gpu.barrier
+// MMA: scf.if
+// MMA: nvvm.cp.async.shared.global
+// MMA: nvvm.cp.async.commit.group
+// MMA: nvvm.ldmatrix {{.*}} layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
+// MMA: nvvm.mma.sync
+// MMA: scf.yield
+// MMA: scf.if
+// MMA: memref.store
+// MMA: gpu.return
+func.func @rows500_staged(%x: tensor<500x512xbf16>, %w: tensor<256x512xbf16>) -> tensor<500x256xf32> {
+  %e = tensor.empty() : tensor<500x256xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<500x256xf32>) -> tensor<500x256xf32>
+  %o = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+       ins(%x, %w : tensor<500x512xbf16>, tensor<256x512xbf16>) outs(%i : tensor<500x256xf32>) -> tensor<500x256xf32>
+  return %o : tensor<500x256xf32>
+}
+
+// -----
+
+// A [K, N] weight in the staged kernel: whole row blocks (no byte counts
+// on the copies), the weight's fragments by ldmatrix.trans.
+// MMA-LABEL: func.func @rows256_staged_kn
+// MMA: gpu.func @mma_matmul_0
+// MMA-NOT: cache = cg, %
+// MMA: nvvm.ldmatrix {{.*}} layout = #nvvm.mma_layout<col>
+// MMA: gpu.return
+func.func @rows256_staged_kn(%x: tensor<256x512xbf16>, %w: tensor<512x128xbf16>) -> tensor<256x128xf32> {
+  %e = tensor.empty() : tensor<256x128xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<256x128xf32>) -> tensor<256x128xf32>
+  %o = linalg.matmul ins(%x, %w : tensor<256x512xbf16>, tensor<512x128xbf16>) outs(%i : tensor<256x128xf32>) -> tensor<256x128xf32>
+  return %o : tensor<256x128xf32>
 }
 
 // -----
