@@ -48,6 +48,12 @@ CASES = {
     "nk_m4096_qo": (4096, 4096, 4096, "nk", "x", "bf16"),
     "nk_m4096_up": (4096, 4096, 14336, "nk", "x", "bf16"),
     "kn_m4096_qo": (4096, 4096, 4096, "kn", "x", "bf16"),
+    # Decode-sized projections (timed: the weight's bytes over the time):
+    # the serving step's gate/up at 64 rows, a B=1 GEMV, 16 rows of q/o.
+    "nk_m64_up": (64, 4096, 14336, "nk", "x", "bf16"),
+    "kn_m64_up": (64, 4096, 14336, "kn", "x", "bf16"),
+    "nk_m1_up": (1, 4096, 14336, "nk", "x", "bf16"),
+    "nk_m16_qo": (16, 4096, 4096, "nk", "x", "bf16"),
 }
 
 #: Cases whose sums feed an elementwise op the kernel runs (MmaEpilogue.h):
@@ -63,7 +69,22 @@ for _name, (_case, _) in EPILOGUES.items():
     CASES[_name] = _case
 
 #: Cases timed (and their FLOP rate reported) beside torch.matmul.
-TIMED = ("nk_m4096_qo", "nk_m4096_up", "kn_m4096_qo")
+TIMED = ("nk_m4096_qo", "nk_m4096_up", "kn_m4096_qo", "nk_m64_up", "kn_m64_up", "nk_m1_up",
+         "nk_m16_qo")
+
+#: Builds of each case: the default device, CUDA cores only, and (where it
+#: differs from the default: fewer than 256 rows over whole 128-column
+#: tiles) every tensor-core matmul on the staged kernel.
+VARIANTS = {
+    "mma": dict(mma_matmul_rows=1),
+    "cuda_cores": dict(mma_matmul_rows=0),
+    "staged": dict(mma_matmul_rows=1, mma_staged_rows=1),
+}
+
+
+def _variants(name: str) -> list[str]:
+    m, _, n = CASES[name][:3]
+    return ["mma", "cuda_cores"] + (["staged"] if m < 256 and n % 128 == 0 else [])
 
 
 def _np(dtype: str):
@@ -157,9 +178,10 @@ def build(out: Path, names: list[str]) -> None:
     from poot_mlir.compiler.gpu import compile_gpu
 
     for name in names:
-        for variant, rows in (("mma", 1), ("cuda_cores", 0)):
+        for variant in _variants(name):
             folder = out / variant / name
-            compile_gpu(trace(name).finish(), devices.SM_90.with_limits(mma_matmul_rows=rows), folder)
+            device = devices.SM_90.with_limits(**VARIANTS[variant])
+            compile_gpu(trace(name).finish(), device, folder)
             ptx = "".join(p.read_text(errors="ignore") for p in folder.rglob("*.ptx"))
             uses = "mma.sync" in ptx
             launches = len(_launches(folder))
@@ -167,8 +189,11 @@ def build(out: Path, names: list[str]) -> None:
             if variant == "mma" and name in EPILOGUES and launches != 1 + (name == "kn_m300_swiglu"):
                 raise SystemExit(f"{name}: the epilogue did not run in the mma kernel "
                                  f"({_launches(folder)})")
-            if uses != (variant == "mma"):
-                raise SystemExit(f"{variant}/{name}: expected mma.sync {variant == 'mma'}, got {uses}")
+            if uses != (variant != "cuda_cores"):
+                raise SystemExit(f"{variant}/{name}: expected mma.sync {variant != 'cuda_cores'}, "
+                                 f"got {uses}")
+            if variant == "staged" and "ldmatrix" not in ptx:
+                raise SystemExit(f"staged/{name}: no ldmatrix in the PTX")
 
 
 def _on_gpu(v: np.ndarray):
@@ -209,7 +234,8 @@ def run(out: Path, names: list[str]) -> None:
         want = reference(name, a)
         row = {"case": name, "shape_mkn": CASES[name][:3], "layout": CASES[name][3],
                "lhs": CASES[name][4], "dtype": CASES[name][5]}
-        for variant in ("mma", "cuda_cores"):
+        variants = [v for v in _variants(name) if (out / v / name).is_dir()]
+        for variant in variants:
             art = ProgramArtifact(out / variant / name, backend="cuda")
             got = np.asarray(art.run(a).named["y"], np.float64)
             if name in TIMED:
@@ -219,13 +245,14 @@ def run(out: Path, names: list[str]) -> None:
         if name in TIMED:
             row["torch_ms"] = _torch_ms(name, a)
             m, k, n = CASES[name][:3]
-            for who in ("mma", "cuda_cores", "torch"):
+            for who in variants + ["torch"]:
                 row[f"{who}_TFLOPs"] = 2 * m * n * k / row[f"{who}_ms"] / 1e9
+                row[f"{who}_weight_TBps"] = 2 * n * k / row[f"{who}_ms"] / 1e9
         # The output is rounded once to the element type: ~2^-8 (bf16) of
         # the largest value at worst.
         # An epilogue rounds a few more times (each elementwise op).
         bound = (2e-2 if name in EPILOGUES else 1e-2) if CASES[name][5] == "bf16" else 2e-3
-        row["ok"] = row["mma_max_rel_err"] <= bound
+        row["ok"] = all(row[f"{v}_max_rel_err"] <= bound for v in variants if v != "cuda_cores")
         results.append(row)
         print(json.dumps(row), flush=True)
     print(json.dumps({"all_ok": all(r["ok"] for r in results)}))

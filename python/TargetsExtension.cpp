@@ -71,6 +71,7 @@ NB_MODULE(_pootTargets, m) {
             {"max_keys_per_load", d.maxKeysPerLoad},
             {"jam_rows", d.jamRows},
             {"mma_matmul_rows", d.mmaMatmulRows},
+            {"mma_staged_rows", d.mmaStagedRows},
             {"batch_invariant", d.batchInvariant}};
       },
       "The one set of device defaults (lib/Transforms/DeviceDescription.h "

@@ -230,7 +230,8 @@ void mlir::poot::buildPootStepToNVVMPipeline(
       /*warpLanes=*/o.warpReductions ? 32 : 0, o.jamRows,
       o.batchInvariant,
       /*mmaRows=*/o.tensorCores && mmaSmOf(o.chip) >= 80 ? o.mmaMatmulRows
-                                                          : int64_t(0)});
+                                                          : int64_t(0),
+      o.mmaStagedRows});
   addNVVMLowering(pm, o);
 }
 

@@ -157,6 +157,12 @@ struct PootNVVMPipelineOptions
                      "matmuls with at least this many rows on mma.sync "
                      "(poot-gpu-mma-matmuls); 0: on CUDA cores"),
       llvm::cl::init(kDefaultDevice.mmaMatmulRows)};
+  Opt::Option<int64_t> mmaStagedRows{
+      *this, "mma-staged-rows",
+      llvm::cl::desc("Of the tensor-core matmuls, those with at least this "
+                     "many rows (and whole 128-column tiles) run the staged "
+                     "kernel (cp.async + ldmatrix); 0: never"),
+      llvm::cl::init(kDefaultDevice.mmaStagedRows)};
   Opt::Option<bool> warpReductions{
       *this, "warp-reductions",
       llvm::cl::desc("Whole steps: spread the long reductions of kernels "
@@ -214,6 +220,8 @@ struct WholeStepTarget {
   /// Two-byte matmuls with at least this many rows on tensor cores
   /// (poot-gpu-mma-matmuls; 0: none, as on SPIR-V and ROCDL).
   int64_t mmaRows = 0;
+  /// Of those, the rows from which the staged kernel runs (0: never).
+  int64_t mmaStagedRows = 0;
 };
 
 /// The target-independent part of a whole step (StepPipelines.cpp), with the

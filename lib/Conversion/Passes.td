@@ -1011,7 +1011,12 @@ def PootGPUSplitReductions
            "NVVM with tensor cores: a two-byte matmul with at least this many "
            "rows (MmaContraction.h) is marked for poot-gpu-mma-matmuls and "
            "split by its kernel's warps instead (0: none; never with "
-           "batch-invariant)">
+           "batch-invariant)">,
+    Option<"mmaStagedRows", "mma-staged-rows", "int64_t", /*default=*/"::mlir::poot::kDefaultDevice.mmaStagedRows",
+           "Of the marked ops, those with at least this many rows and whole "
+           "128-column tiles are marked for the staged kernel "
+           "(`poot.mma_matmul = \"staged\"`), the others for the direct one "
+           "(`\"direct\"`); 0: none staged">
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",

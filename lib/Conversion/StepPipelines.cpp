@@ -70,6 +70,7 @@ void mlir::poot::addWholeStepPasses(
   split.jamRows = target.jamRows;
   split.batchInvariant = target.batchInvariant;
   split.mmaRows = target.mmaRows;
+  split.mmaStagedRows = target.mmaStagedRows;
   pm.addNestedPass<func::FuncOp>(createPootGPUSplitReductions(split));
   // 3. Buffers, the state in place (the CPU pipeline's bufferization).
   addInPlaceBufferization(pm);

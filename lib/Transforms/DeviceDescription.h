@@ -73,6 +73,12 @@ struct DeviceDescription {
   /// batch reaches the threshold). 1: every row count, a decode GEMV too
   /// (a 16-row tile, 15 rows masked, beats the CUDA-core GEMV; bench/NOTES.md).
   int64_t mmaMatmulRows = 1;
+  /// Of those, the ones with at least this many rows and whole 128-column
+  /// tiles run the staged kernel (operand tiles through workgroup memory
+  /// by cp.async, fragments by ldmatrix: MmaKernel.h), the others the
+  /// direct one (fragments loaded from global memory by each warp); 0:
+  /// never staged.
+  int64_t mmaStagedRows = 256;
   /// Batch invariance (docs/attention-schedules.md, docs/gpu-steps.md):
   /// every reduction order a row sees is chosen for one row, never from the
   /// batch it is packed into -- the planners' split-KV counts and chunks as

@@ -147,12 +147,15 @@ int64_t mlir::poot::mmaWarpRows(int64_t rows) {
 }
 
 MmaWorkgroupShape mlir::poot::mmaWorkgroupShape(int64_t rows,
-                                                int64_t columns) {
+                                                int64_t columns,
+                                                int64_t stagedRows) {
   MmaWorkgroupShape shape;
-  if (rows >= kMmaStagedMinRows && columns % kMmaStagedTile == 0) {
+  if (stagedRows > 0 && rows >= stagedRows &&
+      columns % kMmaStagedColumns == 0) {
     shape.staged = true;
-    shape.warpRows = 64;
-    shape.rowWarps = 2;
+    bool wide = rows > 64;
+    shape.warpRows = wide ? 64 : mmaWarpRows(rows);
+    shape.rowWarps = wide ? 2 : 1;
     return shape;
   }
   shape.warpRows = mmaWarpRows(rows);

@@ -30,8 +30,10 @@
 namespace mlir::poot {
 
 /// The mark poot-gpu-split-reductions puts on an op poot-gpu-mma-matmuls
-/// lowers.
+/// lowers, naming the kernel it chose (MmaKernel.h).
 inline constexpr llvm::StringLiteral kMmaMatmulAttr = "poot.mma_matmul";
+inline constexpr llvm::StringLiteral kMmaDirectKernel = "direct";
+inline constexpr llvm::StringLiteral kMmaStagedKernel = "staged";
 
 /// One warp's columns (8 mma tiles of 8); the warps of one workgroup,
 /// which share those columns and split the reduction between them
@@ -111,37 +113,44 @@ bool alignedChunks(const LinearAccess &access, unsigned unit, int64_t chunk);
 /// op's row count.
 int64_t mmaWarpRows(int64_t rows);
 
-/// The staged kernel's tile (MmaKernel.h): a workgroup of
-/// kMmaWarpsPerColumns warps owns kMmaStagedTile rows x kMmaStagedTile
-/// columns of the output, each warp a 64 x 64 quarter; the operands'
-/// tiles, kMmaStagedDepth deep along the reduction, go through workgroup
-/// memory in kMmaStagedStages buffers (3 x 16 KB: the 48 KB a kernel may
-/// declare statically). From kMmaStagedMinRows rows.
-inline constexpr int64_t kMmaStagedTile = 2 * kMmaWarpColumns;
+/// The staged kernel's tiles (MmaKernel.h): a workgroup of
+/// kMmaWarpsPerColumns warps owns up to 128 rows x kMmaStagedColumns
+/// columns of the output; the operands' tiles, kMmaStagedDepth deep along
+/// the reduction, go through workgroup memory in several buffers (up to
+/// the 48 KB a kernel may declare statically).
+inline constexpr int64_t kMmaStagedColumns = 2 * kMmaWarpColumns;
 inline constexpr int64_t kMmaStagedDepth = 32;
-inline constexpr int64_t kMmaStagedStages = 3;
-inline constexpr int64_t kMmaStagedMinRows = 256;
 
-/// How the kMmaWarpsPerColumns warps of one workgroup share its columns.
-/// Few rows (decode): each warp takes all of the workgroup's rows and a
-/// part of the reduction of its 64 columns, the parts added through
-/// workgroup memory. From 128 rows (a short prefill chunk): `rowWarps`
-/// warps take 64-row tiles of their own, so the weight fragments they all
-/// load reach the SM from L2 once (L1 serves the others). From
-/// kMmaStagedMinRows rows with columns in whole 128-column tiles: the
-/// staged kernel, whose operand tiles every warp reads from workgroup
-/// memory (the direct kernel is then bound by its load instructions).
+/// How the kMmaWarpsPerColumns warps of one workgroup share its tile.
+/// The direct kernel, few rows (decode): each warp takes all of the
+/// workgroup's rows and a part of the reduction of its 64 columns, the
+/// parts added through workgroup memory. The direct kernel from 128 rows (a
+/// short prefill chunk): `rowWarps` warps take 64-row tiles of their own,
+/// so the weight fragments they all load reach the SM from L2 once (L1
+/// serves the others). The staged kernel (from the device's
+/// mma_staged_rows, columns in whole 128-column tiles): 128 rows as 2 x 2
+/// warps of 64 x 64, or 16-64 rows as 4 warps of 32 columns each.
 struct MmaWorkgroupShape {
   int64_t warpRows = 16; ///< rows of one warp's tile (mmaWarpRows)
   int64_t rowWarps = 1;  ///< warps over distinct row tiles: 1, 2 or 4
-  bool staged = false;   ///< the staged kernel: 2 x 2 warps of 64 x 64
+  bool staged = false;
   int64_t reductionWarps() const {
     return staged ? 1 : kMmaWarpsPerColumns / rowWarps;
   }
+  int64_t columnWarps() const {
+    return staged ? kMmaWarpsPerColumns / rowWarps : 1;
+  }
   int64_t rows() const { return warpRows * rowWarps; }
-  int64_t columns() const { return staged ? kMmaStagedTile : kMmaWarpColumns; }
+  int64_t columns() const {
+    return staged ? kMmaStagedColumns : kMmaWarpColumns;
+  }
+  /// The staged kernel's workgroup-memory buffers (3 of 16 KB for 128
+  /// rows, 4 of up to 12 KB for fewer).
+  int64_t stages() const { return rows() > 64 ? 3 : 4; }
 };
-MmaWorkgroupShape mmaWorkgroupShape(int64_t rows, int64_t columns);
+/// `stagedRows`: the device's mma_staged_rows (0: the direct kernel only).
+MmaWorkgroupShape mmaWorkgroupShape(int64_t rows, int64_t columns,
+                                    int64_t stagedRows);
 
 } // namespace mlir::poot
 

@@ -173,7 +173,11 @@ struct MmaMatmuls : poot::impl::PootGPUMmaMatmulsBase<MmaMatmuls> {
     plan.out = *linearAccess(op, op.getDpsInitOperand(0));
     plan.weight = *linearAccess(op, mm->weight);
     plan.rows = mm->rowCount();
-    plan.shape = mmaWorkgroupShape(plan.rows, mm->columnCount());
+    // The kernel poot-gpu-split-reductions chose (its split ratio counted
+    // that kernel's threads).
+    auto kernel = op->getAttrOfType<StringAttr>(kMmaMatmulAttr);
+    bool staged = kernel && kernel.getValue() == kMmaStagedKernel;
+    plan.shape = mmaWorkgroupShape(plan.rows, mm->columnCount(), staged ? 1 : 0);
     plan.tiles = plan.shape.warpRows / 16;
     // The lhs as the kernel reads it: the input itself where that is
     // contiguous along k in aligned vectors, else materialized.

@@ -519,7 +519,8 @@ struct SplitReductions
     if (!splittableMaps(op))
       return 1;
     int64_t rows = mm.rowCount(), reduction = mm.reductionCount();
-    MmaWorkgroupShape shape = mmaWorkgroupShape(rows, mm.columnCount());
+    MmaWorkgroupShape shape =
+        mmaWorkgroupShape(rows, mm.columnCount(), mmaStagedRows);
     int64_t warps = mm.columnCount() / shape.columns() * kMmaWarpsPerColumns *
                     llvm::divideCeil(rows, shape.rows()) * mm.batchCount();
     int64_t ratio =
@@ -601,7 +602,12 @@ struct SplitReductions
       if (ratio > 1)
         if (linalg::LinalgOp partials = split(rewriter, op, ratio))
           marked = partials;
-      marked->setAttr(kMmaMatmulAttr, rewriter.getUnitAttr());
+      bool staged =
+          mmaWorkgroupShape(mm.rowCount(), mm.columnCount(), mmaStagedRows)
+              .staged;
+      marked->setAttr(kMmaMatmulAttr,
+                      rewriter.getStringAttr(staged ? kMmaStagedKernel
+                                                    : kMmaDirectKernel));
     }
   }
 };

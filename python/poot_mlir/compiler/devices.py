@@ -89,6 +89,11 @@ class Device:
     #: 16-row tile with 15 rows masked reads its weight faster than the
     #: CUDA-core GEMV (bench/NOTES.md, H100). Off on a batch-invariant device.
     mma_matmul_rows: int = 1
+    #: Of those, the matmuls with at least N rows and whole 128-column tiles
+    #: (prefill projections) run the staged kernel: operand tiles through
+    #: workgroup memory by cp.async, fragments by ldmatrix; fewer rows the
+    #: direct kernel (each warp loads its fragments). 0: never staged.
+    mma_staged_rows: int = 256
     #: Batch invariance (issue 24): every reduction order a row sees is
     #: chosen for one row, never from the batch it is packed into -- the
     #: attention planner's split-KV count and chunks as if the batch were 1
@@ -125,6 +130,7 @@ class Device:
             opts += f" wide-head-mma={int(self.wide_head_mma)}"
             opts += f" warp-reductions={int(self.warp_reductions)}"
             opts += f" mma-matmul-rows={self.mma_matmul_rows}"
+            opts += f" mma-staged-rows={self.mma_staged_rows}"
         opts += self._warp_options()
         if self.target in ("spirv", "nvvm", "rocdl"):
             opts += f" jam-rows={self.jam_rows}"

@@ -1,6 +1,7 @@
 // RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions{mma-rows=8}))" --split-input-file | FileCheck %s --check-prefix=SPLIT
 // RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions{mma-rows=8 batch-invariant=1}))" --split-input-file | FileCheck %s --check-prefix=INVARIANT
 // RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions{mma-rows=8}),one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},poot-gpu-mma-matmuls)" --split-input-file | FileCheck %s --check-prefix=MMA
+// RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions{mma-rows=1 mma-staged-rows=1}),one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},poot-gpu-mma-matmuls)" --split-input-file | FileCheck %s --check-prefix=STAGED
 
 // 16 rows of a bf16 linear, torch's [N, K] weight: 16 workgroups of 4
 // warps (64 columns each, the warps splitting K in four), split
@@ -11,7 +12,7 @@
 // workgroup memory, the combine over the splits left to the CUDA-core
 // passes.
 // SPLIT-LABEL: func.func @rows16_nk
-// SPLIT: linalg.generic {{.*}} ins({{.*}} : tensor<16x16x256xbf16>, tensor<1024x16x256xbf16>) outs({{.*}} : tensor<16x16x1024xf32>) attrs = {poot.mma_matmul}
+// SPLIT: linalg.generic {{.*}} ins({{.*}} : tensor<16x16x256xbf16>, tensor<1024x16x256xbf16>) outs({{.*}} : tensor<16x16x1024xf32>) attrs = {poot.mma_matmul = "direct"}
 // SPLIT: linalg.generic {{.*}} ins({{.*}} : tensor<16x16x1024xf32>)
 // SPLIT-NOT: poot.mma_matmul
 // INVARIANT-LABEL: func.func @rows16_nk
@@ -43,7 +44,7 @@ func.func @rows16_nk(%x: tensor<16x4096xbf16>, %w: tensor<1024x4096xbf16>) -> te
 // its own (loops but the columns, k last) before the kernel, which loads
 // it in vectors.
 // SPLIT-LABEL: func.func @rows64_prologue
-// SPLIT: outs({{.*}} : tensor<2x64x1024xf32>) attrs = {poot.mma_matmul}
+// SPLIT: outs({{.*}} : tensor<2x64x1024xf32>) attrs = {poot.mma_matmul = "direct"}
 // MMA-LABEL: func.func @rows64_prologue
 // MMA: %[[LHS:.*]] = memref.alloc() : memref<2x64x512xbf16>
 // MMA: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel"]} ins({{.*}} : memref<64x2x512xbf16>, memref<64xf32>) outs(%[[LHS]] : memref<2x64x512xbf16>)
@@ -79,7 +80,7 @@ func.func @rows64_prologue(%x: tensor<64x1024xbf16>, %s: tensor<64xf32>, %w: ten
 // (MmaWorkgroupShape): 2 row blocks of 256, no workgroup memory, no
 // barrier, every warp storing its own rows.
 // SPLIT-LABEL: func.func @rows512_row_warps
-// SPLIT: linalg.matmul {{.*}} {poot.mma_matmul} ins
+// SPLIT: linalg.matmul {{.*}} {poot.mma_matmul = "direct"} ins
 // MMA-LABEL: func.func @rows512_row_warps
 // MMA: %[[TWO:.*]] = arith.constant 2 : index
 // MMA: %[[FIVE:.*]] = arith.constant 5 : index
@@ -231,7 +232,7 @@ func.func @ragged_columns(%x: tensor<16x4096xbf16>, %w: tensor<4096x1000xbf16>) 
 // along K. 8 warps; split min(4096 / 64, 4096 / (8 x 32)) = 16 ways.
 // SPLIT-LABEL: func.func @transposed_weight
 // SPLIT-NOT: linalg.transpose
-// SPLIT: ins({{.*}} : tensor<32x16x256xbf16>, tensor<512x16x256xbf16>) outs({{.*}} : tensor<16x32x512xf32>) attrs = {poot.mma_matmul}
+// SPLIT: ins({{.*}} : tensor<32x16x256xbf16>, tensor<512x16x256xbf16>) outs({{.*}} : tensor<16x32x512xf32>) attrs = {poot.mma_matmul = "direct"}
 // MMA-LABEL: func.func @transposed_weight
 // MMA-NOT: linalg.transpose
 // MMA: gpu.launch_func
@@ -253,7 +254,7 @@ func.func @transposed_weight(%x: tensor<32x4096xbf16>, %w: tensor<512x4096xbf16>
 // linalg.index, so it qualifies; it is computed once into its own buffer
 // (the index renumbered to the new op's loop) before the kernel.
 // SPLIT-LABEL: func.func @gathered_rows
-// SPLIT: attrs = {poot.mma_matmul}
+// SPLIT: attrs = {poot.mma_matmul = "direct"}
 // MMA-LABEL: func.func @gathered_rows
 // MMA: %[[LHS:.*]] = memref.alloc() : memref<{{.*}}xbf16>
 // MMA: linalg.generic {{.*}} outs(%[[LHS]] : memref<{{.*}}xbf16>)
@@ -278,4 +279,46 @@ func.func @gathered_rows(%hidden: tensor<1024x1024xbf16>, %last: tensor<16xi32>,
     linalg.yield %sum : f32
   } -> tensor<16x512xf32>
   return %o : tensor<16x512xf32>
+}
+
+// -----
+
+// Decode rows on the staged kernel (mma-staged-rows=1; the default keeps
+// them on the direct one): 64 rows x 128 columns a workgroup, each warp 32
+// columns; 4 buffers of 12 KB (a 64 x 32 lhs tile, a 128-column weight
+// tile). Split 8 ways to fill the device: the partials' op is marked
+// "staged", its grid z the splits.
+// SPLIT-LABEL: func.func @rows64_decode
+// SPLIT: attrs = {poot.mma_matmul = "direct"}
+// STAGED-LABEL: func.func @rows64_decode
+// STAGED: gpu.launch_func @poot_mma_matmuls::@mma_matmul_0 blocks in (%{{.*}}, %{{.*}}, %{{.*}})
+// STAGED: gpu.func @mma_matmul_0(%{{[^)]*}}) workgroup(%{{.*}} : memref<12288xi32, #gpu.address_space<workgroup>>) kernel
+// STAGED: nvvm.cp.async.wait.group 2
+// STAGED: gpu.return
+func.func @rows64_decode(%x: tensor<64x4096xbf16>, %w: tensor<1024x4096xbf16>) -> tensor<64x1024xf32> {
+  %e = tensor.empty() : tensor<64x1024xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<64x1024xf32>) -> tensor<64x1024xf32>
+  %o = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+       ins(%x, %w : tensor<64x4096xbf16>, tensor<1024x4096xbf16>) outs(%i : tensor<64x1024xf32>) -> tensor<64x1024xf32>
+  return %o : tensor<64x1024xf32>
+}
+
+// -----
+
+// One row (a B=1 GEMV) staged: a 16-row tile, 4 buffers of 9 KB; the lhs
+// tile is 64 chunks, copied by threads 0-63.
+// STAGED-LABEL: func.func @rows1_gemv
+// STAGED: gpu.func @mma_matmul_0(%{{[^)]*}}) workgroup(%{{.*}} : memref<9216xi32, #gpu.address_space<workgroup>>) kernel
+// STAGED: %[[TID:.*]] = gpu.thread_id x
+// STAGED: arith.cmpi ult, %[[TID]], %{{.*}}
+// STAGED: scf.if
+// STAGED: nvvm.cp.async.shared.global {{.*}}, 16, cache =  cg, %
+// STAGED: gpu.return
+func.func @rows1_gemv(%x: tensor<1x4096xbf16>, %w: tensor<4096x1024xbf16>) -> tensor<1x1024xf32> {
+  %e = tensor.empty() : tensor<1x1024xf32>
+  %z = arith.constant 0.0 : f32
+  %i = linalg.fill ins(%z : f32) outs(%e : tensor<1x1024xf32>) -> tensor<1x1024xf32>
+  %o = linalg.matmul ins(%x, %w : tensor<1x4096xbf16>, tensor<4096x1024xbf16>) outs(%i : tensor<1x1024xf32>) -> tensor<1x1024xf32>
+  return %o : tensor<1x1024xf32>
 }
