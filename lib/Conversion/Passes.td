@@ -1039,7 +1039,8 @@ def PootGPUMmaMatmuls
     contiguous along k) is first computed once into a two-byte buffer of
     its own by an elementwise `linalg.generic` over the op's loops but the
     columns, the reduction last. Each becomes one `gpu.launch_func` of a generated
-    kernel in the `poot_mma_matmuls` gpu.module: a workgroup owns 64 columns
+    kernel in the `poot_mma_matmuls` gpu.module, the one the mark names
+    (MmaKernel.h). The direct kernel: a workgroup owns 64 columns
     (8 m16n8k16 tiles) of one batch index (a split's partial sums: grid z)
     and the rows of MmaWorkgroupShape. Up to 127 rows, 16-64 rows (1-4
     tiles) and its 4 warps each stream a quarter of the reduction of that
@@ -1048,7 +1049,13 @@ def PootGPUMmaMatmuls
     through workgroup memory in a fixed order (3, 2, 1, 0: deterministic);
     from 128 rows (a prefill chunk) 2 or 4 warps take 64-row tiles of their
     own (over half or all of the reduction), so the weight fragments they
-    share reach the SM once. Rows past the end are masked. A fill of the
+    share reach the SM once. The staged kernel (`"staged"`: from the
+    device's `mma-staged-rows` rows, whole 128-column tiles): a workgroup
+    owns 16-128 rows x 128 columns; each 32-deep step of the lhs and
+    weight tiles is copied into workgroup memory by cp.async, 2-3 steps
+    ahead of the one computed (3-4 buffers, 48 KB at most), and the warps
+    read their fragments by ldmatrix (rows XOR-swizzled: no bank
+    conflicts). Rows past the end are masked. A fill of the
     output (or of the whole buffer it views) just before the op is folded
     into the accumulators' start; then the sums' one elementwise consumer
     right after it (the rounding to bf16, a residual add, SiLU(gate) * up
@@ -1064,7 +1071,7 @@ def PootGPUMmaMatmuls
                                      (s, m, n, k) -> (n, s, k),
                                      (s, m, n, k) -> (s, m, n)], ...}
         ins(%x, %w : memref<16x16x256xbf16>, memref<4096x16x256xbf16>)
-        outs(%p : memref<16x16x4096xf32>) attrs = {poot.mma_matmul} {
+        outs(%p : memref<16x16x4096xf32>) attrs = {poot.mma_matmul = "direct"} {
       ^bb0(%a: bf16, %b: bf16, %o: f32):
         %0 = arith.extf %a : bf16 to f32
         %1 = arith.extf %b : bf16 to f32
