@@ -77,8 +77,10 @@ struct DeviceDescription {
   /// tiles run the staged kernel (operand tiles through workgroup memory
   /// by cp.async, fragments by ldmatrix: MmaKernel.h), the others the
   /// direct one (fragments loaded from global memory by each warp); 0:
-  /// never staged.
-  int64_t mmaStagedRows = 256;
+  /// never staged. Off by default until the staged kernel has run on a GPU
+  /// against float64 (bench/mma_matmul_check.py; 256 is the intended
+  /// threshold: the prefill chunk's projections).
+  int64_t mmaStagedRows = 0;
   /// Batch invariance (docs/attention-schedules.md, docs/gpu-steps.md):
   /// every reduction order a row sees is chosen for one row, never from the
   /// batch it is packed into -- the planners' split-KV counts and chunks as

@@ -66,6 +66,24 @@ def test_cuda_cores_where_tensor_cores_are_off_or_absent(changes, tmp_path):
     assert not (folder / "poot_mma_matmuls.ptx").exists()
 
 
+@pytest.mark.parametrize("case", ["nk_m500", "kn_m256_f16", "nk_m16"])
+def test_staged_kernel_from_mma_staged_rows(case, tmp_path):
+    from poot_mlir.compiler import devices
+
+    # From 256 rows over whole 128-column tiles (nk_m500, kn_m256_f16) the
+    # staged kernel: cp.async copies, ldmatrix fragments, 48 KB of
+    # workgroup memory; fewer rows (nk_m16) stay on the direct kernel
+    # unless the threshold comes down to them; 0 (the default): never.
+    rows = check.CASES[case][0]
+    for threshold, staged in ((256, rows >= 256), (1, True), (0, False)):
+        device = devices.SM_90.with_limits(mma_staged_rows=threshold)
+        folder = _compile(case, device, tmp_path / f"{case}_{threshold}")
+        ptx = (folder / "poot_mma_matmuls.ptx").read_text()
+        assert "mma.sync.aligned.m16n8k16" in ptx
+        assert ("ldmatrix.sync.aligned" in ptx) == staged, threshold
+        assert ("cp.async.cg.shared.global" in ptx) == staged, threshold
+
+
 def test_too_few_rows_and_f32_stay_on_cuda_cores(tmp_path):
     from poot_mlir.compiler import devices
     from poot_mlir.compiler.gpu import compile_gpu
@@ -103,10 +121,14 @@ def test_mma_kernel_matches_float64_on_cuda(case, mma_artifacts):
 
     inputs = check.inputs(case, seed=int.from_bytes(os.urandom(2), "little"))
     want = check.reference(case, inputs)
-    art = ProgramArtifact(mma_artifacts / "mma" / case, backend="cuda")
-    try:
-        got = np.asarray(art.run(inputs).named["y"], np.float64)
-    finally:
-        art.close()
-    bound = 1e-2 if check.CASES[case][5] == "bf16" else 2e-3
-    assert np.abs(got - want).max() / np.abs(want).max() <= bound
+    # The direct and staged kernels as built (`staged`: every tensor-core
+    # matmul of the case on the staged kernel, where that differs).
+    for variant in ("mma", "staged"):
+        if not (mma_artifacts / variant / case).is_dir():
+            continue
+        art = ProgramArtifact(mma_artifacts / variant / case, backend="cuda")
+        try:
+            got = np.asarray(art.run(inputs).named["y"], np.float64)
+        finally:
+            art.close()
+        assert np.abs(got - want).max() / np.abs(want).max() <= check.bound(case), variant

@@ -92,8 +92,10 @@ class Device:
     #: Of those, the matmuls with at least N rows and whole 128-column tiles
     #: (prefill projections) run the staged kernel: operand tiles through
     #: workgroup memory by cp.async, fragments by ldmatrix; fewer rows the
-    #: direct kernel (each warp loads its fragments). 0: never staged.
-    mma_staged_rows: int = 256
+    #: direct kernel (each warp loads its fragments). 0: never staged --
+    #: the default until the staged kernel has run on a GPU against float64
+    #: (bench/mma_matmul_check.py); 256 is the intended threshold.
+    mma_staged_rows: int = 0
     #: Batch invariance (issue 24): every reduction order a row sees is
     #: chosen for one row, never from the batch it is packed into -- the
     #: attention planner's split-KV count and chunks as if the batch were 1

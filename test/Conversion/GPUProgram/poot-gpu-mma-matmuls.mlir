@@ -1,6 +1,6 @@
-// RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions{mma-rows=8}))" --split-input-file | FileCheck %s --check-prefix=SPLIT
+// RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions{mma-rows=8 mma-staged-rows=256}))" --split-input-file | FileCheck %s --check-prefix=SPLIT
 // RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions{mma-rows=8 batch-invariant=1}))" --split-input-file | FileCheck %s --check-prefix=INVARIANT
-// RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions{mma-rows=8}),one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},poot-gpu-mma-matmuls)" --split-input-file | FileCheck %s --check-prefix=MMA
+// RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions{mma-rows=8 mma-staged-rows=256}),one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},poot-gpu-mma-matmuls)" --split-input-file | FileCheck %s --check-prefix=MMA
 // RUN: poot-opt %s --pass-pipeline="builtin.module(func.func(poot-gpu-split-reductions{mma-rows=1 mma-staged-rows=1}),one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},poot-gpu-mma-matmuls)" --split-input-file | FileCheck %s --check-prefix=STAGED
 
 // 16 rows of a bf16 linear, torch's [N, K] weight: 16 workgroups of 4
