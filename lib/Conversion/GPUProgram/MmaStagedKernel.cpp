@@ -63,10 +63,6 @@ private:
   Value xori(Value x, Value y) {
     return arith::XOrIOp::create(b, loc, x, y);
   }
-  Value cmpEq(Value x, int64_t y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x,
-                                 index(y));
-  }
 };
 
 void MmaStagedKernel::emit(gpu::GPUFuncOp func) {
