@@ -83,10 +83,10 @@ def apply_copies(state: Mapping[str, Any], pools: Sequence[str], copies: Sequenc
 @dataclass
 class _Snapshot:
     allocator: object
-    # seq_id -> (its table, its blocks, len(tokens), len(keys), reused): a
-    # table's tokens and keys only grow while it lives (its blocks may also
-    # swap the last one, copy-on-write), so their lengths undo a step
-    # without copying the tokens.
+    # seq_id -> (its table, len(blocks), its last block, len(tokens),
+    # len(keys), reused): a table's tokens, keys and blocks only grow while
+    # it lives (but for its last block, which copy-on-write may swap), so
+    # their lengths and that block undo a step without copying any list.
     tables: dict
     copies: list
     stats: tuple
@@ -294,7 +294,8 @@ class PagedKVCache:
         return _Snapshot(
             self.allocator.snapshot(),
             {
-                seq_id: (t, list(t.blocks), len(t.tokens), len(t.keys), t.reused)
+                seq_id: (t, len(t.blocks), t.blocks[-1] if t.blocks else None,
+                         len(t.tokens), len(t.keys), t.reused)
                 for seq_id, t in self._tables.items()
             },
             list(self._copies),
@@ -304,8 +305,10 @@ class PagedKVCache:
     def restore(self, snapshot: _Snapshot) -> None:
         self.allocator.restore(snapshot.allocator)  # type: ignore[arg-type]
         self._tables = {}
-        for seq_id, (table, blocks, tokens, keys, reused) in snapshot.tables.items():
-            table.blocks = list(blocks)
+        for seq_id, (table, blocks, last, tokens, keys, reused) in snapshot.tables.items():
+            del table.blocks[blocks:]
+            if blocks:
+                table.blocks[-1] = last
             del table.tokens[tokens:]
             del table.keys[keys:]
             table.reused = reused

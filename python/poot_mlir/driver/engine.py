@@ -540,13 +540,15 @@ class Engine:
         youngest running request (not one admitted this step) gives its
         blocks back (full ones stay cached: its recompute reuses them) and
         leaves the step, until the rest fit."""
+        if not self.preempt:  # an exhausted pool is the caller's to undo
+            return self._layout(rows)
         while True:
             inner = self.cache.snapshot()
             try:
                 return self._layout(rows)
             except PoolExhausted:
                 victims = [live for live in rows if live not in admitted]
-                if not self.preempt or len(victims) < 1 or len(rows) < 2:
+                if len(victims) < 1 or len(rows) < 2:
                     raise
                 self.cache.restore(inner)
                 victim = max(victims, key=lambda live: (live.admitted, rows.index(live)))
