@@ -214,12 +214,12 @@ class PagedKVCache:
         pool slot each token's K/V is written to. Allocates blocks on demand;
         a shared partial last block is copied on write first."""
         table = self.table(seq_id)
-        if self.max_tokens is not None and len(table) + len(tokens) > self.max_tokens:
+        length, count = len(table.tokens), len(tokens)
+        if self.max_tokens is not None and length + count > self.max_tokens:
             raise SequenceFull(
-                f"sequence {seq_id!r}: {len(table)} + {len(tokens)} tokens exceed the "
+                f"sequence {seq_id!r}: {length} + {count} tokens exceed the "
                 f"{self.max_tokens} a sequence may hold"
             )
-        length, count = len(table.tokens), len(tokens)
         needed = self._blocks_needed(table, count)
         if needed > self.allocator.available:
             raise PoolExhausted(
@@ -238,8 +238,11 @@ class PagedKVCache:
         end = length + count
         for _ in range(-(-end // BLOCK_SIZE) - len(blocks)):
             blocks.append(self.allocator.allocate())
-        slots = [blocks[p // BLOCK_SIZE] * BLOCK_SIZE + p % BLOCK_SIZE for p in range(length, end)]
-        table.tokens.extend(int(token) for token in tokens)
+        if count == 1:  # a decode row's token
+            slots = [blocks[length // BLOCK_SIZE] * BLOCK_SIZE + offset]
+        else:
+            slots = [blocks[p // BLOCK_SIZE] * BLOCK_SIZE + p % BLOCK_SIZE for p in range(length, end)]
+        table.tokens.extend(map(int, tokens))
         return slots
 
     def fork(self, parent: Hashable, child: Hashable) -> None:
