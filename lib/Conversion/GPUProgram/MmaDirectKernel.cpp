@@ -129,7 +129,7 @@ void MmaDirectKernel::emit(gpu::GPUFuncOp func) {
       Value row = add(firstRow, add(g, index(16 * t + 8 * h)));
       Row &r = rows[t][h];
       r.valid = ult(row, index(plan.rows));
-      LoopValues loops = rowLoops(minui(row, index(plan.rows - 1)));
+      LoopValues loops = rowLoops(row);
       r.outBase = offset(plan.out, loops, outBase);
       r.lhsBase = offset(plan.lhsAccess, loops, lhsBase);
     }

@@ -26,22 +26,22 @@ Value MmaKernelBase::offset(const LinearAccess &access,
   return base;
 }
 
-MmaKernelBase::LoopValues MmaKernelBase::rowLoops(Value row) {
+MmaKernelBase::LoopValues MmaKernelBase::decompose(Value linear,
+                                                   ArrayRef<unsigned> dims) {
   LoopValues loops;
-  for (unsigned d : llvm::reverse(mm.rows)) {
-    loops.push_back({d, remui(row, mm.ranges[d])});
-    row = divui(row, mm.ranges[d]);
+  for (unsigned d : llvm::reverse(dims)) {
+    loops.push_back({d, remui(linear, mm.ranges[d])});
+    linear = divui(linear, mm.ranges[d]);
   }
   return loops;
 }
 
+MmaKernelBase::LoopValues MmaKernelBase::rowLoops(Value row) {
+  return decompose(minui(row, index(plan.rows - 1)), mm.rows);
+}
+
 MmaKernelBase::LoopValues MmaKernelBase::batchLoops(Value bz) {
-  LoopValues loops;
-  for (unsigned d : llvm::reverse(mm.batch)) {
-    loops.push_back({d, remui(bz, mm.ranges[d])});
-    bz = divui(bz, mm.ranges[d]);
-  }
-  return loops;
+  return decompose(bz, mm.batch);
 }
 
 void MmaKernelBase::storeSum(Value linear, Value sum) {

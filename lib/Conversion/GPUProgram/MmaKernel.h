@@ -69,8 +69,11 @@ protected:
   /// sum(coefficient x value) over `loops`, plus `base`.
   Value offset(const LinearAccess &access, const LoopValues &loops,
                Value base);
-  /// The loops of the linear row `row` (in range), the last row loop
-  /// fastest.
+  /// The loops of `dims` (the last fastest) at their linear index `linear`.
+  LoopValues decompose(Value linear, ArrayRef<unsigned> dims);
+  /// The loops of the linear row `row`, clamped to the last row (a row
+  /// past the end reads the last row's addresses; its results are not
+  /// stored).
   LoopValues rowLoops(Value row);
   /// The batch loops of the linear batch index `bz`, the last fastest.
   LoopValues batchLoops(Value bz);

@@ -122,13 +122,18 @@ void MmaStagedKernel::emit(gpu::GPUFuncOp func) {
     Value rowOf4 = divui(tid, 4), chunkOf4 = remui(tid, 4);
     Value swizzled4 = xori(chunkOf4, remui(divui(tid, 8), 4));
     Value zero = i32(0), sixteen = i32(16);
-    for (int64_t i = 0; i * kThreads < lhsChunks; ++i) {
+    // Row rowOf4 + 32 i of a tile of 64-byte rows, and its chunk's byte
+    // offset in the tile.
+    auto row64 = [&](int64_t i) {
       Value r = add(rowOf4, index(32 * i));
-      Value to = add(mul(r, index(kRowBytes)), mul(swizzled4, index(16)));
+      return std::pair(r, add(mul(r, index(kRowBytes)), mul(swizzled4, index(16))));
+    };
+    for (int64_t i = 0; i * kThreads < lhsChunks; ++i) {
+      auto [r, to] = row64(i);
       // The lhs: rows past the end read the last row's address, 0 bytes.
       Value row = add(m0, r);
       Value lhsRow = offset(plan.lhsAccess,
-                            rowLoops(minui(row, index(plan.rows - 1))), lhsBase);
+                            rowLoops(row), lhsBase);
       Copy lhs{add(lhsRow, mul(chunkOf4, index(kChunk))), to, Value()};
       if (plan.rows % tileRows)
         lhs.bytes = select(ult(row, index(plan.rows)), sixteen, zero);
@@ -139,11 +144,10 @@ void MmaStagedKernel::emit(gpu::GPUFuncOp func) {
     for (int64_t i = 0; i < kWeightCopies; ++i) {
       Copy w;
       if (alongReduction) {
-        Value n = add(n0, add(rowOf4, index(32 * i)));
-        w.from = add(weightBase, add(mul(n, index(wn)),
+        auto [r, to] = row64(i);
+        w.from = add(weightBase, add(mul(add(n0, r), index(wn)),
                                      mul(chunkOf4, index(kChunk))));
-        w.to = add(mul(add(rowOf4, index(32 * i)), index(kRowBytes)),
-                   mul(swizzled4, index(16)));
+        w.to = to;
       } else {
         Value k = add(kOf16, index(8 * i));
         w.from = add(weightBase, add(mul(k, index(wk)),
@@ -217,7 +221,7 @@ void MmaStagedKernel::emit(gpu::GPUFuncOp func) {
       Value row = add(m0, add(warpRow, add(g, index(16 * t + 8 * h))));
       rows[t][h].valid = ult(row, index(plan.rows));
       rows[t][h].outBase =
-          offset(plan.out, rowLoops(minui(row, index(plan.rows - 1))), outBase);
+          offset(plan.out, rowLoops(row), outBase);
     }
   int64_t outColumnCoefficient = plan.out.coefficients[mm.columns];
   auto outIndex = [&](int64_t t, int64_t j, int64_t i) {
