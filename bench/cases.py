@@ -36,6 +36,7 @@ class Form:
     live: bool = False  # len [B] i32
     empty_row: bool = False  # one (b, h) row whose keys are all masked -> NaN
     causal: bool = False  # poot.attention's causal kind (t <= i + Lk - Lq), no mask tensor
+    window: int = 0  # with causal: the sliding window (t > i + Lk - Lq - window)
 
     @property
     def scale(self) -> float:
@@ -102,6 +103,8 @@ def text(form: Form) -> str:
         attrs += f", softcap = {form.softcap!r} : f64"
     if form.causal:
         optional.append("causal")
+    if form.window:
+        optional.append(f"window {form.window}")
     out = _t(form.out_shape)
     return (
         f'func.func @step({", ".join(args)}) -> ({out} {{poot.name = "out"}}) {{\n'
@@ -171,6 +174,7 @@ def reference(form: Form, ins: dict[str, np.ndarray]) -> np.ndarray:
         f64(ins["q"]), f64(ins["k"]), f64(ins["v"]), scale=form.scale, softcap=form.softcap,
         mask=f64(ins.get("mask")), key_shared=f64(ins.get("k_shared")),
         read=ins.get("read"), length=ins.get("len"), causal=form.causal,
+        window=form.window or None,
     )
 
 
@@ -216,6 +220,9 @@ def verify_cases() -> list[tuple[str, Form, dict, str]]:
     both(Form("split_key", batch=2, q_heads=8, kv_heads=2, key_len=640, key_width=96, shared_width=32,
               value_width=64))
     both(Form("paged", batch=2, q_heads=8, kv_heads=2, key_len=900, pool=2000))
+    # A sliding window: a decode row sees its last 777 keys of 3000 (the
+    # split chunks before them are empty).
+    both(Form("window_decode", batch=2, q_heads=8, kv_heads=2, key_len=3000, causal=True, window=777))
     both(Form("live", batch=3, q_heads=8, kv_heads=2, key_len=2048, live=True))
     both(Form("paged_live", batch=2, q_heads=8, kv_heads=2, key_len=1024, pool=1500, live=True))
     both(Form("empty_row", batch=1, q_heads=4, kv_heads=2, key_len=512, mask="alibi", empty_row=True))
@@ -233,6 +240,11 @@ def verify_cases() -> list[tuple[str, Form, dict, str]]:
                                                q_len=256, key_len=256, causal=True), {}, "tiled_prefill"))
     cases.append(("causal_kind_chunk", Form("causal_kind_chunk", batch=2, q_heads=8, kv_heads=2,
                                              q_len=200, key_len=1000, causal=True, live=True),
+                  {}, "tiled_prefill"))
+    # The sliding window: tiles before a block's window skipped, rows whose
+    # window starts inside a tile.
+    cases.append(("window_prefill", Form("window_prefill", batch=2, q_heads=8, kv_heads=2, q_len=300,
+                                          key_len=700, causal=True, live=True, window=170),
                   {}, "tiled_prefill"))
     cases.append(("alibi_prefill_softcap", Form("alibi_prefill_softcap", batch=2, q_heads=4, kv_heads=2,
                                                  q_len=33, key_len=300, mask="alibi", softcap=30.0),

@@ -66,6 +66,11 @@ CHECKS = [
                shared_width=64, value_width=128, causal=True),
     cases.Form("split_key_live", batch=2, q_heads=4, kv_heads=1, q_len=64, key_len=200, key_width=64,
                shared_width=32, value_width=64, live=True),
+    # The sliding window: the walk starts at the block's first window tile,
+    # rows whose window starts inside a tile, and a chunk after a cache.
+    cases.Form("window", batch=2, q_heads=8, kv_heads=2, q_len=333, key_len=333, causal=True, window=100),
+    cases.Form("window_chunk_live", batch=2, q_heads=4, kv_heads=2, q_len=130, key_len=500, causal=True,
+               live=True, window=37),
 ]
 BENCH = [
     cases.Form("prefill_2k_kind", batch=1, q_len=2048, key_len=2048, causal=True, **D128),
@@ -170,6 +175,9 @@ def reference64(torch, form: cases.Form, t: dict, absolute: bool = False):
     if form.causal:
         hidden |= (torch.arange(Lk, device="cuda")[None, :] > torch.arange(Lq, device="cuda")[:, None]
                    + (Lk - Lq))[None, None]
+    if form.window:
+        hidden |= (torch.arange(Lk, device="cuda")[None, :] <= torch.arange(Lq, device="cuda")[:, None]
+                   + (Lk - Lq) - form.window)[None, None]
     if form.live:
         hidden |= (torch.arange(Lk, device="cuda")[None, None, None, :] >= t["len"].long()[:, None, None, None])
     outs = []

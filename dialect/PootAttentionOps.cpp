@@ -149,6 +149,13 @@ LogicalResult AttentionOp::verify() {
       return emitOpError("causal needs Lk >= Lq (every row sees key 0), got Lk = ")
              << lk << ", Lq = " << lq;
   }
+  if (IntegerAttr window = getWindowAttr()) {
+    if (!getCausal())
+      return emitOpError("window needs causal (the window is the band of keys "
+                         "ending at each row's causal diagonal)");
+    if (window.getInt() < 1)
+      return emitOpError("window must be >= 1, got ") << window.getInt();
+  }
 
   if (Value length = getLength()) {
     auto l = tensorOf(length);

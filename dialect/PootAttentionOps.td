@@ -26,6 +26,7 @@ def Poot_AttentionOp : Poot_Op<"attention", [Pure, AttrSizedOperandSegments,
     s[t]   = s[t] + mask[b', h', i', t]              if mask is given (broadcast
                                                      over size-1 b', h', i')
     s[t]   = -inf                                    if causal and t > i + (Lk - Lq)
+    s[t]   = -inf                                    if window and t <= i + (Lk - Lq) - window
     s[t]   = -inf                                    if len is given and t >= len[b]
     p      = exp(s - max_t s) / sum_t exp(s - max_t s)
     out[b,h,i,:] = sum_t p[t] * value(b,g,t)
@@ -77,6 +78,16 @@ def Poot_AttentionOp : Poot_Op<"attention", [Pure, AttrSizedOperandSegments,
     hidden key, which an additive mask would carry into the row, is
     dropped). Kernels skip the hidden keys; none reads a mask.
 
+    `window W` (with `causal` only) is the sliding window of Mistral, Gemma 2
+    and Qwen 2's local layers: row `i` sees the `W` keys ending at its
+    diagonal, `i + (Lk - Lq) - W < t <= i + (Lk - Lq)` (at least key
+    `i + (Lk - Lq)`, so no row is empty). The rewrite forms it from an
+    iota-compare chain that is exactly this band (`j <= i + (Lk - Lq)` and
+    `i + (Lk - Lq) - j < W`, in one condition or two mask steps, as `and`,
+    `or` of the hidden sets or their negations); a band that differs by one
+    key stays a tensor mask. Kernels start each row's walk at the window:
+    key tiles before it are neither read nor scored.
+
     `request` is the plan (`#poot.attention_request`), absent until
     `poot-plan-attention` chooses the schedule the generator emits.
 
@@ -97,6 +108,7 @@ def Poot_AttentionOp : Poot_Op<"attention", [Pure, AttrSizedOperandSegments,
     F64Attr:$scale,
     OptionalAttr<F64Attr>:$softcap,
     UnitAttr:$causal,
+    OptionalAttr<I64Attr>:$window,
     OptionalAttr<Poot_AttentionRequestAttr>:$request);
   let results = (outs Poot_FloatTensor:$result);
   let assemblyFormat = [{
@@ -106,6 +118,7 @@ def Poot_AttentionOp : Poot_Op<"attention", [Pure, AttrSizedOperandSegments,
     (`read` `(` $read^ `:` type($read) `)`)?
     (`len` `(` $length^ `:` type($length) `)`)?
     (`causal` $causal^)?
+    (`window` $window^)?
     attr-dict `:` type($query) `,` type($key) `,` type($value) `->` type($result)
   }];
   let hasVerifier = 1;

@@ -95,10 +95,10 @@ LogicalResult SlotAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 LogicalResult AttentionRequestAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, int64_t batch, int64_t qHeads,
     int64_t kvHeads, int64_t qLen, int64_t keyLen, int64_t keyWidth,
-    int64_t sharedWidth, int64_t valueWidth, ScoreKind, MaskKind, KeyBound,
-    AttentionSchedule, int64_t lanes, int64_t splits, int64_t chunk,
-    int64_t gridX, int64_t gridY, int64_t qBlock, int64_t keyBlock,
-    int64_t unroll, int64_t rowLanes) {
+    int64_t sharedWidth, int64_t valueWidth, ScoreKind,
+    MaskKind mask, KeyBound, AttentionSchedule, int64_t lanes, int64_t splits,
+    int64_t chunk, int64_t gridX, int64_t gridY, int64_t qBlock,
+    int64_t keyBlock, int64_t unroll, int64_t rowLanes, int64_t window) {
   // Sizes of at least one element (the dialect refuses zero-sized
   // attention operands), then counts that may be 0 (not used by a schedule).
   std::pair<const char *, int64_t> positive[] = {
@@ -113,7 +113,7 @@ LogicalResult AttentionRequestAttr::verify(
   std::pair<const char *, int64_t> counts[] = {
       {"shared_width", sharedWidth}, {"q_block", qBlock},
       {"key_block", keyBlock},       {"unroll", unroll},
-      {"row_lanes", rowLanes}};
+      {"row_lanes", rowLanes}, {"window", window}};
   for (auto [name, value] : counts)
     if (value < 0)
       return emitError() << "attention_request: " << name
@@ -121,6 +121,8 @@ LogicalResult AttentionRequestAttr::verify(
   if (qHeads % kvHeads)
     return emitError() << "attention_request: q_heads (" << qHeads
                        << ") is not a multiple of kv_heads (" << kvHeads << ")";
+  if (window && mask != MaskKind::Causal)
+    return emitError() << "attention_request: a window needs the causal mask";
   return success();
 }
 

@@ -234,7 +234,9 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
     issues before it uses any of them (0, not printed: the scalar one-key
     form, and the other schedules) and `row_lanes` as the lanes that read
     one key row together (0, not printed: the whole warp; 16: half-warp rows,
-    two keys a load, docs/warp-decode.md). Derived sizes (n_rep, rows,
+    two keys a load, docs/warp-decode.md). `window` (0, not printed: none)
+    is the op's sliding window, with the causal mask kind only: row i sees
+    keys i + (Lk - Lq) - window < t <= i + (Lk - Lq). Derived sizes (n_rep, rows,
     workgroup-memory and scratch floats, the warp constants) are methods of
     the attribute, so the planner and the generator read one definition.
     Equal requests generate equal kernels, so the request is the plan key.
@@ -252,13 +254,14 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
     DefaultValuedParameter<"int64_t", "0">:$q_block,
     DefaultValuedParameter<"int64_t", "0">:$key_block,
     DefaultValuedParameter<"int64_t", "0">:$unroll,
-    DefaultValuedParameter<"int64_t", "0">:$row_lanes);
+    DefaultValuedParameter<"int64_t", "0">:$row_lanes,
+    DefaultValuedParameter<"int64_t", "0">:$window);
   let assemblyFormat = "`<` struct(params) `>`";
   // A request is read back from text (lit tests, the fuzzer): sizes the
   // generator and the launch builder divide by or allocate from are checked.
   let genVerifyDecl = 1;
-  // `unroll` and `row_lanes` last and defaulted, so a request of another
-  // schedule is built without them.
+  // `unroll`, `row_lanes` and `window` last and defaulted, so a request of
+  // another schedule (or without a window) is built without them.
   let skipDefaultBuilders = 1;
   let builders = [
     AttrBuilder<(ins "int64_t":$batch, "int64_t":$q_heads, "int64_t":$kv_heads,
@@ -270,11 +273,11 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
       "int64_t":$lanes, "int64_t":$splits, "int64_t":$chunk,
       "int64_t":$grid_x, "int64_t":$grid_y, "int64_t":$q_block,
       "int64_t":$key_block, CArg<"int64_t", "0">:$unroll,
-      CArg<"int64_t", "0">:$row_lanes), [{
+      CArg<"int64_t", "0">:$row_lanes, CArg<"int64_t", "0">:$window), [{
       return $_get($_ctxt, batch, q_heads, kv_heads, q_len, key_len,
                    key_width, shared_width, value_width, transform, mask,
                    key_bound, schedule, lanes, splits, chunk, grid_x, grid_y,
-                   q_block, key_block, unroll, row_lanes);
+                   q_block, key_block, unroll, row_lanes, window);
     }]>];
   let extraClassDeclaration = [{
     /// Threads of one warp, and warps per workgroup, of the warp-decode

@@ -10,10 +10,11 @@
 //
 // and adds the live length when every live select is present and the length
 // is proven in [1, Lk]. The masks (additive terms and boolean selects) become
-// one additive mask operand (a lone causal iota-compare mask becomes the
-// op's `causal` kind: CausalMatch.cpp); head-folded [B*H, L, D] operands are unfolded,
-// a key stored transposed is transposed back, and scales applied to q or k
-// are folded into the op's scale. The op's verifier is the typing rule: a
+// one additive mask operand (causal iota-compare masks become the op's
+// `causal` kind, a sliding window of it also its `window`: CausalMatch.cpp);
+// head-folded [B*H, L, D] operands are unfolded, a key stored transposed
+// is transposed back, and scales applied to q or k are folded into the op's
+// scale. The op's verifier is the typing rule: a
 // form is built, verified with its diagnostics captured, and dropped again if
 // it fails. A declined candidate keeps its primitive chain untouched and,
 // with `remarks=true`, gets one remark naming the failed check at the op it
@@ -113,6 +114,8 @@ private:
   SmallVector<Operation *> created;
   Value query, mask, length;
   bool causal = false;
+  /// The sliding window of the causal kind (0: none).
+  int64_t window = 0;
 };
 
 LogicalResult ChainRewriter::buildLength(std::string &why) {
@@ -186,12 +189,14 @@ Value ChainRewriter::unfold(Value value) {
 }
 
 LogicalResult ChainRewriter::buildMask(std::string &why) {
-  // A lone mask that is exactly the causal index set becomes the op's
-  // `causal` kind: no mask tensor, and kernels skip the hidden keys.
+  // Masks that are together exactly the causal index set, or a sliding
+  // window of it, become the op's `causal` kind (and `window`): no mask
+  // tensor, and kernels skip the hidden keys.
   int64_t lq = chain.shape[2], lk = chain.shape[3];
-  if (chain.transform.masks.size() == 1 &&
-      match::isCausalMask(chain.transform.masks.front(), lq, lk)) {
+  if (std::optional<int64_t> window =
+          match::causalWindowOf(chain.transform.masks, lq, lk)) {
     causal = true;
+    this->window = *window;
     return success();
   }
   // Replay the mask steps on a zero score: each boolean select becomes
@@ -287,9 +292,12 @@ FailureOr<AttentionOp> ChainRewriter::attempt(const Operands &operands,
       rewriter.getF64FloatAttr(transform.scale),
       transform.softcap ? rewriter.getF64FloatAttr(*transform.softcap)
                         : FloatAttr(),
-      /*causal=*/UnitAttr(), /*request=*/AttentionRequestAttr());
+      /*causal=*/UnitAttr(), /*window=*/IntegerAttr(),
+      /*request=*/AttentionRequestAttr());
   if (causal)
     attention.setCausal(true);
+  if (window)
+    attention.setWindowAttr(rewriter.getI64IntegerAttr(window));
   std::string message;
   if (succeeded(verifyQuietly(attention, message)))
     return attention;

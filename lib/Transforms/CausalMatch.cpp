@@ -248,14 +248,73 @@ std::optional<BoolView> match::readBoolView(Value cond) {
   return readBoolViewAt(cond, 0);
 }
 
-/// The set an integer compare names, as causalSetOf reports it.
-static std::optional<bool> compareSetOf(CompareOp compare, int64_t lq,
-                                        int64_t lk) {
+namespace {
+
+/// A set of (query row i, key t) pairs that depends on d = t - i only: the
+/// keys lo <= d <= hi (a bound at kOpen is absent), or, complemented, the
+/// keys outside them.
+struct Band {
+  static constexpr int64_t kOpen = int64_t(1) << 60;
+  int64_t lo = -kOpen, hi = kOpen;
+  bool complement = false;
+
+  bool isEmptyInterval() const { return !complement && lo > hi; }
+};
+
+/// `band` as an interval where it is one: the complement of a half-line is
+/// the other half-line.
+Band normalized(Band band) {
+  if (!band.complement)
+    return band;
+  if (band.lo <= -Band::kOpen && band.hi < Band::kOpen)
+    return Band{band.hi + 1, Band::kOpen, false};
+  if (band.hi >= Band::kOpen && band.lo > -Band::kOpen)
+    return Band{-Band::kOpen, band.lo - 1, false};
+  return band;
+}
+
+Band negated(Band band) {
+  band.complement = !band.complement;
+  return normalized(band);
+}
+
+/// The pairs in both bands, when that is again a band.
+std::optional<Band> meet(Band a, Band b) {
+  a = normalized(a);
+  b = normalized(b);
+  if (a.complement && b.complement) {
+    // Outside both = outside their union, when the union is one interval.
+    if (std::max(a.lo, b.lo) > std::min(a.hi, b.hi) + 1)
+      return std::nullopt;
+    return Band{std::min(a.lo, b.lo), std::max(a.hi, b.hi), true};
+  }
+  if (a.complement)
+    std::swap(a, b);
+  if (!b.complement)
+    return Band{std::max(a.lo, b.lo), std::min(a.hi, b.hi), false};
+  // An interval without the keys of a bounded one: an interval when that
+  // one misses it or covers one of its ends.
+  if (b.hi < a.lo || b.lo > a.hi)
+    return a;
+  if (b.lo <= a.lo)
+    return Band{b.hi + 1, a.hi, false};
+  if (b.hi >= a.hi)
+    return Band{a.lo, b.lo - 1, false};
+  return std::nullopt;
+}
+
+std::optional<Band> join(Band a, Band b) {
+  std::optional<Band> outside = meet(negated(a), negated(b));
+  return outside ? std::optional<Band>(negated(*outside)) : std::nullopt;
+}
+
+/// The band an integer compare names: `lhs - rhs` must be `+-(t - i) + k`.
+std::optional<Band> bandOfCompare(CompareOp compare, int64_t lq, int64_t lk) {
   auto lhs = readAffine(compare.getLhs(), lq, lk);
   auto rhs = readAffine(compare.getRhs(), lq, lk);
   if (!lhs || !rhs)
     return std::nullopt;
-  // lhs - rhs = a*t + c*i + d; normalise to (t - i) <dir> k.
+  // lhs - rhs = a*t + c*i + e; normalise to (t - i) <dir> k.
   Affine diff = lhs->plus(rhs->scaled(-1));
   // One query row (i = 0, its iota a size-1 constant): only t's side counts.
   if (lq == 1)
@@ -270,67 +329,147 @@ static std::optional<bool> compareSetOf(CompareOp compare, int64_t lq,
   } else {
     return std::nullopt;
   }
-  // Visible: t - i <= Lk - Lq; hidden: t - i > Lk - Lq.
-  int64_t diagonal = lk - lq;
+  // Offsets are index arithmetic on small iotas; a constant near the
+  // sentinel is no band we can name.
+  if (k <= -Band::kOpen / 2 || k >= Band::kOpen / 2)
+    return std::nullopt;
   switch (dir) {
   case CompareDirection::LE:
-    if (k == diagonal)
-      return true;
-    break;
+    return Band{-Band::kOpen, k, false};
   case CompareDirection::LT:
-    if (k - 1 == diagonal)
-      return true;
-    break;
-  case CompareDirection::GT:
-    if (k == diagonal)
-      return false;
-    break;
+    return Band{-Band::kOpen, k - 1, false};
   case CompareDirection::GE:
-    if (k == diagonal + 1)
-      return false;
-    break;
-  default:
-    break;
+    return Band{k, Band::kOpen, false};
+  case CompareDirection::GT:
+    return Band{k + 1, Band::kOpen, false};
+  case CompareDirection::EQ:
+    return Band{k, k, false};
+  case CompareDirection::NE:
+    return Band{k, k, true};
   }
   return std::nullopt;
 }
 
-std::optional<bool> match::causalSetOf(Value cond, int64_t lq, int64_t lk) {
-  std::optional<BoolView> view = readBoolView(cond);
-  if (!view || lk < lq)
+/// The band an i1 condition over the score frame is: a compare of index
+/// expressions behind the identities readBoolView sees through, or `and` /
+/// `or` of two such conditions.
+std::optional<Band> readBand(Value cond, int64_t lq, int64_t lk, int depth) {
+  if (depth > 16)
     return std::nullopt;
-  // The complement of exactly the visible set is exactly the hidden set.
-  std::optional<bool> visible = compareSetOf(view->compare, lq, lk);
-  if (!visible)
+  if (std::optional<BoolView> view = readBoolViewAt(cond, depth)) {
+    std::optional<Band> band = bandOfCompare(view->compare, lq, lk);
+    if (!band)
+      return std::nullopt;
+    return view->negated ? negated(*band) : normalized(*band);
+  }
+  // Past the identities: a negation of an and/or, or an and/or itself.
+  Value peeled = peelViews(cond);
+  Operation *def = peeled.getDefiningOp();
+  if (!def)
     return std::nullopt;
-  return *visible != view->negated;
+  if (auto compare = dyn_cast<CompareOp>(def)) {
+    // x == false / x != true over a combined condition: its negation.
+    CompareDirection dir = compare.getDirection();
+    if (!tensorOf(compare.getLhs()).getElementType().isInteger(1) ||
+        (dir != CompareDirection::EQ && dir != CompareDirection::NE))
+      return std::nullopt;
+    Value x = compare.getLhs();
+    std::optional<bool> c = splatBool(compare.getRhs());
+    if (!c) {
+      x = compare.getRhs();
+      c = splatBool(compare.getLhs());
+    }
+    if (!c)
+      return std::nullopt;
+    std::optional<Band> band = readBand(x, lq, lk, depth + 1);
+    bool keeps = (dir == CompareDirection::EQ) == *c;
+    return band && !keeps ? std::optional<Band>(negated(*band)) : band;
+  }
+  if (auto select = dyn_cast<SelectOp>(def)) {
+    std::optional<bool> onTrue = splatBool(select.getOnTrue()),
+                        onFalse = splatBool(select.getOnFalse());
+    if (!onTrue || !onFalse || *onTrue == *onFalse)
+      return std::nullopt;
+    std::optional<Band> band = readBand(select.getCond(), lq, lk, depth + 1);
+    return band && !*onTrue ? std::optional<Band>(negated(*band)) : band;
+  }
+  if (isa<AndOp, OrOp>(def)) {
+    std::optional<Band> lhs = readBand(def->getOperand(0), lq, lk, depth + 1);
+    std::optional<Band> rhs = readBand(def->getOperand(1), lq, lk, depth + 1);
+    if (!lhs || !rhs)
+      return std::nullopt;
+    return isa<AndOp>(def) ? meet(*lhs, *rhs) : join(*lhs, *rhs);
+  }
+  return std::nullopt;
 }
 
-bool match::isCausalMask(const MaskStep &step, int64_t lq, int64_t lk) {
+/// The keys one mask step leaves visible, as a band.
+std::optional<Band> visibleBandOf(const MaskStep &step, int64_t lq,
+                                  int64_t lk) {
   switch (step.kind) {
   case MaskStep::Select: {
-    // select(cond, s, fill) keeps the visible keys; select(cond, fill, s)
-    // hides the keys cond names. The fill is -inf or the lowest finite.
-    std::optional<bool> visible = causalSetOf(step.value, lq, lk);
-    return visible && *visible == step.keepWhenTrue;
+    // select(cond, s, fill) keeps the keys cond names; select(cond, fill, s)
+    // hides them. The fill is -inf or the lowest finite.
+    std::optional<Band> band = readBand(step.value, lq, lk, 0);
+    if (!band)
+      return std::nullopt;
+    return step.keepWhenTrue ? normalized(*band) : negated(*band);
   }
   case MaskStep::Add: {
     // s + select(cond, fill, 0) (cond hidden) or s + select(cond, 0, fill).
     auto select = peelViews(step.value).getDefiningOp<SelectOp>();
     if (!select)
-      return false;
+      return std::nullopt;
     auto isFill = [](Value v) { return isNegInf(v) || isLowestFinite(v); };
     Value onTrue = peelViews(select.getOnTrue()),
           onFalse = peelViews(select.getOnFalse());
     bool hiddenOnTrue = isFill(onTrue) && isZero(onFalse);
     bool hiddenOnFalse = isZero(onTrue) && isFill(onFalse);
     if (!hiddenOnTrue && !hiddenOnFalse)
-      return false;
-    std::optional<bool> visible = causalSetOf(select.getCond(), lq, lk);
-    return visible && *visible == hiddenOnFalse;
+      return std::nullopt;
+    std::optional<Band> band = readBand(select.getCond(), lq, lk, 0);
+    if (!band)
+      return std::nullopt;
+    return hiddenOnFalse ? normalized(*band) : negated(*band);
   }
   case MaskStep::Scale:
-    return false;
+    // A later scale of a lowest-finite fill is finite again.
+    return std::nullopt;
   }
-  return false;
+  return std::nullopt;
+}
+
+} // namespace
+
+std::optional<int64_t> match::causalWindowOf(ArrayRef<MaskStep> steps,
+                                             int64_t lq, int64_t lk) {
+  if (steps.empty() || lk < lq)
+    return std::nullopt;
+  // The visible keys are those every step leaves visible.
+  Band visible;
+  for (const MaskStep &step : steps) {
+    std::optional<Band> band = visibleBandOf(step, lq, lk);
+    if (!band)
+      return std::nullopt;
+    std::optional<Band> both = meet(visible, *band);
+    if (!both)
+      return std::nullopt;
+    visible = normalized(*both);
+  }
+  if (visible.complement || visible.isEmptyInterval())
+    return std::nullopt;
+  // Upper end: the diagonal d = Lk - Lq. Row 0 reaches d = Lk - 1, so for
+  // Lq > 1 any other bound changes row 0's keys; one query row sees d <=
+  // Lk - 1 = D whatever bound at or past it.
+  int64_t diagonal = lk - lq;
+  if (!(visible.hi == diagonal || (lq == 1 && visible.hi >= diagonal)))
+    return std::nullopt;
+  // Lower end: no row's keys start past 0 when lo <= -(Lq - 1) (row i
+  // reaches d = -i): plain causal. Past the diagonal no key is left.
+  if (visible.lo <= -(lq - 1))
+    return 0;
+  if (visible.lo > diagonal)
+    return std::nullopt;
+  // lo = D - W + 1.
+  return diagonal - visible.lo + 1;
 }

@@ -1,8 +1,9 @@
 //===- CausalMatch.h - the causal mask as an index expression ----*- C++ -*-===//
 //
 // Recognizes a mask step of the score chain that is exactly the causal mask
-// `t <= i + (Lk - Lq)` (bottom-right aligned), so the rewrite can record
-// poot.attention's `causal` instead of a mask tensor.
+// `t <= i + (Lk - Lq)` (bottom-right aligned), or that band's last W keys
+// (a sliding window), so the rewrite can record poot.attention's `causal`
+// (and `window`) instead of a mask tensor.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,14 +29,17 @@ struct BoolView {
 /// the last two axes. Reads and rewrites nothing; nullopt for anything else.
 std::optional<BoolView> readBoolView(Value cond);
 
-/// For an i1 condition over the score frame [.., Lq, Lk]: true when it is
-/// exactly the visible set `t <= i + (Lk - Lq)`, false when it is exactly
-/// the hidden set `t > i + (Lk - Lq)`, nullopt otherwise (or when Lk < Lq).
-std::optional<bool> causalSetOf(Value cond, int64_t lq, int64_t lk);
-
-/// True when the mask step hides exactly the keys above the causal diagonal
-/// with -inf or the lowest finite value and changes nothing else.
-bool isCausalMask(const MaskStep &step, int64_t lq, int64_t lk);
+/// The causal kind a whole chain of mask steps is, as a set of (query row
+/// i, key t) pairs over the score frame [.., Lq, Lk]: 0 when it is exactly
+/// the causal set `t <= i + (Lk - Lq)`, W when it is exactly the sliding
+/// window `i + (Lk - Lq) - W < t <= i + (Lk - Lq)` (1 <= W, some row's
+/// window short of key 0), nullopt for anything else (another diagonal, a
+/// band that differs by one key, a tensor, a scale after the masks, Lk <
+/// Lq). Each step's condition is read as `and` / `or` / negations of
+/// compares of affine iota expressions; the steps hide the union of what
+/// each hides with -inf or the lowest finite value.
+std::optional<int64_t> causalWindowOf(ArrayRef<MaskStep> steps, int64_t lq,
+                                      int64_t lk);
 
 } // namespace mlir::poot::match
 

@@ -120,7 +120,8 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
         sharedWidth, valueWidth,
         op.getSoftcap() ? ScoreKind::ScaleSoftcap : ScoreKind::Scale,
         maskKindOf(op), keyBoundOf(op), AttentionSchedule::Streaming, 1, 1,
-        keyLen, 1, 1, /*q_block=*/0, /*key_block=*/0);
+        keyLen, 1, 1, /*q_block=*/0, /*key_block=*/0, /*unroll=*/0,
+        /*row_lanes=*/0, op.getWindowAttr() ? op.getWindowAttr().getInt() : 0);
     // The first schedule whose rule takes the op plans it (PlanRules.h);
     // streaming takes whatever the others leave.
     DeviceDescription device = deviceLimits();

@@ -113,5 +113,5 @@ PlanResult poot::planCpuTiled(AttentionOp op, AttentionRequestAttr shape,
       sharedWidth, valueWidth, shape.getTransform(), shape.getMask(),
       shape.getKeyBound(), AttentionSchedule::CpuTiled, width, splits,
       (int64_t)llvm::divideCeil(keyLen, splits), items * splits, chunks, qBlock,
-      keyBlock);
+      keyBlock, /*unroll=*/0, /*row_lanes=*/0, shape.getWindow());
 }

@@ -47,7 +47,8 @@ withTiledLaunch(AttentionOp op, AttentionRequestAttr base,
       base.getQLen(), base.getKeyLen(), base.getKeyWidth(),
       base.getSharedWidth(), base.getValueWidth(), base.getTransform(),
       base.getMask(), base.getKeyBound(), schedule, lanes, splits, chunk,
-      grid->x, grid->y, rows, tile);
+      grid->x, grid->y, rows, tile, /*unroll=*/0, /*row_lanes=*/0,
+      base.getWindow());
 }
 
 /// The tensor-core request for `base`, or nullopt when the mma schedule

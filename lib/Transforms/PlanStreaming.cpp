@@ -34,7 +34,7 @@ AttentionRequestAttr withSchedule(AttentionRequestAttr shape,
       shape.getKeyWidth(), shape.getSharedWidth(), shape.getValueWidth(),
       shape.getTransform(), shape.getMask(), shape.getKeyBound(), schedule,
       lanes, splits, chunk, grid.x, grid.y, /*q_block=*/0, /*key_block=*/0,
-      unroll, rowLanes);
+      unroll, rowLanes, shape.getWindow());
 }
 } // namespace
 

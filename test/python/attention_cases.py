@@ -32,6 +32,7 @@ class Form:
     live: bool = False
     empty_row: bool = False  # one row whose keys are all masked (-> NaN)
     causal: bool = False  # the op's causal kind (t <= i + Lk - Lq), no mask tensor
+    window: int = 0  # with causal: the sliding window (t > i + Lk - Lq - window)
 
 
 FORMS = [
@@ -48,6 +49,10 @@ FORMS = [
     Form("paged_live", pool=700, live=True),
     Form("empty_row", mask="per_head", empty_row=True),
     Form("causal_chunk", q_len=12, key_len=40, causal=True),
+    # The sliding window: a decode row sees the last 37 keys of 300 (the
+    # split-KV chunks before them see nothing), a chunk its 9-key band.
+    Form("window_decode", q_heads=8, kv_heads=2, causal=True, window=37),
+    Form("window_chunk", q_len=12, key_len=40, causal=True, window=9),
 ]
 
 
@@ -124,6 +129,8 @@ def build(
         optional.append(f'len(%len : {_t(length.shape, "i32")})')
     if form.causal:
         optional.append("causal")
+    if form.window:
+        optional.append(f"window {form.window}")
     out_shape = (B, Hq, Lq, dv)
     attrs = f"scale = {scale!r} : f64" + (f", softcap = {form.softcap!r} : f64" if form.softcap else "")
     text = f"""

@@ -234,6 +234,7 @@ WARP_FORMS = [
     Form("warp_paged", key_width=32, value_width=32, pool=700),
     # Head widths of whole 16-byte passes (32 lanes x 4 f32): vector loads.
     Form("warp_d128_paged_live", key_width=128, value_width=128, key_len=1024, pool=1500, live=True),
+    Form("warp_window", q_heads=8, kv_heads=2, key_width=64, value_width=32, key_len=1024, causal=True, window=200),
 ]
 
 

@@ -118,6 +118,7 @@ FORMS = [
     "softcap-split", "dv_ne_dk-split", "split_key-split", "split_key-stream", "paged-split",
     "live-split", "live-stream", "paged_live-split", "empty_row-split", "causal_prefill",
     "lanes32-stream", "lanes8-stream", "lanes1-stream", "lanes16-split", "fold-stream", "fold-split",
+    "window_decode-split", "window_decode-stream", "window_prefill",
 ]
 
 

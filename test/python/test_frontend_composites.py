@@ -235,6 +235,14 @@ BAD = [
         lambda e: partial(ops.attention_prefill, e.qp, ops.concat([e.kp, e.kp], 0), e.vp),
         "attention_prefill: k has batch 4 but q has 2",
     ),
+    (
+        lambda e: partial(ops.attention_prefill, e.qp, e.kp, e.vp, window=0),
+        "attention_prefill: window must be an int >= 1, got 0",
+    ),
+    (
+        lambda e: partial(ops.attention_prefill, e.qp, e.kp, e.vp, window=2.5),
+        "attention_prefill: window must be an int >= 1, got 2.5",
+    ),
     # attention_live
     (
         lambda e: partial(ops.attention_live, e.qp, e.kp, e.vp, e.kc, e.vc, e.pos),

@@ -147,6 +147,36 @@ def bool_tril(spelling: str) -> ir.Module:
     return finish(tr, ops.softmax(s), v)
 
 
+def sliding_window(spelling: str, *, lq: int = LK, lk: int = LK, window: int = 3) -> ir.Module:
+    """Mistral / Qwen 2 / Gemma 2 local layers: query i (at position
+    i + Lk - Lq) sees the `window` keys ending at its own position."""
+    tr = Tracer("sliding_window")
+    q, k, v = qkv(tr, lq, lk)
+    q_idx = ops.add(ops.iota((1, 1, lq, 1), 2), lk - lq)
+    kv_idx = ops.iota((1, 1, 1, lk), 3)
+    if spelling == "and_masks":
+        # transformers.masking_utils: and_masks(causal_mask_function,
+        # sliding_window_overlay(window)) -> kv_idx <= q_idx and
+        # kv_idx > q_idx - window; attn_mask applied by torch.where.
+        keep = ops.and_(ops.le(kv_idx, q_idx), ops.gt(kv_idx, ops.sub(q_idx, window)))
+        s = ops.where(keep, scores(q, k), F32_MIN)
+    elif spelling == "two_masked_fill":
+        s = ops.masked_fill(scores(q, k), ops.gt(kv_idx, q_idx), float("-inf"))
+        s = ops.masked_fill(s, ops.ge(ops.sub(q_idx, kv_idx), window), float("-inf"))
+    else:  # near miss: |q - kv| < window, bidirectional local attention
+        dist = ops.sub(q_idx, kv_idx)
+        keep = ops.and_(ops.lt(dist, window), ops.gt(dist, -window))
+        s = ops.where(keep, scores(q, k), F32_MIN)
+    return finish(tr, ops.softmax(s), v)
+
+
+#: The spellings whose mask becomes poot.attention's sliding window.
+WINDOW_KIND = {
+    "Mistral sliding window, and_masks by torch.where",
+    "sliding window as two masked_fill -inf",
+    "sliding window, chunk after a cache",
+}
+
 #: The spellings whose mask becomes poot.attention's causal kind (the rest,
 #: a sliced constant buffer among them, stay tensors).
 CAUSAL_KIND = {
@@ -156,6 +186,7 @@ CAUSAL_KIND = {
     "top-left causal masked_fill -inf",
     "bool tril(ones), masked_fill(~causal, -inf)",
     "bool tril(ones), torch.where(causal & True)",
+    *WINDOW_KIND,
 }
 
 
@@ -173,6 +204,10 @@ CAUSAL_KIND = {
         ("top-left causal masked_fill -inf", causal_prefill_neg_inf),
         ("bool tril(ones), masked_fill(~causal, -inf)", lambda: bool_tril("masked_fill")),
         ("bool tril(ones), torch.where(causal & True)", lambda: bool_tril("where")),
+        ("Mistral sliding window, and_masks by torch.where", lambda: sliding_window("and_masks")),
+        ("sliding window as two masked_fill -inf", lambda: sliding_window("two_masked_fill")),
+        ("sliding window, chunk after a cache", lambda: sliding_window("and_masks", lq=LQ, window=4)),
+        ("local attention |q - kv| < W (both sides)", lambda: sliding_window("two_sided")),
     ],
 )
 def test_boolean_masks_fuse(case: str, build, rng: np.random.Generator) -> None:
@@ -185,6 +220,7 @@ def test_boolean_masks_fuse(case: str, build, rng: np.random.Generator) -> None:
     text = str(report.module)
     if case in CAUSAL_KIND:
         assert " causal " in text and " mask(" not in text
+        assert (" window " in text) == (case in WINDOW_KIND)
     else:
         assert " mask(" in text and " causal " not in text
 
@@ -611,3 +647,38 @@ def test_fused_spelling_runs_on_the_cpu(case: str, build, rng, tmp_path) -> None
     assert np.array_equal(np.isnan(got), np.isnan(want))
     finite = ~np.isnan(want)
     np.testing.assert_allclose(got[finite], want[finite], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("window", [1, 5, 30])
+def test_frontend_window_runs_on_the_cpu(window: int, rng: np.random.Generator, tmp_path) -> None:
+    """`attention_prefill(window=W)` compiled for the CPU: one poot.attention
+    with `causal window W` (no mask tensor) unless the window covers every
+    key (then plain causal), its result the float64 oracle's of the traced
+    chain."""
+    from poot_mlir.compiler import compile_cpu
+    from poot_mlir.runtime.cpu import CpuArtifact
+
+    length = 20
+    tr = Tracer("window")
+    q = tr.input("q", (B, H, length, D))
+    k = tr.input("k", (B, HKV, length, D))
+    v = tr.input("v", (B, HKV, length, D))
+    tr.output("out", ops.attention_prefill(q, k, v, window=window))
+    module = tr.finish()
+    text = str(fused_copy(module).module)
+    assert " causal " in text and " mask(" not in text, text
+    assert (f" window {window} " in text) == (window < length), text
+    path = compile_cpu(module, tmp_path / "step")
+    inputs = random_inputs(module, rng)
+    (got,) = CpuArtifact(path).run(inputs).outputs
+    want = oracle.run(module, inputs, reference=True).named["out"]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # Independently: row i averages the values of keys i - W < t <= i.
+    rep = H // HKV
+    s = np.einsum("bhid,bhtd->bhit", inputs["q"].astype(np.float64),
+                  np.repeat(inputs["k"], rep, axis=1).astype(np.float64)) / math.sqrt(D)
+    rows, cols = np.arange(length)[:, None], np.arange(length)[None, :]
+    s = np.where((cols <= rows) & (rows - cols < window), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    np.testing.assert_allclose(got, p @ np.repeat(inputs["v"], rep, axis=1), rtol=1e-5, atol=1e-5)

@@ -28,6 +28,8 @@ FORMS = [
     Form("masked_live_softcap", q_len=100, key_len=300, key_width=64, value_width=64,
          mask="per_head", live=True, softcap=30.0),
     Form("chunk_after_cache_dv24", q_len=70, key_len=90, key_width=64, value_width=24, causal=True),
+    Form("window_gqa_h128", batch=1, q_heads=8, kv_heads=2, q_len=256, key_len=256,
+         key_width=128, value_width=128, causal=True, window=100),
 ]
 
 

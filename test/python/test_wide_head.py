@@ -36,6 +36,9 @@ FORMS = [
     Form("rep8_alibi_empty_row", batch=2, q_heads=8, kv_heads=1, key_len=70, mask="per_head", empty_row=True),
     Form("rep8_shared_mask_q3", batch=2, q_heads=8, kv_heads=1, q_len=3, key_len=40, mask="shared"),
     Form("rep16_causal_q5", batch=1, q_heads=16, kv_heads=1, q_len=5, key_len=33, causal=True),
+    # Packed blocks of 5-row heads: a block spanning two heads starts its
+    # walk at row 0's window.
+    Form("rep16_window_q5", batch=1, q_heads=16, kv_heads=1, q_len=5, key_len=70, causal=True, window=20),
 ]
 
 

@@ -35,6 +35,8 @@ FORMS = [
          key_width=128, value_width=128, mask="per_head", softcap=20.0),
     Form("rep16_causal_q3", batch=1, q_heads=16, kv_heads=1, q_len=3, key_len=90, key_width=48,
          shared_width=16, value_width=32, causal=True),
+    Form("rep16_window_q3", batch=1, q_heads=16, kv_heads=1, q_len=3, key_len=300, key_width=48,
+         shared_width=16, value_width=32, causal=True, window=70),
 ]
 
 

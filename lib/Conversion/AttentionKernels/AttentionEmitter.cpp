@@ -147,6 +147,38 @@ Value AttentionEmitter::causalEnd(Value end, Value i) {
   return arith::MinSIOp::create(b, loc, end, last);
 }
 
+Value AttentionEmitter::windowBegin(Value i) {
+  int64_t window = req.getWindow();
+  if (!window)
+    return Value();
+  // i + D + 1 - W may be negative: compare in signed index arithmetic.
+  Value first = arith::SubIOp::create(
+      b, loc, add(i, index(req.getKeyLen() - req.getQLen() + 1)),
+      index(window));
+  return arith::MaxSIOp::create(b, loc, first, index(0));
+}
+
+Value AttentionEmitter::windowStart(Value begin, Value i) {
+  Value first = windowBegin(i);
+  return first ? arith::MaxSIOp::create(b, loc, begin, first).getResult()
+               : begin;
+}
+
+Value AttentionEmitter::windowTileStart(Value begin, Value i, int64_t tile) {
+  Value first = windowBegin(i);
+  if (!first)
+    return begin;
+  Value aligned = mul(divui(first, tile), index(tile));
+  return arith::MaxSIOp::create(b, loc, begin, aligned);
+}
+
+Value AttentionEmitter::inWindow(Value t, Value i) {
+  Value first = windowBegin(i);
+  if (!first)
+    return Value();
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, t, first);
+}
+
 Value AttentionEmitter::emitLaneInit(Value lane, Value lds) {
   int64_t dv = req.getValueWidth();
   Value base = mul(lane, index(dv + 2));
@@ -198,8 +230,10 @@ void AttentionEmitter::emitLaneScan(const AttentionBuffers &bufs, Value row,
   Value g = divui(head, req.getNumRep());
 
   // This split's chunk of the visible keys.
-  Value end = causalEnd(keyEnd(bufs, batch), remui(row, req.getQLen()));
-  auto [begin, chunkEnd] = chunkBounds(split, end);
+  Value i = remui(row, req.getQLen());
+  Value end = causalEnd(keyEnd(bufs, batch), i);
+  auto [chunkBegin, chunkEnd] = chunkBounds(split, end);
+  Value begin = windowStart(chunkBegin, i);
   auto keys = scf::ForOp::create(b, loc, add(begin, lane), chunkEnd,
                                  index(req.getLanes()));
   OpBuilder::InsertionGuard guard(b);

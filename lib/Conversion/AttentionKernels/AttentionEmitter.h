@@ -88,6 +88,18 @@ public:
   /// With the causal kind, the keys query row i sees end at
   /// min(end, i + (Lk - Lq) + 1); otherwise `end`.
   Value causalEnd(Value end, Value i);
+  /// With a window, the first key query row i sees:
+  /// max(0, i + (Lk - Lq) - window + 1); otherwise null (key 0).
+  Value windowBegin(Value i);
+  /// `begin` raised to query row i's windowBegin, when there is a window.
+  Value windowStart(Value begin, Value i);
+  /// A tiled walk's start: `begin` raised to the start of the tile of
+  /// `tile` keys that holds query row i's windowBegin (`begin` and the
+  /// tiles are aligned alike).
+  Value windowTileStart(Value begin, Value i, int64_t tile);
+  /// Whether key t is at or past query row i's windowBegin (i1); null
+  /// without a window.
+  Value inWindow(Value t, Value i);
   /// Base offset of value(b, g, t) and of the dense/paged key row.
   Value keyRowBase(const AttentionBuffers &bufs, Value b, Value g, Value t,
                    int64_t width);

@@ -211,10 +211,17 @@ void CpuAttentionKernel::emitItem(const AttentionBuffers &bufs,
             return {};
           });
 
+  // The window's arithmetic is the GPU schedules' (AttentionEmitter).
+  AttentionEmitter shared(b, loc, req, sig, scale, softcap);
   Value end = keyEnd(bufs, batch);
-  Value begin = mul(split, index(req.getChunk()));
+  // A window: the item's key blocks start at its smallest query row's
+  // first key (keys before it are hidden from every row of the item).
+  Value begin = shared.windowStart(mul(split, index(req.getChunk())),
+                                   mul(qb, index(qBlock)));
   Value chunkEnd =
-      arith::MinSIOp::create(b, loc, add(begin, index(req.getChunk())), end);
+      arith::MinSIOp::create(b, loc, add(mul(split, index(req.getChunk())),
+                                         index(req.getChunk())),
+                             end);
 
   forLoop(b, loc, begin, chunkEnd, index(kb), {},
           [&](Value k0, ValueRange) -> SmallVector<Value> {
@@ -254,9 +261,20 @@ void CpuAttentionKernel::emitItem(const AttentionBuffers &bufs,
                            b, loc, add(i, index(req.getKeyLen() - lq + 1)), k0))
                        .getResult()
                  : n;
+      // With a window the row's part starts at max(0, windowBegin(i) - k0):
+      // the keys [0, rowStart) of the block score -inf and are not read.
+      Value rowStart = index(0);
+      if (Value first = shared.windowBegin(i))
+        rowStart = arith::MaxSIOp::create(
+            b, loc, index(0), arith::SubIOp::create(b, loc, first, k0));
       auto blockBody = [&]() {
       // Scores of the block's keys.
-      forLoop(b, loc, index(0), rowN, index(1), {},
+      forLoop(b, loc, index(0), rowStart, index(1), {},
+              [&](Value j, ValueRange) -> SmallVector<Value> {
+        store(ninf, scores, add(sRow, j));
+        return {};
+      });
+      forLoop(b, loc, rowStart, rowN, index(1), {},
               [&](Value j, ValueRange) -> SmallVector<Value> {
         Value t = add(k0, j);
         Value kBase = keyRowBase(bufs, batch, g, t, dk);
@@ -324,7 +342,7 @@ void CpuAttentionKernel::emitItem(const AttentionBuffers &bufs,
       for (int64_t c = 0; c < dv; c += W)
         o.push_back(mul(vload(acc, add(oBase, index(c))), alphaVec));
       scf::ForOp pv = forLoop(
-          b, loc, index(0), rowN, index(1), o,
+          b, loc, rowStart, rowN, index(1), o,
           [&](Value j, ValueRange carried) -> SmallVector<Value> {
             Value p = splat(load(scores, add(sRow, j)));
             Value vBase = keyRowBase(bufs, batch, g, add(k0, j), dv);
@@ -340,7 +358,7 @@ void CpuAttentionKernel::emitItem(const AttentionBuffers &bufs,
       };
       if (causal) {
         Value any = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
-                                          rowN, index(0));
+                                          rowN, rowStart);
         auto ifAny = scf::IfOp::create(b, loc, any, /*withElse=*/false);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(&ifAny.getThenRegion().front());

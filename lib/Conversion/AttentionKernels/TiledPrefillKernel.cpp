@@ -179,6 +179,17 @@ void TiledPrefill::emit(const AttentionBuffers &bufs, Value wg, Value tid,
     walkBegin = mul(split, index(req.getChunk()));
     walkEnd = minsi(walkEnd, add(walkBegin, index(req.getChunk())));
   }
+  // A window: the walk starts at the tile of the block's smallest query
+  // row's first key (row p0's, or row 0 when the packed block spans two
+  // heads); tiles before it hide every key of every row.
+  if (req.getWindow()) {
+    Value firstRow = rowIndex(index(0));
+    if (wide && lq > 1)
+      firstRow = select(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                              divui(p0, lq), divui(lastP, lq)),
+                        firstRow, index(0));
+    walkBegin = shared.windowTileStart(walkBegin, firstRow, tile);
+  }
 
   // When `lanes` divides the row width, the k-th element's row is the
   // constant k * lanes / width for every thread (`rowOf`), so the PV step
@@ -316,6 +327,8 @@ void TiledPrefill::emit(const AttentionBuffers &bufs, Value wg, Value tid,
           both(ult(t, splits > 1 ? walkEnd : end), ult(add(p0, r), rowsLeft));
       if (req.getMask() == MaskKind::Causal)
         visible = both(visible, ult(t, shared.causalEnd(index(lk), i)));
+      if (Value inWindow = shared.inWindow(t, i))
+        visible = both(visible, inWindow);
       Value s = guarded(
           visible,
           [&] {

@@ -96,6 +96,9 @@ void TiledPrefillMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
   Value end = shared.keyEnd(bufs, batch);
   Value lastRow = minui(add(i0, index(rowsPer - 1)), lastQ);
   Value walkEnd = shared.causalEnd(end, lastRow);
+  // A window: the walk starts at the tile of the block's first row's first
+  // key (tiles before it hide every key of every row).
+  Value walkBegin = shared.windowTileStart(index(0), i0, tile);
 
   // This lane's ldmatrix row addresses (bytes, the tile offsets added per
   // use): K at key l % 8, channel 8 (l / 8); V at key 8 ((l / 8) % 2) + l % 8,
@@ -167,11 +170,11 @@ void TiledPrefillMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
   };
   // The first tile's K (no tile when the walk is empty: walkEnd = 0).
   {
-    auto ifAny = scf::IfOp::create(b, loc, ult(index(0), walkEnd),
+    auto ifAny = scf::IfOp::create(b, loc, ult(walkBegin, walkEnd),
                                    /*withElse=*/false);
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPointToStart(&ifAny.getThenRegion().front());
-    issueKey(index(0));
+    issueKey(walkBegin);
   }
   NVVM::CpAsyncCommitGroupOp::create(b, loc);
 
@@ -179,7 +182,7 @@ void TiledPrefillMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
   // of l for its two rows.
   SmallVector<Value> init(oTiles * 4, f32(0.0));
   init.append({ninf, ninf, f32(0.0), f32(0.0)});
-  auto walk = scf::ForOp::create(b, loc, index(0), walkEnd, index(tile), init);
+  auto walk = scf::ForOp::create(b, loc, walkBegin, walkEnd, index(tile), init);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(walk.getBody());
@@ -230,6 +233,8 @@ void TiledPrefillMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
           Value visible = both(ult(t, end), rowVisible[i / 2]);
           if (req.getMask() == MaskKind::Causal)
             visible = both(visible, ult(t, shared.causalEnd(index(lk), row)));
+          if (Value inWindow = shared.inWindow(t, row))
+            visible = both(visible, inWindow);
           Value v = shared.transformScore(s[j][i]);
           if (sig.mask)
             v = shared.addMask(bufs, v, batch, head, minui(row, lastQ),
@@ -250,6 +255,9 @@ void TiledPrefillMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
         whole = both(whole, arith::CmpIOp::create(
                                 b, loc, arith::CmpIPredicate::ule, tileEnd,
                                 shared.causalEnd(index(lk), warpRow0)));
+      // Inside the window of the warp's last row (the latest first key).
+      if (Value inWindow = shared.inWindow(k0, add(warpRow0, index(15))))
+        whole = both(whole, inWindow);
       SmallVector<Type> types(sTiles * 4, b.getF32Type());
       auto ifWhole = scf::IfOp::create(b, loc, types, whole,
                                        /*withElseRegion=*/true);

@@ -223,7 +223,9 @@ void WarpDecode::emit(const AttentionBuffers &bufs, Value wg, Value tid,
 
   // This split's chunk of the visible keys (positions, with a key map).
   Value end = shared.keyEnd(bufs, batch, keyMap ? keyMap->end : req.getKeyLen());
-  auto [begin, chunkEnd] = shared.chunkBounds(split, end);
+  auto [chunkBegin, chunkEnd] = shared.chunkBounds(split, end);
+  // Decode (Lq = 1): one query row, so one window start for the group.
+  Value begin = shared.windowStart(chunkBegin, index(0));
 
   // The group's query heads, the lane's elements (in k's map), once.
   q.assign(nrep, {});

@@ -118,6 +118,16 @@ void WideHeadMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
     walkBegin = mul(split, index(req.getChunk()));
     walkEnd = minui(walkEnd, add(walkBegin, index(req.getChunk())));
   }
+  // A window: the walk starts at the tile of the block's smallest query
+  // row's first key (row p0's, or row 0 when the block spans two heads).
+  if (req.getWindow()) {
+    Value firstRow = remui(p0, lq);
+    if (lq > 1)
+      firstRow = select(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                              divui(p0, lq), divui(lastP, lq)),
+                        firstRow, index(0));
+    walkBegin = shared.windowTileStart(walkBegin, firstRow, tile);
+  }
 
   // The staging is software-pipelined: a tile's K words are loaded from
   // global memory into registers during the previous tile's P V (the
@@ -314,6 +324,8 @@ void WideHeadMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
         if (req.getMask() == MaskKind::Causal)
           visible =
               both(visible, ult(t, shared.causalEnd(index(lk), rowIndex(p))));
+        if (Value inWindow = shared.inWindow(t, rowIndex(p)))
+          visible = both(visible, inWindow);
         Value v = shared.transformScore(s[j][i]);
         if (sig.mask)
           v = shared.addMask(bufs, v, batch, rowHead(p), rowIndex(p),

@@ -194,13 +194,19 @@ def _row_writes(
     return P.select(at, k_new, k_cache), P.select(at, v_new, v_cache), pos4
 
 
-def _causal_mask(tr: Tracer, length: int, dtype: str) -> Tensor:
+def _causal_mask(tr: Tracer, length: int, dtype: str, window: int | None = None) -> Tensor:
     """Prefill: row = iota [1, 1, L, 1] dim 2, col = iota [1, 1, 1, L] dim 3,
     hidden = compare gt col, row, then constant lowest, constant 0,
-    mask = select hidden, lowest, 0 -> [1, 1, L, L]."""
+    mask = select hidden, lowest, 0 -> [1, 1, L, L]. With a sliding
+    `window` W the keys `row - col >= W` are hidden too (an `or` of the two
+    compares: the rewrite reads it as poot.attention's `window`)."""
     row = P.iota((1, 1, length, 1), 2, "i32", tracer=tr)
     col = P.iota((1, 1, 1, length), 3, "i32", tracer=tr)
-    return _mask_from_hidden(P.compare("gt", col, row), dtype)
+    hidden = P.compare("gt", col, row)
+    if window is not None:
+        width = P.constant(window, "i32", tracer=tr)
+        hidden = P.or_(hidden, P.compare("ge", P.sub(row, col), width))
+    return _mask_from_hidden(hidden, dtype)
 
 
 def _score_chain(
@@ -325,6 +331,7 @@ def attention_prefill(
     scale: float | None = None,
     softcap: float | None = None,
     bias: Tensor | None = None,
+    window: int | None = None,
 ) -> Tensor:
     """Every query row against the prompt (causal), no cache write.
 
@@ -333,6 +340,9 @@ def attention_prefill(
         repeat_kv k ; repeat_kv v
         causal mask [1, 1, L, L]  (iota col gt iota row; see _causal_mask)
         score chain with mask (then bias)
+
+    `window` (an int >= 1): Mistral's sliding window, row i sees the keys
+    `i - window < t <= i`.
     """
     op = "attention_prefill"
     _check_q(op, q)
@@ -346,10 +356,12 @@ def attention_prefill(
     scale_v = _scale_value(op, scale, q.shape[3])
     _check_softcap(op, softcap)
     _check_bias(op, bias, q, length)
+    if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
+        raise fail(op, "window", f"must be an int >= 1, got {window!r}")
 
     k_exp = repeat_kv(k, n_rep)
     v_exp = repeat_kv(v, n_rep)
-    mask = _causal_mask(tr, length, q.dtype)
+    mask = _causal_mask(tr, length, q.dtype, window)
     return _score_chain(q, k_exp, v_exp, scale=scale_v, softcap=softcap, mask=mask, bias=bias)
 
 

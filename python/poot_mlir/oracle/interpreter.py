@@ -85,6 +85,7 @@ def _attention(inst: Instruction, args: Values, reference: bool) -> list[np.ndar
         read=groups["read"],
         length=groups["length"],
         causal="causal" in inst.attrs,
+        window=inst.attrs.get("window"),
     )
     return [out]
 

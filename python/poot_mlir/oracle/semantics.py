@@ -421,12 +421,14 @@ def attention(
     read: np.ndarray | None = None,
     length: np.ndarray | None = None,
     causal: bool = False,
+    window: int | None = None,
 ) -> np.ndarray:
     """`poot.attention` in all its forms (dense, split key, paged key, live
-    length, causal), as documented:
+    length, causal, sliding window), as documented:
 
         s[t] = dot(q[b,h,i], key(b,g,t)) * scale; softcap; + mask;
         s[t] = -inf where causal and t > i + (Lk - Lq);
+        s[t] = -inf where window and t <= i + (Lk - Lq) - window;
         s[t] = -inf where t >= len[b];  out = softmax(s) @ value(b,g,t)
 
     with `g = h // n_rep`. The live form clamps `len` into [0, Lk] (as the
@@ -459,11 +461,16 @@ def attention(
     scores = _score_transform(matmul(q, np.swapaxes(k, -1, -2)), scale, softcap)
     if mask is not None:
         scores = scores + mask.astype(rt)
+    if window is not None and (not causal or int(window) < 1):
+        raise ValueError(f"window needs causal and window >= 1, got causal={causal}, window={window}")
     if causal:
         query_len = q.shape[2]
         if key_len < query_len:
             raise ValueError(f"causal needs Lk >= Lq, got Lk = {key_len}, Lq = {query_len}")
-        hidden = np.arange(key_len)[None, :] > np.arange(query_len)[:, None] + (key_len - query_len)
+        diagonal = np.arange(query_len)[:, None] + (key_len - query_len)
+        hidden = np.arange(key_len)[None, :] > diagonal
+        if window is not None:
+            hidden |= np.arange(key_len)[None, :] <= diagonal - int(window)
         scores = np.where(hidden, rt.type(-np.inf), scores)
     if live is not None:
         scores = np.where(live[:, None, None, :], scores, rt.type(-np.inf))

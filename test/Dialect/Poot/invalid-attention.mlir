@@ -318,3 +318,27 @@ func.func @width_zero(%q: tensor<1x4x1x0xf32>, %k: tensor<1x2x8x0xf32>, %v: tens
   %o = poot.attention %q, %k, %v {scale = 0.25 : f64} : tensor<1x4x1x0xf32>, tensor<1x2x8x0xf32>, tensor<1x2x8x0xf32> -> tensor<1x4x1x0xf32>
   return
 }
+
+// -----
+
+func.func @window_without_causal(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{window needs causal}}
+  %o = poot.attention %q, %k, %v window 4 {scale = 0.25 : f64} : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @window_zero(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{window must be >= 1, got 0}}
+  %o = poot.attention %q, %k, %v causal window 0 {scale = 0.25 : f64} : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x4x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @window_negative(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x8x16xf32>, %v: tensor<1x2x8x16xf32>) {
+  // expected-error @+1 {{window must be >= 1, got -3}}
+  %o = poot.attention %q, %k, %v causal window -3 {scale = 0.25 : f64} : tensor<1x4x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32> -> tensor<1x4x8x16xf32>
+  return
+}

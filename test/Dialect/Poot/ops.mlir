@@ -127,6 +127,9 @@ func.func @attention_forms(%q: tensor<2x8x3x16xf32>, %k: tensor<2x2x32x16xf32>,
   // CHECK: poot.attention %{{.*}}, %{{.*}}, %{{.*}} len(%{{.*}} : tensor<2xi32>) {scale
   %3 = poot.attention %q, %k, %v len(%len : tensor<2xi32>) {scale = 0.25 : f64}
       : tensor<2x8x3x16xf32>, tensor<2x2x32x16xf32>, tensor<2x2x32x8xf32> -> tensor<2x8x3x8xf32>
+  // CHECK: poot.attention %{{.*}}, %{{.*}}, %{{.*}} causal window 16 {scale = 2.500000e-01 : f64}
+  %4 = poot.attention %q, %k, %v causal window 16 {scale = 0.25 : f64}
+      : tensor<2x8x3x16xf32>, tensor<2x2x32x16xf32>, tensor<2x2x32x8xf32> -> tensor<2x8x3x8xf32>
   return
 }
 
