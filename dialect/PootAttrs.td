@@ -293,6 +293,16 @@ def Poot_AttentionRequestAttr : Poot_Attr<"AttentionRequest", "attention_request
     int64_t getRows() const { return getBatch() * getQHeads() * getQLen(); }
     /// Floats of one running state (o[Dv], m, l).
     int64_t getStateFloats() const { return getValueWidth() + 2; }
+    /// Keys the split-KV chunks divide, from getSplitBase(): all Lk keys,
+    /// or for one query row under a window only its last min(W, Lk) keys
+    /// (every other key is hidden from the row). Split planners size their
+    /// chunks from it; kernels start split s at base + s * chunk.
+    int64_t getSplitKeys() const {
+      return getWindow() && getQLen() == 1
+                 ? std::min<int64_t>(getWindow(), getKeyLen())
+                 : getKeyLen();
+    }
+    int64_t getSplitBase() const { return getKeyLen() - getSplitKeys(); }
     /// Warp decode: lanes that read one key row together (the whole warp,
     /// or 16 for half-warp rows), keys one warp-wide load reads side by side,
     /// loads each warp issues per step before it uses any (>= 1), and so the

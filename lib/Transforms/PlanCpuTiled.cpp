@@ -86,7 +86,7 @@ PlanResult poot::planCpuTiled(AttentionOp op, AttentionRequestAttr shape,
   if (qLen == 1 && splitItems < 2 * computeUnits)
     splits = std::clamp<int64_t>(
         std::min<int64_t>(llvm::divideCeil(2 * computeUnits, splitItems),
-                          keyLen / kCpuMinChunk),
+                          shape.getSplitKeys() / kCpuMinChunk),
         1, std::min<int64_t>(kMaxSplits, device.maxSplits));
   int64_t laneBytes = (valueWidth + 2) * kFloatBytes;
   int64_t rows = batch * qHeads * qLen;
@@ -112,6 +112,7 @@ PlanResult poot::planCpuTiled(AttentionOp op, AttentionRequestAttr shape,
       op.getContext(), batch, qHeads, kvHeads, qLen, keyLen, keyWidth,
       sharedWidth, valueWidth, shape.getTransform(), shape.getMask(),
       shape.getKeyBound(), AttentionSchedule::CpuTiled, width, splits,
-      (int64_t)llvm::divideCeil(keyLen, splits), items * splits, chunks, qBlock,
+      (int64_t)llvm::divideCeil(shape.getSplitKeys(), splits), items * splits,
+      chunks, qBlock,
       keyBlock, /*unroll=*/0, /*row_lanes=*/0, shape.getWindow());
 }

@@ -124,7 +124,7 @@ withWideHeadSplits(AttentionOp op, AttentionRequestAttr base,
                    int64_t lanes, int64_t rows, int64_t tile) {
   constexpr int64_t floatBytes = 4, workgroupsPerUnit = 4, minChunk = 128,
                     maxWideSplits = 128;
-  int64_t keyLen = base.getKeyLen(), dv = base.getValueWidth();
+  int64_t keyLen = base.getSplitKeys(), dv = base.getValueWidth();
   // B * Hkv * blocks <= B * Hq * Lq (below 2^63).
   int64_t units = base.getBatch() * base.getKvHeads();
   int64_t blocks = llvm::divideCeil(base.getNumRep() * base.getQLen(), rows);

@@ -52,8 +52,7 @@ poot::seedScheduleTail(AttentionOp op, AttentionRequestAttr shape,
   if (failed(kept))
     return failure();
   splits = *kept;
-  int64_t keyLen = shape.getKeyLen();
-  int64_t chunk = llvm::divideCeil(keyLen, splits);
+  int64_t chunk = llvm::divideCeil(shape.getSplitKeys(), splits);
 
   // splits > 1 only when the workgroups fit the grid (checked above).
   FailureOr<Grid> grid = foldLaunch(op, device, workgroupsPerSplit * splits);
@@ -91,7 +90,7 @@ PlanResult poot::planStreaming(AttentionOp op, AttentionRequestAttr shape,
 
   // Split-KV: decode rows that do not fill the device. (B * Hq * Lq is at
   // most q's element count, which the tensor type keeps below 2^63.)
-  int64_t qLen = shape.getQLen(), keyLen = shape.getKeyLen();
+  int64_t qLen = shape.getQLen(), keyLen = shape.getSplitKeys();
   int64_t rows = shape.getBatch() * shape.getQHeads() * qLen;
   // Batch-invariant: the split one row of the batch would get.
   int64_t splitRows = splitBatch(device, shape.getBatch()) *

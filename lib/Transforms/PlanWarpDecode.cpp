@@ -28,7 +28,7 @@ PlanResult poot::planWarpDecode(AttentionOp op, AttentionRequestAttr shape,
   int64_t splits = std::min<int64_t>(
       warpDecodeSplits(splitBatch(device, shape.getBatch()) *
                            shape.getKvHeads(),
-                       shape.getKeyLen(), device.computeUnits),
+                       shape.getSplitKeys(), device.computeUnits),
       device.maxSplits);
   // Half-warp (or narrower) rows where a whole warp's row would not read
   // 16-byte vectors (bf16/f16 D = 128), within max-keys-per-load and while

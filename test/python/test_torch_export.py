@@ -343,7 +343,9 @@ def _spelling(name, torch, models, rng):
     if name == "alibi":
         return models.AlibiSdpa(heads=4), qkv(4, 4, 8, 8), "qkv", expect
     if name == "sliding_window":
-        return models.SlidingWindowSdpa(window=3), qkv(4, 4, 8, 8), "qkv", expect
+        # The bool band `(j <= i) & (j > i - 3)`: the causal kind's window.
+        return models.SlidingWindowSdpa(window=3), qkv(4, 4, 8, 8), "qkv", {
+            **expect, "causal": True, "window": 3}  # fmt: skip
     if name in ("hf_eager", "hf_softcap", "hf_eager_bf16"):
         dtype = torch.bfloat16 if name == "hf_eager_bf16" else None
         model = models.HfEagerAttention(n_rep=2, scaling=0.25,
@@ -378,6 +380,8 @@ def test_attention_spellings_fuse(seeded, models, rng, tmp_path, name, graph) ->
     assert not report.remarks, report.remarks
     line = next(l for l in text.splitlines() if "poot.attention" in l)
     assert (" causal" in line) == expect["causal"], line
+    window = expect.get("window")
+    assert (" window " in line) == bool(window) and (not window or f" window {window} " in line), line
     if expect["kv_heads"] is not None:
         # The op reads the KV heads behind repeat_kv (or the decomposed
         # unsqueeze/expand/clone/view), not the repeated ones.

@@ -54,8 +54,12 @@ Value AttentionEmitter::keyEnd(const AttentionBuffers &bufs, Value batch,
   return arith::MinSIOp::create(b, loc, lo, cap);
 }
 
+Value AttentionEmitter::splitBegin(Value split) {
+  return add(index(req.getSplitBase()), mul(split, index(req.getChunk())));
+}
+
 std::pair<Value, Value> AttentionEmitter::chunkBounds(Value split, Value end) {
-  Value begin = mul(split, index(req.getChunk()));
+  Value begin = splitBegin(split);
   Value chunkEnd =
       arith::MinSIOp::create(b, loc, add(begin, index(req.getChunk())), end);
   return {begin, chunkEnd};

@@ -82,8 +82,11 @@ public:
   Value keyEnd(const AttentionBuffers &bufs, Value b);
   /// The same with another cap than Lk (positions of another key set).
   Value keyEnd(const AttentionBuffers &bufs, Value b, int64_t cap);
+  /// The first key of a split's chunk: base + split * chunk
+  /// (AttentionRequestAttr::getSplitBase: 0, or a decode window's start).
+  Value splitBegin(Value split);
   /// A split's chunk of the visible keys [0, end):
-  /// [split * chunk, min(split * chunk + chunk, end)).
+  /// [splitBegin, min(splitBegin + chunk, end)).
   std::pair<Value, Value> chunkBounds(Value split, Value end);
   /// With the causal kind, the keys query row i sees end at
   /// min(end, i + (Lk - Lq) + 1); otherwise `end`.

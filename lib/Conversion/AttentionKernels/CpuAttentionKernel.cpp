@@ -69,6 +69,35 @@ Value CpuAttentionKernel::splat(Value scalar) {
   return vector::BroadcastOp::create(b, loc, vec(), scalar);
 }
 
+Value CpuAttentionKernel::sumAcrossLanes(ArrayRef<Value> vecs) {
+  int64_t lanes = req.getLanes();
+  assert(static_cast<int64_t>(vecs.size()) == lanes &&
+         llvm::isPowerOf2_64(lanes) && "W vectors of a power-of-two W");
+  // Level invariant: each vector holds `sources` partial sums in blocks of
+  // `block` lanes, in source order. A pair (u, w) becomes one vector of
+  // 2 * sources blocks of block / 2 lanes: the first halves of every block
+  // (u's, then w's) plus the second halves.
+  SmallVector<Value> level(vecs.begin(), vecs.end());
+  for (int64_t block = lanes; block > 1; block /= 2) {
+    int64_t half = block / 2;
+    SmallVector<int64_t> lo, hi;
+    for (int64_t from : {int64_t(0), lanes})
+      for (int64_t start = 0; start < lanes; start += block)
+        for (int64_t k = 0; k < half; ++k) {
+          lo.push_back(from + start + k);
+          hi.push_back(from + start + half + k);
+        }
+    SmallVector<Value> next;
+    for (size_t p = 0; p + 1 < level.size(); p += 2) {
+      Value u = level[p], w = level[p + 1];
+      next.push_back(add(vector::ShuffleOp::create(b, loc, u, w, lo),
+                         vector::ShuffleOp::create(b, loc, u, w, hi)));
+    }
+    level = std::move(next);
+  }
+  return level.front();
+}
+
 Value CpuAttentionKernel::keyEnd(const AttentionBuffers &bufs, Value batch) {
   Value cap = index(req.getKeyLen());
   if (!sig.length)
@@ -216,12 +245,8 @@ void CpuAttentionKernel::emitItem(const AttentionBuffers &bufs,
   Value end = keyEnd(bufs, batch);
   // A window: the item's key blocks start at its smallest query row's
   // first key (keys before it are hidden from every row of the item).
-  Value begin = shared.windowStart(mul(split, index(req.getChunk())),
-                                   mul(qb, index(qBlock)));
-  Value chunkEnd =
-      arith::MinSIOp::create(b, loc, add(mul(split, index(req.getChunk())),
-                                         index(req.getChunk())),
-                             end);
+  auto [chunkBegin, chunkEnd] = shared.chunkBounds(split, end);
+  Value begin = shared.windowStart(chunkBegin, mul(qb, index(qBlock)));
 
   forLoop(b, loc, begin, chunkEnd, index(kb), {},
           [&](Value k0, ValueRange) -> SmallVector<Value> {
@@ -274,32 +299,69 @@ void CpuAttentionKernel::emitItem(const AttentionBuffers &bufs,
         store(ninf, scores, add(sRow, j));
         return {};
       });
-      forLoop(b, loc, rowStart, rowN, index(1), {},
-              [&](Value j, ValueRange) -> SmallVector<Value> {
-        Value t = add(k0, j);
-        Value kBase = keyRowBase(bufs, batch, g, t, dk);
-        Value dot = zeroVec;
-        for (int64_t c = 0; c < dk; c += W)
-          dot = vector::FMAOp::create(
-              b, loc, qv[c / W], vload(bufs.key, add(kBase, index(c))), dot);
-        if (ds) {
-          Value sBase = mul(add(mul(batch, index(req.getKeyLen())), t), index(ds));
-          for (int64_t c = 0; c < ds; c += W)
+      // In groups of W keys [j0, j0 + W) from the group holding rowStart:
+      // one dot-product vector per key (W lanes over the head width), the
+      // W vectors reduced together by a transpose tree into one vector of
+      // W scores (sumAcrossLanes), then the transform, the mask and the
+      // row's visibility as vector ops. A lane past the block reads the
+      // block's last key (a real row: the paged map and the length are
+      // never read out of range) and is hidden.
+      Value groupStart = mul(divui(rowStart, W), index(W));
+      Value laneIds = arith::ConstantOp::create(
+          b, loc, b.getIndexVectorAttr(llvm::to_vector(llvm::seq<int64_t>(0, W))));
+      forLoop(b, loc, groupStart, rowN, index(W), {},
+              [&](Value j0, ValueRange) -> SmallVector<Value> {
+        Value lastKey = arith::SubIOp::create(b, loc, n, index(1));
+        SmallVector<Value> dots;
+        for (int64_t l = 0; l < W; ++l) {
+          Value t = add(k0, arith::MinSIOp::create(b, loc, add(j0, index(l)),
+                                                   lastKey));
+          Value kBase = keyRowBase(bufs, batch, g, t, dk);
+          Value dot = zeroVec;
+          for (int64_t c = 0; c < dk; c += W)
             dot = vector::FMAOp::create(
-                b, loc, qs[c / W], vload(bufs.keyShared, add(sBase, index(c))),
-                dot);
+                b, loc, qv[c / W], vload(bufs.key, add(kBase, index(c))), dot);
+          if (ds) {
+            Value sBase =
+                mul(add(mul(batch, index(req.getKeyLen())), t), index(ds));
+            for (int64_t c = 0; c < ds; c += W)
+              dot = vector::FMAOp::create(
+                  b, loc, qs[c / W],
+                  vload(bufs.keyShared, add(sBase, index(c))), dot);
+          }
+          dots.push_back(dot);
         }
-        Value s = mul(vector::ReductionOp::create(
-                          b, loc, vector::CombiningKind::ADD, dot),
-                      f32(scale));
+        Value s = mul(sumAcrossLanes(dots), splat(f32(scale)));
         if (softcap) {
-          Value cap = f32(*softcap);
+          Value cap = splat(f32(*softcap));
           s = mul(cap, math::TanhOp::create(
                            b, loc, arith::DivFOp::create(b, loc, s, cap)));
         }
-        if (sig.mask)
-          s = add(s, load(bufs.mask, add(maskBase, t)));
-        store(s, scores, add(sRow, j));
+        if (sig.mask) {
+          // Lanes past the mask buffer read 0 (they are hidden below).
+          Type maskElement =
+              cast<MemRefType>(bufs.mask.getType()).getElementType();
+          Value zero = arith::ConstantOp::create(
+              b, loc, b.getFloatAttr(maskElement, 0.0));
+          s = add(s, widen(vector::TransferReadOp::create(
+                         b, loc, vecOf(bufs.mask, W), bufs.mask,
+                         ValueRange{add(maskBase, add(k0, j0))}, zero,
+                         ArrayRef<bool>{false})));
+        }
+        // Visible lanes: rowStart <= j0 + l < rowN.
+        Value lanes = arith::AddIOp::create(
+            b, loc, laneIds,
+            vector::BroadcastOp::create(b, loc, laneIds.getType(), j0));
+        auto bound = [&](arith::CmpIPredicate pred, Value limit) {
+          return arith::CmpIOp::create(
+              b, loc, pred, lanes,
+              vector::BroadcastOp::create(b, loc, laneIds.getType(), limit));
+        };
+        Value visible = arith::AndIOp::create(
+            b, loc, bound(arith::CmpIPredicate::sge, rowStart),
+            bound(arith::CmpIPredicate::slt, rowN));
+        vstore(arith::SelectOp::create(b, loc, visible, s, splat(ninf)),
+               scores, add(sRow, j0));
         return {};
       });
       // A short last block: the missing keys score -inf (weight 0).

@@ -64,6 +64,11 @@ private:
   Value vload(Value mem, Value idx);
   void vstore(Value val, Value mem, Value idx);
   Value splat(Value scalar);
+  /// The W lane sums of W vectors of W lanes as one vector: lane j is the
+  /// sum of vecs[j]'s lanes. A transpose tree: each level adds two shuffles
+  /// of a pair, halving the lanes each source keeps (W - 1 pairs in all,
+  /// instead of W separate horizontal reductions).
+  Value sumAcrossLanes(ArrayRef<Value> vecs);
 
   AttentionRequestAttr req;
   AttentionSignature sig;

@@ -176,7 +176,7 @@ void TiledPrefill::emit(const AttentionBuffers &bufs, Value wg, Value tid,
   // Split-KV: this split's chunk of them (chunk is a multiple of the tile).
   Value walkBegin = index(0);
   if (splits > 1) {
-    walkBegin = mul(split, index(req.getChunk()));
+    walkBegin = shared.splitBegin(split);
     walkEnd = minsi(walkEnd, add(walkBegin, index(req.getChunk())));
   }
   // A window: the walk starts at the tile of the block's smallest query

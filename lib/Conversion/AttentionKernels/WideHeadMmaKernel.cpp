@@ -115,7 +115,7 @@ void WideHeadMma::emit(const AttentionBuffers &bufs, Value wg, Value tid,
   Value walkEnd = shared.causalEnd(end, lastRow);
   Value walkBegin = index(0);
   if (splits > 1) {
-    walkBegin = mul(split, index(req.getChunk()));
+    walkBegin = shared.splitBegin(split);
     walkEnd = minui(walkEnd, add(walkBegin, index(req.getChunk())));
   }
   // A window: the walk starts at the tile of the block's smallest query
