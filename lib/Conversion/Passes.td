@@ -256,8 +256,13 @@ def PootCPUVectorizeMatmuls
       tiles over the whole of K, each walking W down a 256-byte-wide column
       strip, a new page per row, and with M > TM every row tile read the
       whole weight again: 4096 x 4096, one row, 6.8 -> 19.5 GB/s.)
-    - more rows (prefill): an `scf.parallel` over TM x TN output tiles, each
-      an `scf.for` over K in steps of TK (the largest divisor of K <= 16).
+    - more rows (prefill): an `scf.parallel` over TN-column strips; in each,
+      K bands of up to 16 * TK rows (TK the largest divisor of K <= 16: the
+      band's pieces of W stay in L1 while the strip's TM x TN row tiles pass
+      over them), and each tile's K loop keeps its output tile in registers
+      (hoisted as above). 512 x 2048 x 2048 at two threads: 40 -> 170
+      GFLOP/s f32, 69 -> 129 bf16. (Before: tiles over the whole of K, each
+      reading its K x TN strip of W from L3 once per row tile.)
 
     **[N, K]** (a torch Linear's `x @ W.T`: a `linalg.matmul` with maps
     `(m, k), (n, k), (m, n)`, as `convert-poot-to-linalg{fold-transposed-rhs}`

@@ -4,14 +4,14 @@
 
 // The CPU schedule: a parallel loop over one chunk per core, its row state
 // on the stack, a loop over the chunk's work items; scores as vector FMAs
-// and a reduction, the block's softmax as a vector exp, and the PV update as
-// vector FMAs.
+// whose 16 dot vectors are summed across lanes together by a shuffle tree,
+// the block's softmax as a vector exp, and the PV update as vector FMAs.
 // CHECK-LABEL: func.func @decode
 // CHECK: scf.parallel ({{.*}}) = ({{.*}}) to (%c2) step
 // CHECK: memref.alloca() : memref<64xf32>
 // CHECK: scf.for
 // CHECK: vector.fma {{.*}} : vector<16xf32>
-// CHECK: vector.reduction <add>
+// CHECK: vector.shuffle {{.*}} [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23]
 // CHECK: math.exp {{.*}} : vector<16xf32>
 // CHECK: vector.fma {{.*}} : vector<16xf32>
 // CHECK-NOT: poot.attention

@@ -38,12 +38,19 @@ func.func @rows16(%x: memref<16x256xf32>, %w: memref<256x2048xf32>, %y: memref<1
   return
 }
 
-// More rows than max-stream-rows (prefill): output tiles 4 x 64 in a
-// parallel loop, each with its own K loop.
+// More rows than max-stream-rows (prefill): a parallel loop over 64-column
+// strips, K bands of 16 * TK = 256 rows, the strip's 4 x 64 row tiles in
+// each band, every tile's output in registers through the band's K loop.
 // CHECK-LABEL: func.func @prefill
-// CHECK: scf.parallel ({{.*}}) = (%{{.*}}, %{{.*}}) to (%{{.*}}, %{{.*}}) step (%c4{{.*}}, %c64{{.*}})
-// CHECK: scf.for {{.*}} step %c16{{.*}}
-// CHECK: vector.contract {{.*}} into vector<4x64xf32>
+// CHECK: scf.parallel ({{.*}}) = (%{{.*}}) to (%{{.*}}) step (%c64{{.*}})
+// CHECK: scf.for {{.*}} step %c256{{.*}}
+// CHECK: scf.for {{.*}} step %c4{{.*}}
+// CHECK: %[[ACC:.*]] = vector.transfer_read %arg2{{.*}} : memref<64x256xf32>, vector<4x64xf32>
+// CHECK: %[[SUM:.*]] = scf.for {{.*}} step %c16{{.*}} iter_args(%[[A:.*]] = %[[ACC]]) -> (vector<4x64xf32>)
+// CHECK-NOT: vector.transfer_write
+// CHECK: vector.contract {{.*}}, %[[A]] : vector<4x16xf32>, vector<16x64xf32> into vector<4x64xf32>
+// CHECK: scf.yield
+// CHECK: vector.transfer_write %[[SUM]], %arg2
 func.func @prefill(%x: memref<64x256xf32>, %w: memref<256x256xf32>, %y: memref<64x256xf32>) {
   linalg.matmul ins(%x, %w : memref<64x256xf32>, memref<256x256xf32>) outs(%y : memref<64x256xf32>)
   return
