@@ -349,12 +349,16 @@ def PootCPUVectorizeMatmuls
     Option<"maxStreamRows", "max-stream-rows", "int64_t", /*default=*/"16",
            "Most rows M for which a [K, N] matmul streams its weight by "
            "column chunks (more: output tiles over the whole of K)">,
+    Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",
+           "The host has AVX512-BF16: [N, K] tiles of bf16 x bf16 use "
+           "x86vector.avx512.dot (vdpbf16ps) with 16-lane vectors">,
   ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect", "::mlir::vector::VectorDialect",
     "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect",
     "::mlir::memref::MemRefDialect", "::mlir::math::MathDialect",
+    "::mlir::x86vector::X86VectorDialect",
   ];
 }
 

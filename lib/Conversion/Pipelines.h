@@ -62,6 +62,13 @@ struct PootToLLVMCPUPipelineOptions
       llvm::cl::desc("f32 lanes of the host's vectors (0: GPU schedules as "
                      "loops)"),
       llvm::cl::init(kCpuLoopsDevice.vectorWidth)};
+  // The host has AVX512-BF16 (devices.py detects it): bf16 x bf16 linear
+  // tiles use vdpbf16ps (poot-cpu-vectorize-matmuls{bf16-dot}).
+  PassOptions::Option<bool> bf16Dot{
+      *this, "bf16-dot",
+      llvm::cl::desc("Use AVX512-BF16 dot products for bf16 x bf16 [N, K] "
+                     "linear tiles"),
+      llvm::cl::init(false)};
   PassOptions::Option<CPUParallel> parallel{
       *this, "parallel", llvm::cl::desc("How scf.parallel runs"),
       llvm::cl::init(CPUParallel::Serial),

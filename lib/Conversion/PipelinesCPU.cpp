@@ -160,6 +160,7 @@ void poot::buildPootToLLVMCPUPipeline(
   PootCPUVectorizeMatmulsOptions matmuls;
   matmuls.vectorWidth = options.vectorWidth;
   matmuls.computeUnits = options.computeUnits;
+  matmuls.bf16Dot = options.bf16Dot;
   pm.addNestedPass<func::FuncOp>(createPootCPUVectorizeMatmuls(matmuls));
   pm.addNestedPass<func::FuncOp>(createPootCPUExpandStridedCopies());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
@@ -210,6 +211,8 @@ void poot::buildPootToLLVMCPUPipeline(
   vectorToLLVM.reassociateFPReductions = true;
   vectorToLLVM.vectorContractLowering =
       vector::VectorContractLowering::OuterProduct;
+  // x86vector.avx512.dot (the bf16 linear tiles) as its LLVM intrinsic.
+  vectorToLLVM.x86Vector = options.bf16Dot;
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());

@@ -49,9 +49,9 @@ FORMS = [
     Form("paged_live", pool=700, live=True),
     Form("empty_row", mask="per_head", empty_row=True),
     Form("causal_chunk", q_len=12, key_len=40, causal=True),
-    # The sliding window: a decode row sees the last 37 keys of 300 (the
-    # split-KV chunks before them see nothing), a chunk its 9-key band.
-    Form("window_decode", q_heads=8, kv_heads=2, causal=True, window=37),
+    # The sliding window: a decode row sees the last 261 keys of 300 (the
+    # split-KV chunks divide those 261), a chunk its 9-key band.
+    Form("window_decode", q_heads=8, kv_heads=2, causal=True, window=261),
     Form("window_chunk", q_len=12, key_len=40, causal=True, window=9),
 ]
 

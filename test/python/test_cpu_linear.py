@@ -136,3 +136,34 @@ def test_linear_with_in_out_weight_matches_float64(rng, tmp_path, m, k, n, dtype
         err = np.abs(y.astype(np.float64) - want)
         assert np.all(err <= tol + 1e-30), f"max error {err.max()} (threads {threads})"
         art.close()
+
+
+@pytest.mark.parametrize("x_shape,n", [((1, 4096), 96), ((16, 1000), 40), ((5, 77), 33)])
+def test_bf16_dot_products_match_float64(rng, tmp_path, x_shape, n) -> None:
+    """bf16 x bf16 [N, K] tiles on AVX512-BF16 (`Device.bf16_dot`:
+    vdpbf16ps, two exact products a lane added in f32): within the f32
+    accumulation bound of float64 and the one bf16 rounding, as the widened
+    FMA tiles are (compiled beside them, same inputs). K 4096 is where a
+    bf16-accumulating sum would be 7-8% off; 77 leaves a scalar tail. A
+    host without the instruction compiles the widened tiles either way
+    (the dot's IR is checked by the lit test poot-cpu-vectorize-matmuls-
+    bf16-dot.mlir there)."""
+    k = x_shape[-1]
+    x = rng.standard_normal(x_shape).astype(BF16)
+    w = (rng.standard_normal((n, k)) / np.sqrt(k)).astype(BF16)
+    want = x.astype(np.float64) @ w.astype(np.float64).T
+    tol = 4 * k * 2.0**-24 * _bound(x, w) + 2.0**-8 * np.abs(want)
+    host = devices.CPU.with_limits(vector_width=16)
+    outputs = {}
+    for dot in (True, False):
+        path = compile_cpu(_linear_step(x_shape, n, "bf16"), tmp_path / f"dot{int(dot)}",
+                           device=host.with_limits(bf16_dot=dot), keep_ir=True)  # fmt: skip
+        ir = (path / "step.ll").read_text()
+        assert ("llvm.x86.avx512bf16.dpbf16ps.512" in ir) == (dot and devices.CPU.bf16_dot)
+        with CpuArtifact(path) as art:
+            outputs[dot] = art.run({"x": x, "w": w}).named["y"].astype(np.float64)
+        err = np.abs(outputs[dot] - want)
+        assert np.all(err <= tol + 1e-30), f"bf16_dot={dot}: max error {err.max()}"
+    if True in outputs:
+        # The two summation orders agree to the bf16 rounding of the result.
+        assert np.all(np.abs(outputs[True] - outputs[False]) <= 2 * tol + 1e-30)

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/Transforms/Patterns.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -54,7 +55,25 @@ public:
 
 bool typesLegal(TypeRange types) { return llvm::none_of(types, isBf16); }
 
+/// A bitcast of i16 bits to bf16 (the one bf16 value left on the CPU, for
+/// x86vector.avx512.dot, whose operands are bf16 by definition).
+bool isBitsToBf16(Value value) {
+  auto cast = value.getDefiningOp<arith::BitcastOp>();
+  return cast && !isBf16(cast.getIn().getType());
+}
+
 bool isLegal(Operation *op) {
+  // The CPU's AVX512-BF16 dot product (poot-cpu-vectorize-matmuls
+  // {bf16-dot}) reads bf16 pairs: legal once its operands are the i16 bits
+  // bitcast back (DotBits), and so are those bitcasts.
+  if (auto dot = dyn_cast<x86vector::DotBF16Op>(op))
+    return isBitsToBf16(dot.getA()) && isBitsToBf16(dot.getB());
+  if (auto cast = dyn_cast<arith::BitcastOp>(op);
+      cast && isBitsToBf16(cast.getResult()) && !cast->use_empty() &&
+      llvm::all_of(cast->getUsers(), [](Operation *user) {
+        return isa<x86vector::DotBF16Op>(user);
+      }))
+    return true;
   if (auto func = dyn_cast<FunctionOpInterface>(op))
     return typesLegal(func.getArgumentTypes()) &&
            typesLegal(func.getResultTypes());
@@ -109,6 +128,27 @@ struct BitcastBits : OpConversionPattern<arith::BitcastOp> {
       return success();
     }
     rewriter.replaceOpWithNewOp<arith::BitcastOp>(op, type, adaptor.getIn());
+    return success();
+  }
+};
+
+/// x86vector.avx512.dot over the bits of its bf16 operands: the i16
+/// vectors bitcast back to bf16 right at the dot (LLVM's vdpbf16ps takes
+/// <32 x bfloat>; nothing else computes on them).
+struct DotBits : OpConversionPattern<x86vector::DotBF16Op> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(x86vector::DotBF16Op op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto asBf16 = [&](Value bits, Type type) -> Value {
+      if (bits.getType() == type)
+        return bits;
+      return arith::BitcastOp::create(rewriter, op.getLoc(), type, bits);
+    };
+    Value a = asBf16(adaptor.getA(), op.getA().getType());
+    Value b = asBf16(adaptor.getB(), op.getB().getType());
+    rewriter.replaceOpWithNewOp<x86vector::DotBF16Op>(op, op.getType(),
+                                                      adaptor.getSrc(), a, b);
     return success();
   }
 };
@@ -241,11 +281,13 @@ struct Bf16AsI16 : poot::impl::PootSPIRVBf16AsI16Base<Bf16AsI16> {
     ConversionTarget target(*ctx);
     target.markUnknownOpDynamicallyLegal(isLegal);
     RewritePatternSet patterns(ctx);
-    patterns.add<ConstantBits, BitcastBits, GlobalBits>(converter, ctx);
+    patterns.add<ConstantBits, BitcastBits, GlobalBits, DotBits>(converter,
+                                                                 ctx);
     // Any other op that moves bf16 bits (loads, stores, views, allocations,
     // launches, selects, terminators): the same op over i16.
     patterns.add<poot::RetypeOpPattern>(converter, ctx, [](Operation *op) {
-      return !isa<FunctionOpInterface>(op) && movesBits(op);
+      return !isa<FunctionOpInterface, x86vector::DotBF16Op>(op) &&
+             movesBits(op);
     });
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);

@@ -45,6 +45,7 @@
 #include "mlir/Dialect/MemRef/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/X86Vector/X86VectorDialect.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/Dominance.h"
 #include "mlir/Transforms/CSE.h"
@@ -166,6 +167,8 @@ struct DotOperands {
   Value lhs, rhs, out;
   int64_t k;
   int64_t width;
+  /// The host has AVX512-BF16 (`bf16-dot`).
+  bool bf16Dot = false;
 };
 
 /// `out[i0 + r, j0 + c] += sum_k lhs[i0 + r, k] * rhs[j0 + c, k]` for r < tm,
@@ -198,38 +201,45 @@ void emitDotTile(OpBuilder &b, Location loc, const DotOperands &o, Value i0,
     return arith::ExtFOp::create(nb, l, to, v);
   };
   int64_t outputs = tm * tn;
+  // bf16 x bf16 on a host with AVX512-BF16: each vector step takes 2 * 16
+  // elements of K as they are (no widening) into one vdpbf16ps per output,
+  // which adds the exact f32 products of each pair to its f32 lane (bf16
+  // subnormal inputs read as zero: the instruction's DAZ).
+  bool pairs = o.bf16Dot && o.width == 16 && lhsElement.isBF16() &&
+               rhsElement.isBF16();
+  int64_t step = pairs ? 2 * o.width : o.width;
   // Each of `lines` (lhs rows, or rows of the [N, K] rhs) of `mem` at
-  // reduction index `k`, widened: a `width`-vector of `element`s, or one
-  // element when `element` is null (the scalar tail).
+  // reduction index `k`: a `step`-vector of `element`s (widened to f32
+  // unless `pairs`), or one widened element when `element` is null (the
+  // scalar tail).
   auto loadLines = [&](OpBuilder &nb, Location l, Value mem,
                        ArrayRef<Value> lines, Value k, Type element) {
     SmallVector<Value> loaded;
     for (Value line : lines) {
       Value v =
           element
-              ? vector::LoadOp::create(nb, l,
-                                       VectorType::get({o.width}, element),
+              ? vector::LoadOp::create(nb, l, VectorType::get({step}, element),
                                        mem, ValueRange{line, k})
                     .getResult()
               : memref::LoadOp::create(nb, l, mem, ValueRange{line, k})
                     .getResult();
-      loaded.push_back(widen(nb, l, v));
+      loaded.push_back(element && pairs ? v : widen(nb, l, v));
     }
     return loaded;
   };
   // One loop over [lo, hi) in steps of `unroll` vectors: acc[(r*tn+c)*unroll
-  // + u] += lhs[row r, k + u*w] * rhs[col c, k + u*w].
+  // + u] += lhs[row r, k + u*step] * rhs[col c, k + u*step].
   auto vectorLoop = [&](int64_t lo, int64_t hi, int64_t unroll,
                         ValueRange init) {
     return scf::ForOp::create(
-               b, loc, index(lo), index(hi), index(unroll * o.width), init,
+               b, loc, index(lo), index(hi), index(unroll * step), init,
                [&](OpBuilder &nb, Location l, Value k, ValueRange acc) {
                  SmallVector<Value> next(acc.begin(), acc.end());
                  for (int64_t u = 0; u < unroll; ++u) {
                    Value ku = u ? arith::AddIOp::create(
                                       nb, l, k,
                                       arith::ConstantIndexOp::create(
-                                          nb, l, u * o.width))
+                                          nb, l, u * step))
                                       .getResult()
                                 : k;
                    SmallVector<Value> xs =
@@ -239,8 +249,13 @@ void emitDotTile(OpBuilder &b, Location loc, const DotOperands &o, Value i0,
                    for (int64_t r = 0; r < tm; ++r)
                      for (int64_t c = 0; c < tn; ++c) {
                        int64_t a = (r * tn + c) * unroll + u;
-                       next[a] = vector::FMAOp::create(nb, l, xs[r], ws[c],
-                                                       next[a]);
+                       next[a] =
+                           pairs ? x86vector::DotBF16Op::create(
+                                       nb, l, accType, next[a], xs[r], ws[c])
+                                       .getResult()
+                                 : vector::FMAOp::create(nb, l, xs[r], ws[c],
+                                                         next[a])
+                                       .getResult();
                      }
                  }
                  scf::YieldOp::create(nb, l, next);
@@ -251,7 +266,7 @@ void emitDotTile(OpBuilder &b, Location loc, const DotOperands &o, Value i0,
   Value zero =
       arith::ConstantOp::create(b, loc, accType, b.getZeroAttr(accType));
   SmallVector<Value> accs(outputs, zero);
-  int64_t kUnrolled = o.k / (tu * o.width) * (tu * o.width);
+  int64_t kUnrolled = o.k / (tu * step) * (tu * step);
   if (kUnrolled > 0) {
     SmallVector<Value> init(outputs * tu, zero);
     ValueRange wide = vectorLoop(0, kUnrolled, tu, init);
@@ -263,7 +278,7 @@ void emitDotTile(OpBuilder &b, Location loc, const DotOperands &o, Value i0,
       accs[a] = sum;
     }
   }
-  int64_t kMain = o.k / o.width * o.width;
+  int64_t kMain = o.k / step * step;
   if (kMain > kUnrolled) {
     ValueRange rest = vectorLoop(kUnrolled, kMain, 1, accs);
     accs.assign(rest.begin(), rest.end());
@@ -487,7 +502,7 @@ struct PootCPUVectorizeMatmuls
   void dotProducts(IRRewriter &rewriter, linalg::LinalgOp op) {
     Location loc = op.getLoc();
     DotOperands o{op.getDpsInputs()[0], op.getDpsInputs()[1],
-                  op.getDpsInits()[0], 0, vectorWidth};
+                  op.getDpsInits()[0], 0, vectorWidth, bf16Dot};
     auto lhs = cast<MemRefType>(o.lhs.getType());
     int64_t m = lhs.getDimSize(0), k = lhs.getDimSize(1),
             n = cast<MemRefType>(o.rhs.getType()).getDimSize(0);

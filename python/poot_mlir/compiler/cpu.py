@@ -182,6 +182,9 @@ def _plan_options(device: "devices.Device | None") -> str:
         f" max-grid-x={d.max_grid_x} vector-width={d.vector_width}"
         f" max-splits={d.max_splits} max-alloc-bytes={d.max_alloc_bytes}"
         + (" batch-invariant=1" if d.batch_invariant else "")
+        # The object is emitted for this host: vdpbf16ps only where it runs
+        # (LLVM cannot select the intrinsic without the feature).
+        + (" bf16-dot=1" if d.bf16_dot and d.vector_width == 16 and devices.CPU.bf16_dot else "")
     )
 
 

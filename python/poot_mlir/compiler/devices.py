@@ -46,6 +46,12 @@ class Device:
     #: 4 SSE/NEON). > 0 plans the CPU's own attention schedule; 0 runs the
     #: GPU schedules as loops (the reference the GPU kernels are checked by).
     vector_width: int = 0
+    #: CPU only: the host has AVX512-BF16 (and 16-lane vectors). A bf16 x
+    #: bf16 linear layer with a torch Linear's [N, K] weight then runs on
+    #: `vdpbf16ps` (x86vector.avx512.dot): two products a lane an
+    #: instruction, exact, added in f32 (bf16 subnormal inputs read as 0:
+    #: the instruction's DAZ); False widens bf16 to f32 for f32 FMAs.
+    bf16_dot: bool = False
     #: Who reads SPIR-V (target spirv): "vulkan" (a Vulkan driver) or "wgpu"
     #: (naga: no 8-bit types, so bytes are kept in 32-bit words).
     client: str = "vulkan"
@@ -161,6 +167,8 @@ class Device:
         # it did before the field existed (Device(**json) restores False).
         if not self.batch_invariant:
             del fields["batch_invariant"]
+        if not self.bf16_dot:
+            del fields["bf16_dot"]
         return fields
 
     @staticmethod
@@ -191,6 +199,13 @@ def _vector_width(flags: set[str]) -> int:
     if "avx2" in flags or "avx" in flags:
         return 8
     return 4  # SSE2 (every x86-64), NEON/ASIMD (every AArch64)
+
+
+def _bf16_dot(flags: set[str]) -> bool:
+    """AVX512-BF16's vdpbf16ps, at the 16-lane vectors it runs on
+    (`POOT_CPU_BF16_DOT=0` turns it off: a comparison knob)."""
+    return ("avx512_bf16" in flags and "avx512f" in flags
+            and _env_int("POOT_CPU_BF16_DOT", 1) > 0)
 
 
 def _l1_data_bytes() -> int:
@@ -240,6 +255,7 @@ def detect_cpu() -> Device:
         max_buffer_bytes=64 * GiB,
         max_alloc_bytes=64 * GiB,
         vector_width=_env_int("POOT_CPU_VECTOR_WIDTH", _vector_width(_cpu_flags())),
+        bf16_dot=_bf16_dot(_cpu_flags()),
     )
 
 
