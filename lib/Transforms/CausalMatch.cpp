@@ -169,31 +169,17 @@ std::optional<bool> splatBool(Value value) {
   return dense.getSplatValue<APInt>().getBoolValue();
 }
 
-/// The compare `cond` (i1) equals or negates elementwise, seen through the
-/// identities select(c, true, false) = c, select(c, false, true) = !c,
-/// eq(x, false) = ne(x, true) = !x, eq(x, true) = ne(x, false) = x,
-/// and(x, true) = or(x, false) = x (either side), any nesting of them
-/// (double negation included), and views that keep the last two axes.
-/// Nullopt for anything else: a select with a non-constant or equal arms,
-/// and(x, false), a compare of two non-constant conditions, ...
-std::optional<BoolView> readBoolViewAt(Value cond, int depth) {
-  if (depth > 16)
-    return std::nullopt;
-  cond = peelViews(cond);
-  Operation *def = cond.getDefiningOp();
-  if (!def)
-    return std::nullopt;
-  auto negate = [](std::optional<BoolView> view, bool by) {
-    if (view)
-      view->negated ^= by;
-    return view;
-  };
+/// One boolean identity on i1 splats at `def`: the condition it passes
+/// through and whether it negates it. select(c, true, false) = c,
+/// select(c, false, true) = !c, eq(x, false) = ne(x, true) = !x,
+/// eq(x, true) = ne(x, false) = x, and(x, true) = or(x, false) = x (either
+/// side). Nullopt for anything else: a select with non-constant or equal
+/// arms, and(x, false), a compare of two non-constant conditions, ...
+std::optional<std::pair<Value, bool>> throughIdentity(Operation *def) {
   if (auto compare = dyn_cast<CompareOp>(def)) {
-    if (!tensorOf(compare.getLhs()).getElementType().isInteger(1))
-      return BoolView{compare, false};
-    // A compare of conditions: only x == / != a constant is an identity.
     CompareDirection dir = compare.getDirection();
-    if (dir != CompareDirection::EQ && dir != CompareDirection::NE)
+    if (!tensorOf(compare.getLhs()).getElementType().isInteger(1) ||
+        (dir != CompareDirection::EQ && dir != CompareDirection::NE))
       return std::nullopt;
     Value x = compare.getLhs();
     std::optional<bool> c = splatBool(compare.getRhs());
@@ -205,26 +191,54 @@ std::optional<BoolView> readBoolViewAt(Value cond, int depth) {
       return std::nullopt;
     // x == true and x != false are x; x == false and x != true are !x.
     bool keeps = (dir == CompareDirection::EQ) == *c;
-    return negate(readBoolViewAt(x, depth + 1), !keeps);
+    return std::pair{x, !keeps};
   }
   if (auto select = dyn_cast<SelectOp>(def)) {
     std::optional<bool> onTrue = splatBool(select.getOnTrue()),
                         onFalse = splatBool(select.getOnFalse());
     if (!onTrue || !onFalse || *onTrue == *onFalse)
       return std::nullopt;
-    return negate(readBoolViewAt(select.getCond(), depth + 1), !*onTrue);
+    return std::pair{select.getCond(), !*onTrue};
   }
   if (isa<AndOp, OrOp>(def)) {
     // The neutral element: true for and, false for or.
     bool neutral = isa<AndOp>(def);
     Value lhs = def->getOperand(0), rhs = def->getOperand(1);
     if (splatBool(rhs) == neutral)
-      return readBoolViewAt(lhs, depth + 1);
+      return std::pair{lhs, false};
     if (splatBool(lhs) == neutral)
-      return readBoolViewAt(rhs, depth + 1);
-    return std::nullopt;
+      return std::pair{rhs, false};
   }
   return std::nullopt;
+}
+
+/// An integer compare (not one of conditions).
+CompareOp integerCompare(Operation *def) {
+  auto compare = dyn_cast<CompareOp>(def);
+  if (!compare || tensorOf(compare.getLhs()).getElementType().isInteger(1))
+    return {};
+  return compare;
+}
+
+/// The compare `cond` (i1) equals or negates elementwise, seen through
+/// throughIdentity's identities, any nesting of them (double negation
+/// included), and views that keep the last two axes. Nullopt for anything
+/// else.
+std::optional<BoolView> readBoolViewAt(Value cond, int depth) {
+  if (depth > 16)
+    return std::nullopt;
+  Operation *def = peelViews(cond).getDefiningOp();
+  if (!def)
+    return std::nullopt;
+  if (CompareOp compare = integerCompare(def))
+    return BoolView{compare, false};
+  std::optional<std::pair<Value, bool>> inner = throughIdentity(def);
+  if (!inner)
+    return std::nullopt;
+  std::optional<BoolView> view = readBoolViewAt(inner->first, depth + 1);
+  if (view)
+    view->negated ^= inner->second;
+  return view;
 }
 
 CompareDirection flip(CompareDirection d) {
@@ -351,47 +365,21 @@ std::optional<Band> bandOfCompare(CompareOp compare, int64_t lq, int64_t lk) {
 }
 
 /// The band an i1 condition over the score frame is: a compare of index
-/// expressions behind the identities readBoolView sees through, or `and` /
-/// `or` of two such conditions.
+/// expressions, behind the identities readBoolView sees through, and `and`
+/// / `or` of two such conditions, any nesting.
 std::optional<Band> readBand(Value cond, int64_t lq, int64_t lk, int depth) {
   if (depth > 16)
     return std::nullopt;
-  if (std::optional<BoolView> view = readBoolViewAt(cond, depth)) {
-    std::optional<Band> band = bandOfCompare(view->compare, lq, lk);
-    if (!band)
-      return std::nullopt;
-    return view->negated ? negated(*band) : normalized(*band);
-  }
-  // Past the identities: a negation of an and/or, or an and/or itself.
-  Value peeled = peelViews(cond);
-  Operation *def = peeled.getDefiningOp();
+  Operation *def = peelViews(cond).getDefiningOp();
   if (!def)
     return std::nullopt;
-  if (auto compare = dyn_cast<CompareOp>(def)) {
-    // x == false / x != true over a combined condition: its negation.
-    CompareDirection dir = compare.getDirection();
-    if (!tensorOf(compare.getLhs()).getElementType().isInteger(1) ||
-        (dir != CompareDirection::EQ && dir != CompareDirection::NE))
-      return std::nullopt;
-    Value x = compare.getLhs();
-    std::optional<bool> c = splatBool(compare.getRhs());
-    if (!c) {
-      x = compare.getRhs();
-      c = splatBool(compare.getLhs());
-    }
-    if (!c)
-      return std::nullopt;
-    std::optional<Band> band = readBand(x, lq, lk, depth + 1);
-    bool keeps = (dir == CompareDirection::EQ) == *c;
-    return band && !keeps ? std::optional<Band>(negated(*band)) : band;
+  if (CompareOp compare = integerCompare(def)) {
+    std::optional<Band> band = bandOfCompare(compare, lq, lk);
+    return band ? std::optional<Band>(normalized(*band)) : std::nullopt;
   }
-  if (auto select = dyn_cast<SelectOp>(def)) {
-    std::optional<bool> onTrue = splatBool(select.getOnTrue()),
-                        onFalse = splatBool(select.getOnFalse());
-    if (!onTrue || !onFalse || *onTrue == *onFalse)
-      return std::nullopt;
-    std::optional<Band> band = readBand(select.getCond(), lq, lk, depth + 1);
-    return band && !*onTrue ? std::optional<Band>(negated(*band)) : band;
+  if (std::optional<std::pair<Value, bool>> inner = throughIdentity(def)) {
+    std::optional<Band> band = readBand(inner->first, lq, lk, depth + 1);
+    return band && inner->second ? std::optional<Band>(negated(*band)) : band;
   }
   if (isa<AndOp, OrOp>(def)) {
     std::optional<Band> lhs = readBand(def->getOperand(0), lq, lk, depth + 1);
