@@ -2,7 +2,7 @@
 # One device call: environment, verification, benchmark, sanitizers, pytest.
 # Usage (device tool, repo root, carry bench/artifacts): bash bench/h200_run.sh [stages]
 # Stages (default: env verify bench sanitize pytest): env verify bench sanitize pytest sparse step
-# bf16 pool mma mma_sanitize proto proto_sanitize ncu sass. (step needs `python bench/step_h200.py build bench/artifacts/step_h200`,
+# bf16 pool mma mma_sanitize proto proto_sanitize ncu sass decode_ab kernels serving_ab serving. (step needs `python bench/step_h200.py build bench/artifacts/step_h200`,
 # bf16 `python bench/bf16_h200.py build`, pool `python bench/pool_scaling_h200.py build bench/artifacts/pool_h200`,
 # mma `python bench/mma_h200.py build`.) Logs under $OUT (at most 8 files come back from a device call).
 set -u
@@ -105,6 +105,32 @@ ncu)
     prof -k regex:partials --launch-count 1 python3 bench/proto_h200.py --ncu $c
   done
   grep -E "dram__bytes_read|lts__t_sectors_srcunit|l1tex__t_sector_hit|Duration|Achieved Occupancy|Memory Throughput|==PROF==|==ERROR==" "$OUT/ncu.log" | head -60 ;;
+decode_ab)
+  # Whole decode steps: $DS_ARTIFACTS against the baseline build $DS_BASE (decode_step_h200.py build).
+  stamp "decode steps ${DS_ARTIFACTS:-bench/artifacts/ds} vs ${DS_BASE:-none}"
+  POOT_BENCH_BASELINE=${DS_BASE:-} timeout ${DS_S:-240} python3 bench/decode_step_h200.py run \
+    ${DS_ARTIFACTS:-bench/artifacts/ds} ${DS_CASES:-verify_bf16 verify_bf16_b12 llama8b_bf16 llama8b_bf16_b16} \
+    > "$OUT/decode_ab.json" 2> "$OUT/decode_ab.log"; echo "decode_ab rc=$?"
+  grep -E '^\{"case"|"ok"|Error' "$OUT/decode_ab.log" | cut -c1-600 ;;
+kernels)
+  # Per-kernel GPU time of one step (no graph) of each case in $KT_CASES.
+  for c in ${KT_CASES:-llama8b_bf16 llama8b_bf16_b16}; do
+    stamp "kernel times $c"
+    timeout 90 python3 bench/kernel_times.py ${DS_ARTIFACTS:-bench/artifacts/ds} $c > "$OUT/kernels_$c.json" 2>> "$OUT/kernels.log"
+    echo "kernels $c rc=$?"; python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d.get('kernel_us_per_step'))" "$OUT/kernels_$c.json"
+  done ;;
+serving_ab)
+  # The serving bench's steps, the same artifacts launched plainly and with PDL.
+  for pdl in 0 1; do
+    stamp "serving steps, dependent launch $pdl"
+    POOT_CUDA_DEPENDENT_LAUNCH=$pdl timeout 150 python3 bench/causal_lm_serving_steps.py ${SERVING_ARTIFACTS:-bench/artifacts/serving} \
+      > "$OUT/serving_steps_pdl$pdl.json" 2>> "$OUT/serving.log"; echo "serving steps pdl=$pdl rc=$?"
+  done ;;
+serving)
+  stamp serving
+  timeout ${SERVING_S:-300} python3 bench/causal_lm_serving.py --target cuda --phase run --artifacts ${SERVING_ARTIFACTS:-bench/artifacts/serving} \
+    > "$OUT/serving.json" 2>> "$OUT/serving.log"; echo "serving rc=$?"
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print({k: v for k, v in d.items() if not isinstance(v, (dict, list))})" "$OUT/serving.json" | cut -c1-900 ;;
 sass)
   stamp sass
   { for f in bench/artifacts/verify/gqa_decode-split-cubin/*.ptx bench/artifacts/proto/decode_w4_u8.cubin; do

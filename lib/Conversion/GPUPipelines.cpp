@@ -69,6 +69,20 @@ LogicalResult checkChip(StringRef pipeline, StringRef chip, StringRef pattern,
                  example + ")");
 }
 
+/// An NVVM pipeline's chip, and the options that need a newer chip:
+/// griddepcontrol (dependent-launch) is sm_90 and up.
+LogicalResult checkNVVMOptions(StringRef pipeline,
+                               const PootNVVMPipelineOptions &o,
+                               ErrorHandler onError) {
+  if (failed(checkChip(pipeline, o.chip, "^sm_[0-9]+[af]?$",
+                       "sm_90, sm_90a, sm_100f", onError)))
+    return failure();
+  if (o.dependentLaunch && mmaSmOf(o.chip) < 90)
+    return onError(pipeline + ": dependent-launch needs sm_90 or newer "
+                   "(griddepcontrol), not '" + o.chip + "'");
+  return success();
+}
+
 /// Like upstream PassPipelineRegistration, except that `check` sees the
 /// parsed options first and may refuse a value the option parser accepted
 /// through the error handler: a diagnostic where the pipeline is parsed.
@@ -166,6 +180,8 @@ static void addNVVMLowering(OpPassManager &pm,
   if (!o.libdevice.empty())
     attach.linkLibs.push_back(o.libdevice);
   pm.addPass(createGpuNVVMAttachTarget(attach));
+  if (o.dependentLaunch)
+    pm.nest<gpu::GPUModuleOp>().addPass(createPootGPUDependentLaunch());
   ConvertGpuOpsToNVVMOpsOptions convert;
   convert.useBarePtrCallConv = true;
   addKernelLowering(pm, createConvertGpuOpsToNVVMOps(convert));
@@ -267,8 +283,7 @@ void mlir::poot::registerPootGPUPipelines() {
       "poot-step-to-nvvm",
       "Compile a whole step for NVVM (PTX/cubin), as poot-step-to-spirv",
       [](const PootNVVMPipelineOptions &o, ErrorHandler onError) {
-        return checkChip("poot-step-to-nvvm", o.chip, "^sm_[0-9]+[af]?$",
-                         "sm_90, sm_90a, sm_100f", onError);
+        return checkNVVMOptions("poot-step-to-nvvm", o, onError);
       },
       buildPootStepToNVVMPipeline);
   registerChecked<PootROCDLPipelineOptions>(
@@ -288,8 +303,7 @@ void mlir::poot::registerPootGPUPipelines() {
       "poot-to-nvvm",
       "Plan, generate and lower attention kernels to PTX/cubin (NVIDIA)",
       [](const PootNVVMPipelineOptions &o, ErrorHandler onError) {
-        return checkChip("poot-to-nvvm", o.chip, "^sm_[0-9]+[af]?$",
-                         "sm_90, sm_90a, sm_100f", onError);
+        return checkNVVMOptions("poot-to-nvvm", o, onError);
       },
       buildPootToNVVMPipeline);
   registerChecked<PootROCDLPipelineOptions>(

@@ -163,6 +163,13 @@ struct PootNVVMPipelineOptions
                      "many rows (and whole 128-column tiles) run the staged "
                      "kernel (cp.async + ldmatrix); 0: never"),
       llvm::cl::init(kDefaultDevice.mmaStagedRows)};
+  Opt::Option<bool> dependentLaunch{
+      *this, "dependent-launch",
+      llvm::cl::desc("sm_90 and up: every kernel waits on griddepcontrol "
+                     "first, so the runtime may launch it while the kernel "
+                     "ahead finishes (programmatic dependent launch, "
+                     "poot-gpu-dependent-launch)"),
+      llvm::cl::init(false)};
   Opt::Option<bool> warpReductions{
       *this, "warp-reductions",
       llvm::cl::desc("Whole steps: spread the long reductions of kernels "

@@ -1565,6 +1565,42 @@ def PootGPUSPIRVEntryABI
   let dependentDialects = ["::mlir::spirv::SPIRVDialect"];
 }
 
+def PootGPUDependentLaunch
+    : Pass<"poot-gpu-dependent-launch", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Let each kernel start while the one before it finishes (PDL)";
+  let description = [{
+    Hopper's programmatic dependent launch (sm_90 and up): a kernel launched
+    with programmatic stream serialization may be scheduled before the
+    kernel ahead of it in the stream has finished, so its launch and its
+    workgroups' start overlap that kernel's tail instead of following it.
+    Such a kernel must not touch memory the kernel ahead writes until it
+    has run `griddepcontrol.wait` (which returns once every prerequisite
+    grid has completed and its memory operations are visible). This pass
+    puts that wait first in every kernel, then `griddepcontrol.
+    launch_dependents`, which lets the kernel after it be scheduled as soon
+    as every workgroup of this one has started. Waiting before anything
+    else keeps every kernel's reads and writes ordered exactly as in plain
+    stream order; what overlaps is launch latency and workgroup start-up.
+    The runtime launches with the attribute only the kernels of an artifact
+    compiled with this pass (`Device.dependent_launch`, recorded in the
+    manifest); without the attribute the wait returns at once.
+
+    Before:
+    ```mlir
+    gpu.func @step_kernel(%a: memref<4096xbf16>) kernel {
+      %x = memref.load %a[%i] : memref<4096xbf16>
+    ```
+    After:
+    ```mlir
+    gpu.func @step_kernel(%a: memref<4096xbf16>) kernel {
+      nvvm.griddepcontrol wait
+      nvvm.griddepcontrol launch_dependents
+      %x = memref.load %a[%i] : memref<4096xbf16>
+    ```
+  }];
+  let dependentDialects = ["::mlir::NVVM::NVVMDialect"];
+}
+
 def PootSPIRVBuildNonFinite
     : Pass<"poot-spirv-build-nonfinite", "::mlir::spirv::ModuleOp"> {
   let summary = "Build non-finite float constants from their bits";

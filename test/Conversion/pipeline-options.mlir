@@ -8,6 +8,8 @@
 // CHIP-NOT: PLEASE submit a bug report
 // RUN: not poot-opt %s --poot-to-rocdl="chip=sm_90" 2>&1 | FileCheck %s --check-prefix=ROCDLCHIP
 // ROCDLCHIP: poot-to-rocdl: chip 'sm_90' is not a valid name (gfx90a, gfx942, gfx1100)
+// RUN: not poot-opt %s --poot-step-to-nvvm="chip=sm_80 dependent-launch=1" 2>&1 | FileCheck %s --check-prefix=PDL
+// PDL: poot-step-to-nvvm: dependent-launch needs sm_90 or newer (griddepcontrol), not 'sm_80'
 // RUN: not poot-opt %s --poot-to-llvm-cpu="attention=gpu" 2>&1 | FileCheck %s --check-prefix=ATTN
 // ATTN: Cannot find option named 'gpu'!
 // RUN: not poot-opt %s --poot-to-nvvm="format=elf" 2>&1 | FileCheck %s --check-prefix=FORMAT

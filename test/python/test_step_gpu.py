@@ -608,3 +608,41 @@ def test_gfx942_step_hsaco_code_objects(tmp_path) -> None:
         assert "EM_AMDGPU" in header and "gfx942" in header, (name, header[:800])
         for entry in wanted:
             assert f" {entry}\n" in header and f" {entry}.kd\n" in header, (name, entry)
+
+
+def test_dependent_launch_kernels_wait_first(tmp_path) -> None:
+    """Device.dependent_launch (sm_90): every kernel of the step -- the
+    primitives', the tensor-core matmuls' and the attention's -- begins with
+    griddepcontrol.wait then launch_dependents, before any load or store;
+    the manifest's device records it, so the CUDA runtime launches them
+    with programmatic stream serialization; ptxas assembles them. An older
+    chip is refused where the pipeline is parsed (griddepcontrol is sm_90's)."""
+    require("ptxas")
+    tracer = build_decoder(DecoderConfig(layers=1, d_model=256, q_heads=8, kv_heads=2, ffn=512,
+                                         cap=64, vocab=512, dtype="bf16"))
+    device = devices.SM_90.with_limits(dependent_launch=True)
+    path = compile_gpu(tracer.finish(), device, tmp_path / "pdl")
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["device"]["dependent_launch"] is True
+    launches = [c["launch"] for c in manifest["programs"][manifest["function"]["name"]]["commands"]
+                if "launch" in c]
+    entries = {(l["kernel"], l["entry"]) for l in launches}
+    assert any(e.startswith("mma_matmul") for _, e in entries)
+    for kernel, entry in sorted(entries):
+        text = (path / kernel).read_text()
+        body = text[text.index(f".entry {entry}("):]
+        body = body[body.index("{"):]
+        # The first memory instructions but the kernel's parameters.
+        first = [line.strip() for line in body.splitlines()
+                 if line.strip().startswith(("griddepcontrol", "ld.", "st.", "cp.", "atom.", "red."))
+                 and not line.strip().startswith("ld.param")][:2]
+        assert first == ["griddepcontrol.wait;", "griddepcontrol.launch_dependents;"], (entry, first)
+    for name in sorted({k for k, _ in entries}):
+        subprocess.run([ptxas_path(), "-arch=sm_90", str(path / name), "-o", str(tmp_path / "k.cubin")],
+                       check=True)
+    # Without the option nothing waits (the default artifacts are unchanged).
+    plain = compile_gpu(tracer.finish(), devices.SM_90, tmp_path / "plain")
+    assert "dependent_launch" not in json.loads((plain / "manifest.json").read_text())["device"]
+    assert not any("griddepcontrol" in p.read_text() for p in plain.glob("*.ptx"))
+    with pytest.raises(errors.PootError, match="dependent-launch needs sm_90 or newer"):
+        compile_gpu(tracer.finish(), device.with_limits(chip="sm_80"), tmp_path / "sm80")

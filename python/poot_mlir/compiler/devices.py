@@ -103,6 +103,13 @@ class Device:
     #: fast as the direct kernel or faster at every measured size
     #: (bench/mma_matmul_check.py, bench/NOTES.md).
     mma_staged_rows: int = 1
+    #: NVIDIA sm_90 and up only: programmatic dependent launch. Every kernel
+    #: waits on `griddepcontrol.wait` before anything else
+    #: (poot-gpu-dependent-launch), so the CUDA runtime launches it with
+    #: programmatic stream serialization: its launch and its workgroups'
+    #: start overlap the tail of the kernel ahead instead of following it
+    #: (docs/gpu-steps.md). The manifest records it; the runtime reads it.
+    dependent_launch: bool = False
     #: Batch invariance (issue 24): every reduction order a row sees is
     #: chosen for one row, never from the batch it is packed into -- the
     #: attention planner's split-KV count and chunks as if the batch were 1
@@ -140,6 +147,8 @@ class Device:
             opts += f" warp-reductions={int(self.warp_reductions)}"
             opts += f" mma-matmul-rows={self.mma_matmul_rows}"
             opts += f" mma-staged-rows={self.mma_staged_rows}"
+            if self.dependent_launch:
+                opts += " dependent-launch=1"
         opts += self._warp_options()
         if self.target in ("spirv", "nvvm", "rocdl"):
             opts += f" jam-rows={self.jam_rows}"
@@ -170,6 +179,8 @@ class Device:
             del fields["batch_invariant"]
         if not self.bf16_dot:
             del fields["bf16_dot"]
+        if not self.dependent_launch:
+            del fields["dependent_launch"]
         return fields
 
     @staticmethod

@@ -229,6 +229,10 @@ class CudaKernel:
     num_args: int
     block: tuple[int, int, int]
     attributes: dict[str, int] = field(default_factory=dict)
+    #: Compiled with griddepcontrol.wait first (Device.dependent_launch):
+    #: launched with programmatic stream serialization, so it may start
+    #: while the kernel ahead of it in the stream finishes.
+    dependent: bool = False
 
 
 class LaunchSequence:
@@ -250,14 +254,40 @@ class LaunchSequence:
             gx, gy, gz = (list(grid) + [1, 1])[:3]
             self._items.append((kernel, int(gx), int(gy), int(gz), argv.ctypes.data))
             self._keep.append((values, argv, list(buffers)))
+        self._configs: dict[tuple[Any, int], Any] = {}
+
+    def _dependent_config(self, index: int, stream: Any) -> Any:
+        """The cuLaunchKernelEx configuration of launch `index` on `stream`:
+        its grid and block, and programmatic stream serialization allowed
+        (built once per stream)."""
+        key = (int(stream) if stream is not None else 0, index)
+        config = self._configs.get(key)
+        if config is None:
+            cu = self.backend.cu
+            kernel, gx, gy, gz, _ = self._items[index]
+            attr = cu.CUlaunchAttribute()
+            attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            attr.value.programmaticStreamSerializationAllowed = 1
+            config = cu.CUlaunchConfig()
+            config.gridDimX, config.gridDimY, config.gridDimZ = gx, gy, gz
+            config.blockDimX, config.blockDimY, config.blockDimZ = kernel.block
+            config.sharedMemBytes = 0
+            config.hStream = stream
+            config.attrs = [attr]
+            config.numAttrs = 1
+            self._configs[key] = config
+        return config
 
     def enqueue(self, stream: Any = None) -> None:
         """Enqueue every launch, in order, on `stream` (default: the backend's)."""
         cu = self.backend.cu
         s = self.backend.stream if stream is None else stream
-        for kernel, gx, gy, gz, argv in self._items:
-            bx, by, bz = kernel.block
-            (err,) = cu.cuLaunchKernel(kernel.function, gx, gy, gz, bx, by, bz, 0, s, argv, 0)
+        for index, (kernel, gx, gy, gz, argv) in enumerate(self._items):
+            if kernel.dependent:
+                (err,) = cu.cuLaunchKernelEx(self._dependent_config(index, s), kernel.function, argv, 0)
+            else:
+                bx, by, bz = kernel.block
+                (err,) = cu.cuLaunchKernel(kernel.function, gx, gy, gz, bx, by, bz, 0, s, argv, 0)
             if int(err) != 0:
                 raise CudaError(f"cuLaunchKernel({kernel.entry}, grid {gx}x{gy}x{gz}, block {bx}): "
                                 f"{_error_name(cu, err)}")
@@ -273,6 +303,7 @@ class LaunchSequence:
         for item, keep in zip(self._items, self._keep):
             part = LaunchSequence.__new__(LaunchSequence)
             part.backend, part._items, part._keep = self.backend, [item], [keep]
+            part._configs = {}
             out.append(part)
         return out
 
@@ -468,8 +499,12 @@ class CudaBackend:
 
     # -- kernels ------------------------------------------------------------------
 
-    def kernel(self, payload: bytes, entry: str, num_args: int, block: Sequence[int]) -> CudaKernel:
-        """Load PTX (JIT by the driver) or a cubin and look up `entry`."""
+    def kernel(self, payload: bytes, entry: str, num_args: int, block: Sequence[int],
+               dependent: bool = False) -> CudaKernel:
+        """Load PTX (JIT by the driver) or a cubin and look up `entry`.
+        `dependent`: the kernel waits on griddepcontrol first
+        (Device.dependent_launch), so it is launched with programmatic
+        stream serialization."""
         data = bytes(payload)
         is_ptx = not data.startswith(b"\x7fELF")
         if is_ptx and not data.endswith(b"\0"):
@@ -494,7 +529,7 @@ class CudaBackend:
         if attrs.get("max_threads_per_block", 1 << 30) < blk[0] * blk[1] * blk[2]:
             raise CudaError(f"{entry}: block {blk} exceeds the kernel's "
                             f"{attrs['max_threads_per_block']} threads")
-        return CudaKernel(module, function, entry, int(num_args), blk, attrs)
+        return CudaKernel(module, function, entry, int(num_args), blk, attrs, bool(dependent))
 
     def record(self, launches: Sequence[tuple[CudaKernel, Sequence[Any], Sequence[int]]]) -> LaunchSequence:
         return LaunchSequence(self, launches)

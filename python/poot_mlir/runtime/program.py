@@ -31,6 +31,7 @@ on every rank or on none. docs/tensor-parallel.md.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Collection, Mapping
@@ -95,7 +96,9 @@ class _Vulkan:
         self.traffic.read += count * np.dtype(dtype).itemsize
         return buf.read(dtype, (count,)).reshape(shape)
 
-    def kernel(self, payload: bytes, entry: str, num_args: int, block: list[int]) -> Any:
+    def kernel(self, payload: bytes, entry: str, num_args: int, block: list[int],
+               dependent: bool = False) -> Any:
+        # SPIR-V kernels have no dependent launch (an NVIDIA-only option).
         return self.device.load_kernel(payload, entry=entry, num_buffers=num_args)
 
     def launch(self, launches: list[tuple]) -> None:
@@ -183,8 +186,9 @@ class _Cuda:
         self.traffic.read += count * np.dtype(dtype).itemsize
         return self.backend.download(buf, dtype, count).reshape(shape)
 
-    def kernel(self, payload: bytes, entry: str, num_args: int, block: list[int]) -> Any:
-        return self.backend.kernel(payload, entry, num_args, block)
+    def kernel(self, payload: bytes, entry: str, num_args: int, block: list[int],
+               dependent: bool = False) -> Any:
+        return self.backend.kernel(payload, entry, num_args, block, dependent=dependent)
 
     def launch(self, launches: list[tuple]) -> None:
         self.backend.launch(launches)
@@ -447,6 +451,14 @@ class ProgramArtifact:
         self._owns_device = named
         self._kernels: dict[tuple[str, str], Any] = {}
         self._closed = False
+        #: Its kernels wait on griddepcontrol first (Device.dependent_launch):
+        #: the CUDA backend launches them with programmatic stream
+        #: serialization; other backends have no such launch.
+        #: `POOT_CUDA_DEPENDENT_LAUNCH=0` launches them plainly (the wait
+        #: then returns at once): a knob to rule it out or to compare.
+        self.dependent_launch = bool(
+            self.manifest.get("device", {}).get("dependent_launch", False)
+        ) and os.environ.get("POOT_CUDA_DEPENDENT_LAUNCH", "1") != "0"
 
     @property
     def closed(self) -> bool:
@@ -489,7 +501,8 @@ class ProgramArtifact:
         if key not in self._kernels:
             payload = (self.path / launch["kernel"]).read_bytes()
             self._kernels[key] = self.device.kernel(
-                payload, launch["entry"], len(launch["args"]), launch["block"]
+                payload, launch["entry"], len(launch["args"]), launch["block"],
+                dependent=self.dependent_launch,
             )
         return self._kernels[key]
 
