@@ -155,6 +155,74 @@ std::pair<Value, LinearAccess> materializeLhs(OpBuilder &b,
   return {buffer, access};
 }
 
+/// Whether `op` (or an op nested in it) may write elements `v` shares: an
+/// op that declares no memory effects is taken to write each of its memref
+/// operands (a launch writes some of its arguments).
+bool mayWrite(Operation *op, Value v) {
+  WalkResult result = op->walk([&](Operation *inner) {
+    auto effects = dyn_cast<MemoryEffectOpInterface>(inner);
+    if (!effects) {
+      if (inner->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+        return WalkResult::advance();
+      for (Value operand : inner->getOperands())
+        if (isa<MemRefType>(operand.getType()) && mayAlias(operand, v))
+          return WalkResult::interrupt();
+      return WalkResult::advance();
+    }
+    SmallVector<MemoryEffects::EffectInstance> list;
+    effects.getEffects(list);
+    for (MemoryEffects::EffectInstance &effect : list)
+      if (isa<MemoryEffects::Write>(effect.getEffect()) &&
+          (!effect.getValue() || mayAlias(effect.getValue(), v)))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return result.wasInterrupted();
+}
+
+/// Whether `a` and `b` are the same value: the same SSA value, or results
+/// of two side-effect-free ops (views, constants) of the same kind and
+/// attributes over the same values (bufferization views one argument once
+/// per use).
+bool sameValue(Value a, Value b) {
+  if (a == b)
+    return true;
+  auto ra = dyn_cast<OpResult>(a), rb = dyn_cast<OpResult>(b);
+  if (!ra || !rb || ra.getResultNumber() != rb.getResultNumber() ||
+      !isPure(ra.getOwner()) || !isPure(rb.getOwner()) ||
+      ra.getOwner()->getNumRegions() || rb.getOwner()->getNumRegions())
+    return false;
+  return OperationEquivalence::isEquivalentTo(
+      ra.getOwner(), rb.getOwner(),
+      [](Value x, Value y) { return success(sameValue(x, y)); },
+      /*markEquivalent=*/nullptr, OperationEquivalence::IgnoreLocations);
+}
+
+/// `later` computes what `earlier` already did: the same inputs through the
+/// same maps and payload into a buffer of the same type, and nothing between
+/// the two writes an input or `earlier`'s buffer.
+bool recomputes(linalg::GenericOp earlier, linalg::GenericOp later) {
+  if (earlier->getBlock() != later->getBlock() ||
+      !earlier->isBeforeInBlock(later) ||
+      earlier.getNumDpsInputs() != later.getNumDpsInputs() ||
+      !llvm::all_of_zip(earlier.getDpsInputs(), later.getDpsInputs(),
+                        sameValue) ||
+      earlier.getIndexingMapsArray() != later.getIndexingMapsArray() ||
+      earlier.getIteratorTypesArray() != later.getIteratorTypesArray() ||
+      earlier.getDpsInits().getTypes() != later.getDpsInits().getTypes() ||
+      !OperationEquivalence::isRegionEquivalentTo(
+          &earlier.getRegion(), &later.getRegion(),
+          OperationEquivalence::IgnoreLocations))
+    return false;
+  SmallVector<Value> read(earlier.getDpsInputs());
+  read.push_back(earlier.getDpsInits()[0]);
+  for (Operation *op = earlier->getNextNode(); op != later;
+       op = op->getNextNode())
+    if (llvm::any_of(read, [&](Value v) { return mayWrite(op, v); }))
+      return false;
+  return true;
+}
+
 struct MmaMatmuls : poot::impl::PootGPUMmaMatmulsBase<MmaMatmuls> {
   void getDependentDialects(DialectRegistry &registry) const override {
     PootGPUMmaMatmulsBase::getDependentDialects(registry);
@@ -215,8 +283,11 @@ struct MmaMatmuls : poot::impl::PootGPUMmaMatmulsBase<MmaMatmuls> {
     // Every plan first, its prologue materialized before its op: an
     // op's epilogue may then be the next op's prologue (SiLU(gate) * up
     // computed in up's kernel, gate's sums an input of it).
+    // Matmuls of one input through one prologue (q, k and v of one
+    // normed x) share one materialized buffer: one kernel, not three.
     SmallVector<std::pair<linalg::LinalgOp, MmaPlan>, 4> plans;
     SmallVector<Operation *> materialized;
+    SmallVector<linalg::GenericOp> prologues;
     for (linalg::LinalgOp op : marked) {
       std::optional<MmaPlan> plan = planFor(op);
       op->removeAttr(kMmaMatmulAttr);
@@ -225,6 +296,19 @@ struct MmaMatmuls : poot::impl::PootGPUMmaMatmulsBase<MmaMatmuls> {
       if (!plan->lhs) {
         OpBuilder b(op);
         std::tie(plan->lhs, plan->lhsAccess) = materializeLhs(b, op, plan->mm);
+        auto prologue = cast<linalg::GenericOp>(op->getPrevNode());
+        for (linalg::GenericOp earlier : prologues) {
+          if (!recomputes(earlier, prologue))
+            continue;
+          Value buffer = plan->lhs;
+          plan->lhs = earlier.getDpsInits()[0];
+          prologue->erase();
+          buffer.getDefiningOp()->erase();
+          prologue = nullptr;
+          break;
+        }
+        if (prologue)
+          prologues.push_back(prologue);
         materialized.push_back(op);
       }
       plans.push_back({op, std::move(*plan)});

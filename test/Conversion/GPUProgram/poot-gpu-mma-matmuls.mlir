@@ -74,6 +74,59 @@ func.func @rows64_prologue(%x: tensor<64x1024xbf16>, %s: tensor<64xf32>, %w: ten
 
 // -----
 
+// Two matmuls of one input through one prologue (q and k of one scaled x,
+// as an importer that fuses the norm into each projection leaves them):
+// one materialized buffer, computed once, read by both kernels.
+// MMA-LABEL: func.func @shared_prologue
+// MMA: %[[LHS:.*]] = memref.alloc() : memref<2x64x512xbf16>
+// MMA: linalg.generic {{.*}} outs(%[[LHS]] : memref<2x64x512xbf16>)
+// MMA: %[[A:.*]] = memref.collapse_shape %[[LHS]]
+// MMA: gpu.launch_func @poot_mma_matmuls::@mma_matmul_0 {{.*}} %[[A]] : memref<65536xbf16>)
+// MMA-NOT: memref<2x64x512xbf16>)
+// MMA: %[[B:.*]] = memref.collapse_shape %[[LHS]]
+// MMA: gpu.launch_func @poot_mma_matmuls::@mma_matmul_1 {{.*}} %[[B]] : memref<65536xbf16>)
+#scaled_x = affine_map<(m, n, k) -> (m, k)>
+#scale = affine_map<(m, n, k) -> (m)>
+#weight_kn = affine_map<(m, n, k) -> (k, n)>
+#sums = affine_map<(m, n, k) -> (m, n)>
+func.func @shared_prologue(%x: tensor<64x1024xbf16>, %s: tensor<64xf32>, %wq: tensor<1024x1024xbf16>,
+                           %wk: tensor<1024x1024xbf16>) -> (tensor<64x1024xf32>, tensor<64x1024xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<64x1024xf32>
+  %i0 = linalg.fill ins(%z : f32) outs(%e0 : tensor<64x1024xf32>) -> tensor<64x1024xf32>
+  %q = linalg.generic {indexing_maps = [#scaled_x, #scale, #weight_kn, #sums],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+       ins(%x, %s, %wq : tensor<64x1024xbf16>, tensor<64xf32>, tensor<1024x1024xbf16>) outs(%i0 : tensor<64x1024xf32>) {
+  ^bb0(%a: bf16, %sc: f32, %b: bf16, %acc: f32):
+    %a32 = arith.extf %a : bf16 to f32
+    %scaled = arith.mulf %a32, %sc : f32
+    %r = arith.truncf %scaled : f32 to bf16
+    %l = arith.extf %r : bf16 to f32
+    %b32 = arith.extf %b : bf16 to f32
+    %p = arith.mulf %l, %b32 : f32
+    %sum = arith.addf %acc, %p : f32
+    linalg.yield %sum : f32
+  } -> tensor<64x1024xf32>
+  %e1 = tensor.empty() : tensor<64x1024xf32>
+  %i1 = linalg.fill ins(%z : f32) outs(%e1 : tensor<64x1024xf32>) -> tensor<64x1024xf32>
+  %k = linalg.generic {indexing_maps = [#scaled_x, #scale, #weight_kn, #sums],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+       ins(%x, %s, %wk : tensor<64x1024xbf16>, tensor<64xf32>, tensor<1024x1024xbf16>) outs(%i1 : tensor<64x1024xf32>) {
+  ^bb0(%a: bf16, %sc: f32, %b: bf16, %acc: f32):
+    %a32 = arith.extf %a : bf16 to f32
+    %scaled = arith.mulf %a32, %sc : f32
+    %r = arith.truncf %scaled : f32 to bf16
+    %l = arith.extf %r : bf16 to f32
+    %b32 = arith.extf %b : bf16 to f32
+    %p = arith.mulf %l, %b32 : f32
+    %sum = arith.addf %acc, %p : f32
+    linalg.yield %sum : f32
+  } -> tensor<64x1024xf32>
+  return %q, %k : tensor<64x1024xf32>, tensor<64x1024xf32>
+}
+
+// -----
+
 // 512 rows (a prefill chunk) over columns that are not whole 128-column
 // tiles: the reduction stays whole (cap 512 / (8 x 512) < 2), and each
 // workgroup's 4 warps take 64-row tiles of their own over all of K
