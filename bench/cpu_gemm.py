@@ -4,8 +4,8 @@ torch in the same process at the same thread count, as GFLOP/s.
 
     python bench/cpu_gemm.py [--threads 2] [--dtypes f32,bf16] [--json out.json]
 
-Each case is one poot step (bench/cpu_gemv.py's `step_text`), compiled by
-`compile_cpu` for this host and called on bound arrays; the peer is
+Each case is one poot step (bench/cpu_gemv.py's `compile_linear`, timed by its
+`time_linear`), compiled by `compile_cpu` for this host and called on bound arrays; the peer is
 `torch.matmul(x, W[K, N])` / `F.linear(x, W[N, K])`, interleaved turn by
 turn (cpu_common.interleaved). Every result is checked against float64.
 """
@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cpu_common import ceilings, interleaved, machine  # noqa: E402
-from cpu_gemv import step_text  # noqa: E402
+from cpu_common import ceilings, machine  # noqa: E402
+from cpu_gemv import compile_linear, time_linear  # noqa: E402
 
 #: (rows M, K, N): a prefill chunk of 512 and of 128 rows through a d 2048 projection.
 CASES = [(512, 2048, 2048), (128, 2048, 2048)]
@@ -40,13 +40,9 @@ def main() -> None:
 
     import ml_dtypes
     import torch
-    import torch.nn.functional as F
 
     from poot_mlir.compiler import devices
-    from poot_mlir.compiler.cpu import compile_cpu
-    from poot_mlir.runtime.cpu import CpuArtifact
 
-    torch.set_num_threads(args.threads)
     info = machine() | {"torch": torch.__version__, "threads": args.threads,
                         "bf16_dot": devices.CPU.bf16_dot} | ceilings(args.threads)
     print(json.dumps(info), flush=True)
@@ -55,29 +51,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for dtype in args.dtypes.split(","):
             np_dtype = np.float32 if dtype == "f32" else ml_dtypes.bfloat16
-            torch_dtype = torch.float32 if dtype == "f32" else torch.bfloat16
             for m, k, n in CASES:
                 w_nk = (rng.standard_normal((n, k), dtype=np.float32) / np.sqrt(k)).astype(np_dtype)
                 x = rng.standard_normal((m, k), dtype=np.float32).astype(np_dtype)
-                ref = x.astype(np.float64) @ w_nk.astype(np.float64).T
-                tx = torch.from_numpy(x.astype(np.float32)).to(torch_dtype)
-                tw_nk = torch.from_numpy(w_nk.astype(np.float32)).to(torch_dtype)
-                tw_kn = tw_nk.t().contiguous()
                 for layout in args.layouts.split(","):
-                    w = np.ascontiguousarray(w_nk.T) if layout == "kn" else w_nk
-                    path = compile_cpu(step_text(m, k, n, layout, dtype),
-                                       Path(tmp) / f"{dtype}_{layout}_{m}", device=devices.CPU)
-                    art = CpuArtifact(path, threads=args.threads)
-                    arrays = art.bind({"x": x, "w": w})
-                    out = art.call(arrays)[0].astype(np.float64)
-                    err = float(np.max(np.abs(out - ref)) / np.max(np.abs(ref)))
-                    if layout == "kn":
-                        peer = lambda: torch.matmul(tx, tw_kn)  # noqa: E731
-                    else:
-                        peer = lambda: F.linear(tx, tw_nk)  # noqa: E731
-                    with torch.inference_mode():
-                        ms = interleaved({"poot": lambda: art.call(arrays), "torch": peer},
-                                         rounds=args.rounds, reps=args.reps)
+                    path = compile_linear(m, k, n, layout, dtype, Path(tmp))
+                    ms, err = time_linear(path, x, w_nk, layout, args.threads, args.rounds, args.reps)
                     flop = 2 * m * k * n
                     row = {"dtype": dtype, "layout": layout, "m": m, "k": k, "n": n,
                            "poot_ms": round(ms["poot"], 3), "torch_ms": round(ms["torch"], 3),
@@ -86,7 +65,6 @@ def main() -> None:
                            "torch_over_poot": round(ms["torch"] / ms["poot"], 2), "max_rel_err": err}
                     rows.append(row)
                     print(json.dumps(row), flush=True)
-                    art.close()
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"machine": info, "rows": rows}, indent=1))

@@ -58,6 +58,49 @@ func.func @step(%x: tensor<{m}x{k}x{t}> {{poot.name = "x"}}, %w: tensor<{n}x{k}x
 """
 
 
+def compile_linear(m: int, k: int, n: int, layout: str, dtype: str, workdir: Path) -> Path:
+    """The step of `step_text` compiled for this host's CPU."""
+    from poot_mlir.compiler import devices
+    from poot_mlir.compiler.cpu import compile_cpu
+
+    return compile_cpu(step_text(m, k, n, layout, dtype), workdir / f"{dtype}_{layout}_{m}_{k}_{n}",
+                       device=devices.CPU)
+
+
+def time_linear(path: Path, x: np.ndarray, w_nk: np.ndarray, layout: str, threads: int,
+                rounds: int, reps: int) -> tuple[dict[str, float], float]:
+    """The compiled linear step against torch at `threads` threads on the same
+    arrays (`w_nk`: the weight as a torch Linear stores it; the "kn" step
+    reads its transpose), interleaved turn by turn: (median ms of "poot" and
+    "torch", poot's max error relative to float64)."""
+    import torch
+    import torch.nn.functional as F
+
+    from poot_mlir.runtime.cpu import CpuArtifact
+
+    torch_dtype = torch.float32 if x.dtype == np.float32 else torch.bfloat16
+    ref = x.astype(np.float64) @ w_nk.astype(np.float64).T
+    tx = torch.from_numpy(x.astype(np.float32)).to(torch_dtype)
+    tw_nk = torch.from_numpy(w_nk.astype(np.float32)).to(torch_dtype)
+    tw_kn = tw_nk.t().contiguous()
+    art = CpuArtifact(path, threads=threads)
+    try:
+        arrays = art.bind({"x": x, "w": np.ascontiguousarray(w_nk.T) if layout == "kn" else w_nk})
+        out = art.call(arrays)[0].astype(np.float64)
+        err = float(np.max(np.abs(out - ref)) / np.max(np.abs(ref)))
+        torch.set_num_threads(threads)
+        if layout == "kn":
+            peer = lambda: torch.matmul(tx, tw_kn)  # noqa: E731
+        else:
+            peer = lambda: F.linear(tx, tw_nk)  # noqa: E731
+        with torch.inference_mode():
+            ms = interleaved({"poot": lambda: art.call(arrays), "torch": peer},
+                             rounds=rounds, reps=reps)
+    finally:
+        art.close()
+    return ms, err
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", default="1,2")
@@ -71,11 +114,6 @@ def main() -> None:
 
     import ml_dtypes
     import torch
-    import torch.nn.functional as F
-
-    from poot_mlir.compiler import devices
-    from poot_mlir.compiler.cpu import compile_cpu
-    from poot_mlir.runtime.cpu import CpuArtifact
 
     threads_list = [int(t) for t in args.threads.split(",")]
     info = machine() | {"torch": torch.__version__} | ceilings(max(threads_list))
@@ -85,41 +123,19 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for dtype in args.dtypes.split(","):
             np_dtype = np.float32 if dtype == "f32" else ml_dtypes.bfloat16
-            torch_dtype = torch.float32 if dtype == "f32" else torch.bfloat16
             for m, k, n0 in CASES:
                 if args.rows and str(m) not in args.rows.split(","):
                     continue
                 # The same weight bytes in every dtype (64 MB: twice the L3),
                 # so a 16-bit weight streams from memory too: twice the N.
                 n = n0 * 4 // np.dtype(np_dtype).itemsize
-                w_nk = rng.standard_normal((n, k), dtype=np.float32) / np.sqrt(k)
-                x = rng.standard_normal((m, k), dtype=np.float32)
-                w_nk = w_nk.astype(np_dtype)
-                x = x.astype(np_dtype)
-                w_kn = np.ascontiguousarray(w_nk.T)
-                ref = x.astype(np.float64) @ w_nk.astype(np.float64).T
-                tx = torch.from_numpy(x.astype(np.float32)).to(torch_dtype)
-                tw_nk = torch.from_numpy(w_nk.astype(np.float32)).to(torch_dtype)
-                tw_kn = tw_nk.t().contiguous()
+                w_nk = (rng.standard_normal((n, k), dtype=np.float32) / np.sqrt(k)).astype(np_dtype)
+                x = rng.standard_normal((m, k), dtype=np.float32).astype(np_dtype)
                 for layout in args.layouts.split(","):
-                    w = w_kn if layout == "kn" else w_nk
-                    path = compile_cpu(step_text(m, k, n, layout, dtype),
-                                       Path(tmp) / f"{dtype}_{layout}_{m}_{k}_{n}",
-                                       device=devices.CPU)  # fmt: skip
+                    path = compile_linear(m, k, n, layout, dtype, Path(tmp))
                     for threads in threads_list:
-                        art = CpuArtifact(path, threads=threads)
-                        arrays = art.bind({"x": x, "w": w})
-                        out = art.call(arrays)[0].astype(np.float64)
-                        err = float(np.max(np.abs(out - ref)) / np.max(np.abs(ref)))
-                        torch.set_num_threads(threads)
-                        if layout == "kn":
-                            peer = lambda: torch.matmul(tx, tw_kn)  # noqa: E731
-                        else:
-                            peer = lambda: F.linear(tx, tw_nk)  # noqa: E731
-                        with torch.inference_mode():
-                            ms = interleaved({"poot": lambda: art.call(arrays), "torch": peer},
-                                             rounds=args.rounds, reps=args.reps)  # fmt: skip
-                        nbytes = w.nbytes
+                        ms, err = time_linear(path, x, w_nk, layout, threads, args.rounds, args.reps)
+                        nbytes = w_nk.nbytes
                         row = {
                             "dtype": dtype, "layout": layout, "m": m, "k": k, "n": n, "threads": threads,
                             "poot_ms": round(ms["poot"], 3), "torch_ms": round(ms["torch"], 3),
@@ -131,7 +147,6 @@ def main() -> None:
                         }  # fmt: skip
                         rows.append(row)
                         print(json.dumps(row), flush=True)
-                        art.close()
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"machine": info, "rows": rows}, indent=1))
