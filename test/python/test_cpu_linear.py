@@ -167,3 +167,35 @@ def test_bf16_dot_products_match_float64(rng, tmp_path, x_shape, n) -> None:
     if True in outputs:
         # The two summation orders agree to the bf16 rounding of the result.
         assert np.all(np.abs(outputs[True] - outputs[False]) <= 2 * tol + 1e-30)
+
+
+@pytest.mark.parametrize("m,k,n", [(40, 300, 48), (42, 128, 96), (64, 4096, 64), (33, 77, 64)])
+def test_bf16_pair_tiles_match_float64(rng, tmp_path, m, k, n) -> None:
+    """bf16 x bf16 [K, N] matmuls with prefill-sized rows on AVX512-BF16:
+    each strip's K band interleaved into (W[k, j], W[k+1, j]) pairs once,
+    then vdpbf16ps per output vector (poot-cpu-vectorize-matmuls' pair
+    tiles), against float64 within the f32 accumulation bound and the one
+    bf16 rounding, and beside the widened FMA tiles on the same inputs.
+    Shapes: 3 K bands over 16-column strips; a 2-row remainder tile over
+    32-column strips; K 4096 (a bf16-accumulating sum would be 7-8% off);
+    odd K (77: no pairs, the widened tiles either way)."""
+    x = rng.standard_normal((m, k)).astype(BF16)
+    w = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(BF16)
+    tr = Tracer("step")
+    tr.output("y", tr.input("x", (m, k), "bf16") @ tr.input("w", (k, n), "bf16"))
+    module = tr.finish()
+    want = x.astype(np.float64) @ w.astype(np.float64)
+    tol = 4 * k * 2.0**-24 * _bound(x, w.T) + 2.0**-8 * np.abs(want)
+    host = devices.CPU.with_limits(vector_width=16, compute_units=2)
+    outputs = {}
+    for dot in (True, False):
+        path = compile_cpu(module, tmp_path / f"dot{int(dot)}", device=host.with_limits(bf16_dot=dot),
+                           keep_ir=True)
+        ir = (path / "step.ll").read_text()
+        assert ("llvm.x86.avx512bf16.dpbf16ps.512" in ir) == (dot and devices.CPU.bf16_dot and k % 2 == 0)
+        for threads in (1, 2):
+            with CpuArtifact(path, threads=threads) as art:
+                outputs[dot] = art.run({"x": x, "w": w}).named["y"].astype(np.float64)
+            err = np.abs(outputs[dot] - want)
+            assert np.all(err <= tol + 1e-30), f"bf16_dot={dot}, {threads} threads: max error {err.max()}"
+    assert np.all(np.abs(outputs[True] - outputs[False]) <= 2 * tol + 1e-30)

@@ -317,6 +317,116 @@ void emitDotTile(OpBuilder &b, Location loc, const DotOperands &o, Value i0,
     }
 }
 
+/// The operands of one bf16 x bf16 [K, N] matmul on AVX512-BF16 (16 f32
+/// lanes), and its register tile: TN columns (TN / 16 vectors) of TM rows.
+struct PairOperands {
+  Value lhs, rhs, out;
+  int64_t tn;
+};
+
+/// One vdpbf16ps operand per 16 columns: W[k, j..j+15] and W[k+1, j..j+15]
+/// interleaved, so lane i holds the pair (W[k, j+i], W[k+1, j+i]).
+Value weightPairs(OpBuilder &b, Location loc, Value rhs, Value k, Value k1,
+                  Value j) {
+  Type bf16 = b.getBF16Type();
+  auto half = VectorType::get({16}, bf16);
+  Value lo = vector::LoadOp::create(b, loc, half, rhs, ValueRange{k, j});
+  Value hi = vector::LoadOp::create(b, loc, half, rhs, ValueRange{k1, j});
+  SmallVector<int64_t> mask;
+  for (int64_t i = 0; i < 16; ++i)
+    mask.append({i, 16 + i});
+  return vector::ShuffleOp::create(b, loc, lo, hi, mask);
+}
+
+/// The other operand: the pair (x[i, k], x[i, k+1]) as one 32-bit word in
+/// every lane (a broadcast of 4 bytes).
+Value lhsPairs(OpBuilder &b, Location loc, Value lhs, Value i, Value k) {
+  Type bf16 = b.getBF16Type(), i32 = b.getI32Type();
+  Value pair = vector::LoadOp::create(b, loc, VectorType::get({2}, bf16), lhs,
+                                      ValueRange{i, k});
+  Value word = vector::BitCastOp::create(b, loc, VectorType::get({1}, i32),
+                                         pair);
+  Value scalar = vector::ExtractOp::create(b, loc, word, ArrayRef<int64_t>{0});
+  Value splat = vector::BroadcastOp::create(b, loc, VectorType::get({16}, i32),
+                                            scalar);
+  return vector::BitCastOp::create(b, loc, VectorType::get({32}, bf16), splat);
+}
+
+/// The band's weight pairs, once for every row tile of the strip:
+/// `pairs[p, c]` = weightPairs of rows k0 + 2p, k0 + 2p + 1 and columns
+/// j0 + 16c.. (kb / 2 x TN / 16 vectors of 32 bf16: 16 KiB at kb = 128,
+/// TN = 64, in L1 while the row tiles pass over it).
+void interleaveBand(OpBuilder &b, Location loc, const PairOperands &o,
+                    Value pairs, Value j0, Value k0, int64_t kb) {
+  auto index = [&](OpBuilder &nb, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(nb, loc, v);
+  };
+  scf::ForOp::create(
+      b, loc, index(b, 0), index(b, kb / 2), index(b, 1), ValueRange{},
+      [&](OpBuilder &nb, Location l, Value p, ValueRange) {
+        Value k = arith::AddIOp::create(
+            nb, l, k0, arith::MulIOp::create(nb, l, p, index(nb, 2)));
+        Value kNext = arith::AddIOp::create(nb, l, k, index(nb, 1));
+        for (int64_t c = 0; c < o.tn / 16; ++c) {
+          Value j = arith::AddIOp::create(nb, l, j0, index(nb, 16 * c));
+          Value w = weightPairs(nb, l, o.rhs, k, kNext, j);
+          vector::StoreOp::create(nb, l, w, pairs,
+                                  ValueRange{p, index(nb, c), index(nb, 0)});
+        }
+        scf::YieldOp::create(nb, l);
+      });
+}
+
+/// `out[i0 + r, j0 + c] += sum_{k in [k0, k0 + kb)} lhs[i0 + r, k] *
+/// rhs[k, j0 + c]` for r < tm, c < o.tn, the weight read from the band's
+/// `pairs` (interleaveBand): the output tile in tm * tn / 16 registers
+/// through the band's K loop, two K rows a step.
+void emitPairTile(OpBuilder &b, Location loc, const PairOperands &o,
+                  Value pairs, Value i0, Value j0, Value k0, int64_t kb,
+                  int64_t tm) {
+  auto index = [&](OpBuilder &nb, int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(nb, loc, v);
+  };
+  auto add = [&](OpBuilder &nb, Value a, int64_t v) -> Value {
+    return v ? arith::AddIOp::create(nb, loc, a, index(nb, v)).getResult() : a;
+  };
+  auto accType = VectorType::get({16}, b.getF32Type());
+  auto pairType = VectorType::get({32}, b.getBF16Type());
+  int64_t vectors = o.tn / 16;
+  SmallVector<Value> rows, cols, accs;
+  for (int64_t r = 0; r < tm; ++r)
+    rows.push_back(add(b, i0, r));
+  for (int64_t c = 0; c < vectors; ++c)
+    cols.push_back(add(b, j0, 16 * c));
+  for (Value row : rows)
+    for (Value col : cols)
+      accs.push_back(vector::LoadOp::create(b, loc, accType, o.out,
+                                            ValueRange{row, col}));
+  auto loop = scf::ForOp::create(
+      b, loc, index(b, 0), index(b, kb / 2), index(b, 1), accs,
+      [&](OpBuilder &nb, Location l, Value p, ValueRange acc) {
+        Value k = arith::AddIOp::create(
+            nb, l, k0, arith::MulIOp::create(nb, l, p, index(nb, 2)));
+        SmallVector<Value> ws, xs, next;
+        for (int64_t c = 0; c < vectors; ++c)
+          ws.push_back(vector::LoadOp::create(
+              nb, l, pairType, pairs, ValueRange{p, index(nb, c), index(nb, 0)}));
+        for (Value row : rows)
+          xs.push_back(lhsPairs(nb, l, o.lhs, row, k));
+        for (int64_t r = 0; r < tm; ++r)
+          for (int64_t c = 0; c < vectors; ++c)
+            next.push_back(x86vector::DotBF16Op::create(
+                               nb, l, accType, acc[r * vectors + c], xs[r],
+                               ws[c])
+                               .getResult());
+        scf::YieldOp::create(nb, l, next);
+      });
+  for (int64_t r = 0; r < tm; ++r)
+    for (int64_t c = 0; c < vectors; ++c)
+      vector::StoreOp::create(b, loc, loop.getResult(r * vectors + c), o.out,
+                              ValueRange{rows[r], cols[c]});
+}
+
 struct PootCPUVectorizeMatmuls
     : poot::impl::PootCPUVectorizeMatmulsBase<PootCPUVectorizeMatmuls> {
   using PootCPUVectorizeMatmulsBase::PootCPUVectorizeMatmulsBase;
@@ -367,7 +477,96 @@ struct PootCPUVectorizeMatmuls
     return bestEven ? bestEven : best;
   }
 
+  /// Whether the [K, N] matmul `op` (many rows) runs as pair tiles on
+  /// vdpbf16ps: bf16 x bf16 on a host with AVX512-BF16 and 16-lane
+  /// vectors, K even, N a multiple of 16, rows of unit stride.
+  bool takesPairs(linalg::MatmulOp op) const {
+    if (!bf16Dot || vectorWidth != 16)
+      return false;
+    auto lhs = cast<MemRefType>(op.getInputs()[0].getType());
+    auto rhs = cast<MemRefType>(op.getInputs()[1].getType());
+    auto out = cast<MemRefType>(op.getOutputs()[0].getType());
+    return lhs.getElementType().isBF16() && rhs.getElementType().isBF16() &&
+           lhs.getDimSize(0) > maxStreamRows && lhs.getDimSize(1) % 2 == 0 &&
+           rhs.getDimSize(1) % 16 == 0 && lhs.isLastDimUnitStride() &&
+           rhs.isLastDimUnitStride() && out.isLastDimUnitStride();
+  }
+
+  /// A prefill-sized bf16 [K, N] matmul as pair tiles (takesPairs): the
+  /// loops of the f32 prefill path (TN-column strips in parallel, K bands
+  /// whose pieces of W stay in L1, the strip's row tiles inside, each
+  /// tile's output in registers through its band), with the tile written
+  /// here: per two K rows, TN / 16 weight vectors interleaved into pairs
+  /// and TM lhs pairs broadcast, TM * TN / 16 vdpbf16ps (32 multiply-adds
+  /// each, exact products added in f32; bf16 subnormal inputs read as 0,
+  /// the instruction's DAZ). Widened to f32 FMAs instead, every product
+  /// costs a conversion of each operand besides its FMA.
+  void pairStrips(IRRewriter &rewriter, linalg::MatmulOp op) {
+    Location loc = op.getLoc();
+    PairOperands o{op.getInputs()[0], op.getInputs()[1], op.getOutputs()[0], 0};
+    auto lhs = cast<MemRefType>(o.lhs.getType());
+    int64_t m = lhs.getDimSize(0), k = lhs.getDimSize(1),
+            n = cast<MemRefType>(o.rhs.getType()).getDimSize(1);
+    o.tn = vectorTile(n, 16);
+    // Up to 128 K rows a band: 16 KiB of W at TN = 64.
+    int64_t kb = 2 * divisorAtMost(k / 2, 64);
+    int64_t tm = std::min<int64_t>(m, 4), mFull = m / tm * tm;
+    rewriter.setInsertionPoint(op);
+    auto index = [&](OpBuilder &b, int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(b, loc, v);
+    };
+    // One strip: its band's weight pairs on the stack (released at the
+    // strip's end: the strip is a parallel loop's body, run many times by
+    // each thread), then every row tile over them.
+    auto pairsType = MemRefType::get({kb / 2, o.tn / 16, 32},
+                                     rewriter.getBF16Type());
+    auto strip = [&](OpBuilder &b, Value j0) {
+      auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
+      Block *body = new Block();
+      scope.getBodyRegion().push_back(body);
+      OpBuilder sb = OpBuilder::atBlockBegin(body);
+      Value pairs = memref::AllocaOp::create(sb, loc, pairsType,
+                                             sb.getI64IntegerAttr(64));
+      scf::ForOp::create(
+          sb, loc, index(sb, 0), index(sb, k), index(sb, kb), ValueRange{},
+          [&](OpBuilder &nb, Location, Value k0, ValueRange) {
+            interleaveBand(nb, loc, o, pairs, j0, k0, kb);
+            scf::ForOp::create(
+                nb, loc, index(nb, 0), index(nb, mFull), index(nb, tm),
+                ValueRange{},
+                [&](OpBuilder &tb, Location, Value i0, ValueRange) {
+                  emitPairTile(tb, loc, o, pairs, i0, j0, k0, kb, tm);
+                  scf::YieldOp::create(tb, loc);
+                });
+            if (mFull < m)
+              emitPairTile(nb, loc, o, pairs, index(nb, mFull), j0, k0, kb,
+                           m - mFull);
+            scf::YieldOp::create(nb, loc);
+          });
+      memref::AllocaScopeReturnOp::create(sb, loc, ValueRange{});
+    };
+    Value lo = index(rewriter, 0), hi = index(rewriter, n),
+          step = index(rewriter, o.tn);
+    if (m * n * k >= minParallelWork)
+      scf::ParallelOp::create(rewriter, loc, ValueRange{lo}, ValueRange{hi},
+                              ValueRange{step},
+                              [&](OpBuilder &b, Location, ValueRange ivs) {
+                                strip(b, ivs[0]);
+                              });
+    else
+      scf::ForOp::create(rewriter, loc, lo, hi, step, ValueRange{},
+                         [&](OpBuilder &b, Location, Value j0, ValueRange) {
+                           strip(b, j0);
+                           scf::YieldOp::create(b, loc);
+                         });
+    rewriter.eraseOp(op);
+  }
+
   LogicalResult tileAndVectorize(IRRewriter &rewriter, linalg::MatmulOp op) {
+    if (takesPairs(op)) {
+      pairStrips(rewriter, op);
+      return success();
+    }
     auto lhs = cast<MemRefType>(op.getInputs()[0].getType());
     auto rhs = cast<MemRefType>(op.getInputs()[1].getType());
     int64_t m = lhs.getDimSize(0), k = lhs.getDimSize(1), n = rhs.getDimSize(1);
