@@ -169,7 +169,8 @@ def test_bf16_dot_products_match_float64(rng, tmp_path, x_shape, n) -> None:
         assert np.all(np.abs(outputs[True] - outputs[False]) <= 2 * tol + 1e-30)
 
 
-@pytest.mark.parametrize("m,k,n", [(40, 300, 48), (42, 128, 96), (64, 4096, 64), (33, 77, 64)])
+@pytest.mark.parametrize("m,k,n", [(40, 300, 48), (42, 128, 96), (64, 4096, 64), (33, 77, 64),
+                                   (16, 512, 256), (6, 1000, 64)])
 def test_bf16_pair_tiles_match_float64(rng, tmp_path, m, k, n) -> None:
     """bf16 x bf16 [K, N] matmuls with prefill-sized rows on AVX512-BF16:
     each strip's K band interleaved into (W[k, j], W[k+1, j]) pairs once,
@@ -178,7 +179,8 @@ def test_bf16_pair_tiles_match_float64(rng, tmp_path, m, k, n) -> None:
     bf16 rounding, and beside the widened FMA tiles on the same inputs.
     Shapes: 3 K bands over 16-column strips; a 2-row remainder tile over
     32-column strips; K 4096 (a bf16-accumulating sum would be 7-8% off);
-    odd K (77: no pairs, the widened tiles either way)."""
+    odd K (77: no pairs, the widened tiles either way); batched decode rows
+    (16: 128-column strips, 4 column tiles each; 6: a 2-row remainder)."""
     x = rng.standard_normal((m, k)).astype(BF16)
     w = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(BF16)
     tr = Tracer("step")

@@ -322,6 +322,8 @@ void emitDotTile(OpBuilder &b, Location loc, const DotOperands &o, Value i0,
 struct PairOperands {
   Value lhs, rhs, out;
   int64_t tn;
+  /// Columns of one strip (a multiple of tn): the band buffer's width.
+  int64_t strip;
 };
 
 /// One vdpbf16ps operand per 16 columns: W[k, j..j+15] and W[k+1, j..j+15]
@@ -367,7 +369,7 @@ void interleaveBand(OpBuilder &b, Location loc, const PairOperands &o,
         Value k = arith::AddIOp::create(
             nb, l, k0, arith::MulIOp::create(nb, l, p, index(nb, 2)));
         Value kNext = arith::AddIOp::create(nb, l, k, index(nb, 1));
-        for (int64_t c = 0; c < o.tn / 16; ++c) {
+        for (int64_t c = 0; c < o.strip / 16; ++c) {
           Value j = arith::AddIOp::create(nb, l, j0, index(nb, 16 * c));
           Value w = weightPairs(nb, l, o.rhs, k, kNext, j);
           vector::StoreOp::create(nb, l, w, pairs,
@@ -382,8 +384,8 @@ void interleaveBand(OpBuilder &b, Location loc, const PairOperands &o,
 /// `pairs` (interleaveBand): the output tile in tm * tn / 16 registers
 /// through the band's K loop, two K rows a step.
 void emitPairTile(OpBuilder &b, Location loc, const PairOperands &o,
-                  Value pairs, Value i0, Value j0, Value k0, int64_t kb,
-                  int64_t tm) {
+                  Value pairs, Value i0, Value j0, Value c0, Value k0,
+                  int64_t kb, int64_t tm) {
   auto index = [&](OpBuilder &nb, int64_t v) -> Value {
     return arith::ConstantIndexOp::create(nb, loc, v);
   };
@@ -396,8 +398,14 @@ void emitPairTile(OpBuilder &b, Location loc, const PairOperands &o,
   SmallVector<Value> rows, cols, accs;
   for (int64_t r = 0; r < tm; ++r)
     rows.push_back(add(b, i0, r));
-  for (int64_t c = 0; c < vectors; ++c)
-    cols.push_back(add(b, j0, 16 * c));
+  // c0: the tile's first column within the strip.
+  Value first = arith::AddIOp::create(b, loc, j0, c0);
+  Value firstVector = arith::DivUIOp::create(b, loc, c0, index(b, 16));
+  SmallVector<Value> vectorAt;
+  for (int64_t c = 0; c < vectors; ++c) {
+    cols.push_back(add(b, first, 16 * c));
+    vectorAt.push_back(add(b, firstVector, c));
+  }
   for (Value row : rows)
     for (Value col : cols)
       accs.push_back(vector::LoadOp::create(b, loc, accType, o.out,
@@ -410,7 +418,7 @@ void emitPairTile(OpBuilder &b, Location loc, const PairOperands &o,
         SmallVector<Value> ws, xs, next;
         for (int64_t c = 0; c < vectors; ++c)
           ws.push_back(vector::LoadOp::create(
-              nb, l, pairType, pairs, ValueRange{p, index(nb, c), index(nb, 0)}));
+              nb, l, pairType, pairs, ValueRange{p, vectorAt[c], index(nb, 0)}));
         for (Value row : rows)
           xs.push_back(lhsPairs(nb, l, o.lhs, row, k));
         for (int64_t r = 0; r < tm; ++r)
@@ -477,7 +485,7 @@ struct PootCPUVectorizeMatmuls
     return bestEven ? bestEven : best;
   }
 
-  /// Whether the [K, N] matmul `op` (many rows) runs as pair tiles on
+  /// Whether the [K, N] matmul `op` (more rows than one 4-row tile) runs as pair tiles on
   /// vdpbf16ps: bf16 x bf16 on a host with AVX512-BF16 and 16-lane
   /// vectors, K even, N a multiple of 16, rows of unit stride.
   bool takesPairs(linalg::MatmulOp op) const {
@@ -487,12 +495,13 @@ struct PootCPUVectorizeMatmuls
     auto rhs = cast<MemRefType>(op.getInputs()[1].getType());
     auto out = cast<MemRefType>(op.getOutputs()[0].getType());
     return lhs.getElementType().isBF16() && rhs.getElementType().isBF16() &&
-           lhs.getDimSize(0) > maxStreamRows && lhs.getDimSize(1) % 2 == 0 &&
+           lhs.getDimSize(0) > 4 && lhs.getDimSize(1) % 2 == 0 &&
            rhs.getDimSize(1) % 16 == 0 && lhs.isLastDimUnitStride() &&
            rhs.isLastDimUnitStride() && out.isLastDimUnitStride();
   }
 
-  /// A prefill-sized bf16 [K, N] matmul as pair tiles (takesPairs): the
+  /// A bf16 [K, N] matmul of more than one row tile as pair tiles
+  /// (takesPairs): the
   /// loops of the f32 prefill path (TN-column strips in parallel, K bands
   /// whose pieces of W stay in L1, the strip's row tiles inside, each
   /// tile's output in registers through its band), with the tile written
@@ -503,13 +512,31 @@ struct PootCPUVectorizeMatmuls
   /// costs a conversion of each operand besides its FMA.
   void pairStrips(IRRewriter &rewriter, linalg::MatmulOp op) {
     Location loc = op.getLoc();
-    PairOperands o{op.getInputs()[0], op.getInputs()[1], op.getOutputs()[0], 0};
+    PairOperands o{op.getInputs()[0], op.getInputs()[1], op.getOutputs()[0],
+                   0, 0};
     auto lhs = cast<MemRefType>(o.lhs.getType());
     int64_t m = lhs.getDimSize(0), k = lhs.getDimSize(1),
             n = cast<MemRefType>(o.rhs.getType()).getDimSize(1);
     o.tn = vectorTile(n, 16);
-    // Up to 128 K rows a band: 16 KiB of W at TN = 64.
-    int64_t kb = 2 * divisorAtMost(k / 2, 64);
+    o.strip = o.tn;
+    if (m <= maxStreamRows) {
+      // Batched decode: few row tiles share each band, and the weight
+      // streams from memory: strips of 128 columns (each band reads
+      // 256-byte runs of its W rows, not 128 bytes, a new page each), as
+      // long as every thread keeps a strip of its own. Measured on
+      // 16 x 4096 x 8192 at two threads (bench/NOTES.md): 64 columns
+      // 5.6 ms, 128 3.5, 256 4.5, 512 5.3.
+      constexpr int64_t kStreamStrip = 128;
+      int64_t threads = std::max<int64_t>(computeUnits, 1);
+      for (int64_t w = kStreamStrip; w > o.tn; w -= o.tn)
+        if (n % w == 0 && n / w >= threads) {
+          o.strip = w;
+          break;
+        }
+    }
+    // The band's pairs: up to 32 KiB (256 K rows of a 64-column strip,
+    // 128 of a 128-column one); 16 KiB measured 10% slower at prefill.
+    int64_t kb = 2 * divisorAtMost(k / 2, std::max<int64_t>(8192 / o.strip, 1));
     int64_t tm = std::min<int64_t>(m, 4), mFull = m / tm * tm;
     rewriter.setInsertionPoint(op);
     auto index = [&](OpBuilder &b, int64_t v) -> Value {
@@ -518,8 +545,23 @@ struct PootCPUVectorizeMatmuls
     // One strip: its band's weight pairs on the stack (released at the
     // strip's end: the strip is a parallel loop's body, run many times by
     // each thread), then every row tile over them.
-    auto pairsType = MemRefType::get({kb / 2, o.tn / 16, 32},
+    auto pairsType = MemRefType::get({kb / 2, o.strip / 16, 32},
                                      rewriter.getBF16Type());
+    // Every row tile of the strip over the band, in column tiles of tn.
+    auto rowTile = [&](OpBuilder &b, Value pairs, Value i0, Value j0, Value k0,
+                       int64_t rows) {
+      if (o.strip == o.tn) {
+        emitPairTile(b, loc, o, pairs, i0, j0, index(b, 0), k0, kb, rows);
+        return;
+      }
+      scf::ForOp::create(b, loc, index(b, 0), index(b, o.strip), index(b, o.tn),
+                         ValueRange{},
+                         [&](OpBuilder &cb, Location, Value c0, ValueRange) {
+                           emitPairTile(cb, loc, o, pairs, i0, j0, c0, k0, kb,
+                                        rows);
+                           scf::YieldOp::create(cb, loc);
+                         });
+    };
     auto strip = [&](OpBuilder &b, Value j0) {
       auto scope = memref::AllocaScopeOp::create(b, loc, TypeRange{});
       Block *body = new Block();
@@ -535,18 +577,17 @@ struct PootCPUVectorizeMatmuls
                 nb, loc, index(nb, 0), index(nb, mFull), index(nb, tm),
                 ValueRange{},
                 [&](OpBuilder &tb, Location, Value i0, ValueRange) {
-                  emitPairTile(tb, loc, o, pairs, i0, j0, k0, kb, tm);
+                  rowTile(tb, pairs, i0, j0, k0, tm);
                   scf::YieldOp::create(tb, loc);
                 });
             if (mFull < m)
-              emitPairTile(nb, loc, o, pairs, index(nb, mFull), j0, k0, kb,
-                           m - mFull);
+              rowTile(nb, pairs, index(nb, mFull), j0, k0, m - mFull);
             scf::YieldOp::create(nb, loc);
           });
       memref::AllocaScopeReturnOp::create(sb, loc, ValueRange{});
     };
     Value lo = index(rewriter, 0), hi = index(rewriter, n),
-          step = index(rewriter, o.tn);
+          step = index(rewriter, o.strip);
     if (m * n * k >= minParallelWork)
       scf::ParallelOp::create(rewriter, loc, ValueRange{lo}, ValueRange{hi},
                               ValueRange{step},
