@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace mlir::poot {
@@ -186,6 +187,45 @@ struct FoldFills : poot::impl::PootGPUFoldFillsBase<FoldFills> {
     return true;
   }
 
+  /// A fill of one element (a top-level store of a constant at constant
+  /// indices: a split reduction's accumulator for its final sum)
+  /// moves down to right before the first top-level op that touches its
+  /// buffer when that op is a host loop (the final sum):
+  /// poot-gpu-host-to-parallel then runs both in one one-thread kernel,
+  /// not a kernel for the store alone.
+  void sinkScalarFill(memref::StoreOp fill, Block &block) {
+    Value buffer = fill.getMemRef();
+    if (!buffer.getDefiningOp<memref::AllocOp>() ||
+        fill.getMemRefType().getNumElements() != 1 ||
+        !matchPattern(fill.getValueToStore(), m_Constant()) ||
+        !llvm::all_of(fill.getIndices(),
+                      [](Value i) { return getConstantIntValue(i).has_value(); }))
+      return;
+    Operation *next = nullptr;
+    for (Value alias : viewsOf(buffer))
+      for (Operation *user : alias.getUsers()) {
+        Operation *top = topLevel(user, block);
+        if (!top || top == fill || top->isBeforeInBlock(fill) ||
+            isa<ViewLikeOpInterface>(top))
+          continue;
+        if (!next || top->isBeforeInBlock(next))
+          next = top;
+      }
+    if (isa_and_nonnull<scf::ForOp>(next))
+      fill->moveBefore(next);
+  }
+
+  /// `buffer` and every view of it.
+  static SmallVector<Value> viewsOf(Value buffer) {
+    SmallVector<Value> aliases{buffer};
+    for (unsigned i = 0; i < aliases.size(); ++i)
+      for (Operation *user : aliases[i].getUsers())
+        if (isa<ViewLikeOpInterface>(user))
+          for (Value r : user->getResults())
+            aliases.push_back(r);
+    return aliases;
+  }
+
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
@@ -196,6 +236,8 @@ struct FoldFills : poot::impl::PootGPUFoldFillsBase<FoldFills> {
     for (scf::ParallelOp loop : loops)
       if (memref::StoreOp store = fillStore(loop))
         (void)fold(loop, store, block);
+    for (auto store : llvm::to_vector(block.getOps<memref::StoreOp>()))
+      sinkScalarFill(store, block);
   }
 };
 

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 
 namespace mlir::poot {
 #define GEN_PASS_DEF_POOTGPUHOSTTOPARALLEL
@@ -375,7 +376,20 @@ struct HostToParallel
         loop.erase();
         collapseNestedCopy(par);
       } else {
-        wrapInSingleIteration(loop, loop);
+        // With the one-element fills right before it that it reads
+        // (poot-gpu-fold-fills put a final sum's accumulator fill there):
+        // one kernel, not one more for each store.
+        Operation *first = loop;
+        while (auto fill = dyn_cast_or_null<memref::StoreOp>(first->getPrevNode())) {
+          if (fill.getMemRefType().getNumElements() != 1 ||
+              !matchPattern(fill.getValueToStore(), m_Constant()) ||
+              !llvm::any_of(fill.getMemRef().getUsers(), [&](Operation *user) {
+                return loop->isAncestor(user);
+              }))
+            break;
+          first = fill;
+        }
+        wrapInSingleIteration(first, loop);
       }
     }
 

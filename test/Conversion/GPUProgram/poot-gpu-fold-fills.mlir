@@ -173,3 +173,42 @@ func.func @flat_fill_half(%p: memref<16x512xf32>, %out: memref<1x512xf32>) {
   }
   return
 }
+
+// A norm's final sum over its 8 partials runs on the host's scf.for into a
+// one-element accumulator, filled at the top of the step: the fill moves
+// down to right before that loop (the first op that touches the buffer),
+// where poot-gpu-host-to-parallel wraps both in one one-thread kernel
+// (poot-gpu-host-to-parallel.mlir). A fill whose first user is not a host
+// loop stays where it is.
+// CHECK-LABEL: func.func @final_sum_fill
+// CHECK: memref.alloc() : memref<1x1xf32>
+// CHECK-NEXT: memref.alloc() : memref<1xf32>
+// CHECK-NEXT: memref.store %{{.*}}, %[[OTHER:.*]][%{{.*}}] : memref<1xf32>
+// CHECK-NEXT: scf.parallel
+// CHECK: memref.store %[[ZERO:.*]], %[[ACC:.*]][%{{.*}}, %{{.*}}] : memref<1x1xf32>
+// CHECK-NEXT: scf.for
+// CHECK: memref.load %[[ACC]]
+func.func @final_sum_fill(%partials: memref<8xf32>, %out: memref<1xf32>, %other_out: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  %acc = memref.alloc() : memref<1x1xf32>
+  %other = memref.alloc() : memref<1xf32>
+  memref.store %zero, %acc[%c0, %c0] : memref<1x1xf32>
+  memref.store %zero, %other[%c0] : memref<1xf32>
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    %v = memref.load %other[%c0] : memref<1xf32>
+    memref.store %v, %other_out[%i] : memref<8xf32>
+    scf.reduce
+  }
+  scf.for %i = %c0 to %c8 step %c1 {
+    %p = memref.load %partials[%i] : memref<8xf32>
+    %a = memref.load %acc[%c0, %c0] : memref<1x1xf32>
+    %s = arith.addf %p, %a : f32
+    memref.store %s, %acc[%c0, %c0] : memref<1x1xf32>
+  }
+  %r = memref.load %acc[%c0, %c0] : memref<1x1xf32>
+  memref.store %r, %out[%c0] : memref<1xf32>
+  return
+}

@@ -111,3 +111,31 @@ func.func @scatter_rows_every_element(%map: memref<8xi32>, %rows: memref<8x1x2x1
   } {poot.distinct_iterations}
   return
 }
+
+// -----
+
+// A final sum's one-element fill right before its host loop (where
+// poot-gpu-fold-fills put it): one one-thread kernel for both.
+// CHECK-LABEL: func.func @final_sum_with_fill
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: scf.if
+// CHECK-NEXT: arith.constant
+// CHECK-NEXT: memref.store
+// CHECK-NEXT: scf.for
+// CHECK-NOT: scf.parallel
+// CHECK: return
+func.func @final_sum_with_fill(%partials: memref<8xf32>, %acc: memref<1x1xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  memref.store %zero, %acc[%c0, %c0] : memref<1x1xf32>
+  scf.for %i = %c0 to %c8 step %c1 {
+    %p = memref.load %partials[%i] : memref<8xf32>
+    %a = memref.load %acc[%c0, %c0] : memref<1x1xf32>
+    %s = arith.addf %p, %a : f32
+    memref.store %s, %acc[%c0, %c0] : memref<1x1xf32>
+  }
+  return
+}
