@@ -1204,6 +1204,43 @@ def PootGPUFoldFills
                            "::mlir::scf::SCFDialect"];
 }
 
+def PootGPUElideLayoutCopies
+    : Pass<"poot-gpu-elide-layout-copies", "::mlir::func::FuncOp"> {
+  let summary = "A copy that keeps every element at its offset becomes a view";
+  let description = [{
+    A whole step moves values between layouts that differ only in unit
+    dimensions or in how a flat index is split: the fused attention's flat
+    output read as the output projection's `[1, 1, heads, d]` lhs, `[b, h,
+    1, d]` viewed as `[b, 1, h, d]`. After bufferization each such move is
+    a copy kernel (a launch, and a pass over the values) although every
+    element keeps its flat offset. This pass finds a top-level loop whose
+    body loads one element and stores it unchanged, where both buffers have
+    static identity layouts, the same element type and count, the store
+    covers its whole destination (each index an induction variable from 0
+    over the dimension's size, or 0 in a unit dimension) and the two flat
+    offsets are the same linear function of the induction variables. When
+    the destination is a fresh allocation and nothing touches the source
+    after the copy (so the two can share memory), the destination becomes
+    a reshape of the source (`memref.collapse_shape` / `expand_shape`) and
+    the copy goes.
+
+    Before:
+    ```mlir
+    %dst = memref.alloc() : memref<1x1x32x128xbf16>
+    scf.parallel (%h, %d) = (%c0, %c0) to (%c32, %c128) step (%c1, %c1) {
+      %i = affine.linearize_index disjoint [%h, %d] by (32, 128) : index
+      %v = memref.load %src[%i] : memref<4096xbf16>
+      memref.store %v, %dst[%c0, %c0, %h, %d] : memref<1x1x32x128xbf16>
+    }
+    ```
+    After:
+    ```mlir
+    %dst = memref.expand_shape %src [[0, 1, 2, 3]] output_shape [1, 1, 32, 128]
+        : memref<4096xbf16> into memref<1x1x32x128xbf16>
+    ```
+  }];
+}
+
 def PootGPUFuseEpilogues
     : Pass<"poot-gpu-fuse-epilogues", "::mlir::func::FuncOp"> {
   let summary = "Run an elementwise consumer of a reduction kernel in the reduction's own iterations";

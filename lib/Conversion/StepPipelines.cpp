@@ -90,6 +90,9 @@ void mlir::poot::addWholeStepPasses(
   pm.addNestedPass<func::FuncOp>(createPootGPUPromoteAccumulators());
   // A reduction starts from its fill's value (no fill kernel).
   pm.addNestedPass<func::FuncOp>(createPootGPUFoldFills());
+  // A copy that keeps every element's flat offset (a layout change in
+  // unit dimensions) becomes a view of its source: no copy kernel.
+  pm.addNestedPass<func::FuncOp>(createPootGPUElideLayoutCopies());
   // Elementwise consumers of a reduction (the rounding of a matmul's sums,
   // a residual add, a copy into the heads' layout) run in its kernel.
   pm.addNestedPass<func::FuncOp>(createPootGPUFuseEpilogues());
