@@ -94,6 +94,17 @@ struct DeviceDescription {
   bool batchInvariant = false;
 };
 
+/// The widest CPU vector, in f32 lanes, that the CPU passes plan for
+/// (AVX-512 is 16). Wider is refused: tiles of `4 x width` columns and
+/// vectors of thousands of lanes make the lowering run for minutes.
+inline constexpr int64_t kMaxVectorWidth = 64;
+
+/// Whether `width` is a vector width the CPU passes take: 0 (the GPU
+/// schedules run as loops) up to kMaxVectorWidth.
+inline constexpr bool validVectorWidth(int64_t width) {
+  return width >= 0 && width <= kMaxVectorWidth;
+}
+
 /// The defaults: what a device nobody described more closely gets.
 inline constexpr DeviceDescription kDefaultDevice{};
 

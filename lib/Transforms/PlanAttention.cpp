@@ -172,6 +172,10 @@ struct PlanAttention : poot::impl::PootPlanAttentionBase<PlanAttention> {
       return emitError(UnknownLoc::get(context))
              << "poot-plan-attention: max-unroll must be >= 0, got "
              << maxUnroll.getValue();
+    if (!validVectorWidth(vectorWidth))
+      return emitError(UnknownLoc::get(context))
+             << "poot-plan-attention: vector-width must be in [0, "
+             << kMaxVectorWidth << "], got " << vectorWidth.getValue();
     if (maxKeysPerLoad < 1)
       return emitError(UnknownLoc::get(context))
              << "poot-plan-attention: max-keys-per-load must be >= 1, got "

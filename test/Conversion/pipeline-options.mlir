@@ -10,6 +10,9 @@
 // ROCDLCHIP: poot-to-rocdl: chip 'sm_90' is not a valid name (gfx90a, gfx942, gfx1100)
 // RUN: not poot-opt %s --poot-step-to-nvvm="chip=sm_80 dependent-launch=1" 2>&1 | FileCheck %s --check-prefix=PDL
 // PDL: poot-step-to-nvvm: dependent-launch needs sm_90 or newer (griddepcontrol), not 'sm_80'
+// A CPU vector of thousands of lanes is refused, not lowered for minutes (fuzz).
+// RUN: not poot-opt %s --poot-to-llvm-cpu="vector-width=65535" 2>&1 | FileCheck %s --check-prefix=WIDTH
+// WIDTH: vector-width must be in [0, 64], got 65535
 // RUN: not poot-opt %s --poot-to-llvm-cpu="attention=gpu" 2>&1 | FileCheck %s --check-prefix=ATTN
 // ATTN: Cannot find option named 'gpu'!
 // RUN: not poot-opt %s --poot-to-nvvm="format=elf" 2>&1 | FileCheck %s --check-prefix=FORMAT

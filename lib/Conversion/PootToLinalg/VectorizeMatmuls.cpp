@@ -34,6 +34,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Conversion/Passes.h"
+#include "lib/Transforms/DeviceDescription.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -794,6 +795,14 @@ struct PootCPUVectorizeMatmuls
     if (nFull < n)
       columnTile(rewriter, index(rewriter, nFull), n - nFull);
     rewriter.eraseOp(op);
+  }
+
+  LogicalResult initialize(MLIRContext *context) override {
+    if (!validVectorWidth(vectorWidth))
+      return emitError(UnknownLoc::get(context))
+             << "poot-cpu-vectorize-matmuls: vector-width must be in [0, "
+             << kMaxVectorWidth << "], got " << vectorWidth.getValue();
+    return success();
   }
 
   void runOnOperation() override {
