@@ -109,6 +109,8 @@ class Device:
     #: programmatic stream serialization: its launch and its workgroups'
     #: start overlap the tail of the kernel ahead instead of following it
     #: (docs/gpu-steps.md). The manifest records it; the runtime reads it.
+    #: Off: on an H100 (bench/NOTES.md, session 43) a B=1 decode step ran
+    #: the same, B=16 3.7% faster, a 64-row serving decode step 10% slower.
     dependent_launch: bool = False
     #: Batch invariance (issue 24): every reduction order a row sees is
     #: chosen for one row, never from the batch it is packed into -- the
