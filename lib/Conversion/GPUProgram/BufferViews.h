@@ -34,6 +34,23 @@ inline bool mayAlias(Value a, Value b) {
          !y.getDefiningOp<memref::AllocOp>();
 }
 
+/// `buffer` and every view of it, through views of views.
+inline SmallVector<Value> viewsOf(Value buffer) {
+  SmallVector<Value> views{buffer};
+  for (unsigned i = 0; i < views.size(); ++i)
+    for (Operation *user : views[i].getUsers())
+      if (isa<ViewLikeOpInterface>(user))
+        llvm::append_range(views, user->getResults());
+  return views;
+}
+
+/// The ancestor of `op` that lies in `block` (a step's top level), or null.
+inline Operation *topLevel(Operation *op, Block &block) {
+  while (op && op->getBlock() != &block)
+    op = op->getParentOp();
+  return op;
+}
+
 } // namespace mlir::poot
 
 #endif // POOT_LIB_CONVERSION_GPUPROGRAM_BUFFERVIEWS_H

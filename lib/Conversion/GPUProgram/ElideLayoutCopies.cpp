@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lib/Conversion/GPUProgram/BufferViews.h"
 #include "lib/Conversion/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -129,19 +130,12 @@ bool plain(MemRefType type) {
 /// Whether any user of `buffer` (or of a view of it) other than `except`
 /// lies after `op` in `block`.
 bool usedAfter(Value buffer, Operation *op, Operation *except, Block &block) {
-  SmallVector<Value> values{buffer};
-  for (unsigned i = 0; i < values.size(); ++i)
-    for (Operation *user : values[i].getUsers()) {
-      Operation *top = user;
-      while (top && top->getBlock() != &block)
-        top = top->getParentOp();
+  for (Value view : poot::viewsOf(buffer))
+    for (Operation *user : view.getUsers()) {
+      Operation *top = poot::topLevel(user, block);
       if (!top)
         return true;
-      if (isa<ViewLikeOpInterface>(user))
-        llvm::append_range(values, user->getResults());
-      if (user == except || top == except)
-        continue;
-      if (op->isBeforeInBlock(top))
+      if (top != except && op->isBeforeInBlock(top))
         return true;
     }
   return false;
@@ -210,9 +204,7 @@ struct ElideLayoutCopies
     // and the destination was not touched before.
     if (usedAfter(src, loop, loop, block) ||
         llvm::any_of(dst.getUsers(), [&](Operation *user) {
-          Operation *top = user;
-          while (top && top->getBlock() != &block)
-            top = top->getParentOp();
+          Operation *top = poot::topLevel(user, block);
           return top != loop && (!top || top->isBeforeInBlock(loop) ||
                                  isa<func::ReturnOp, memref::DeallocOp>(top));
         }))

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "lib/Conversion/GPUProgram/BufferViews.h"
 #include "lib/Conversion/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -23,6 +24,8 @@ namespace mlir::poot {
 } // namespace mlir::poot
 
 using namespace mlir;
+using mlir::poot::topLevel;
+using mlir::poot::viewsOf;
 
 namespace {
 
@@ -107,13 +110,6 @@ bool sameElements(ValueRange a, scf::ParallelOp la, ValueRange b,
   return eachOnce(usedA, la.getNumLoops()) && eachOnce(usedB, lb.getNumLoops());
 }
 
-/// The top-level ancestor of `op` in `block`.
-Operation *topLevel(Operation *op, Block &block) {
-  while (op && op->getBlock() != &block)
-    op = op->getParentOp();
-  return op;
-}
-
 struct FoldFills : poot::impl::PootGPUFoldFillsBase<FoldFills> {
   /// Folds `fill` into the first later loop that uses its buffer, when
   /// that loop is a reduction over the same iteration space starting every
@@ -121,12 +117,7 @@ struct FoldFills : poot::impl::PootGPUFoldFillsBase<FoldFills> {
   bool fold(scf::ParallelOp fill, memref::StoreOp fillStore, Block &block) {
     Value buffer = fillStore.getMemRef();
     // The buffer and every view of it (views could alias what we track).
-    SmallVector<Value> aliases{buffer};
-    for (unsigned i = 0; i < aliases.size(); ++i)
-      for (Operation *user : aliases[i].getUsers())
-        if (isa<ViewLikeOpInterface>(user))
-          for (Value r : user->getResults())
-            aliases.push_back(r);
+    SmallVector<Value> aliases = viewsOf(buffer);
     // The first other top-level user of any of them must be the reduction.
     Operation *next = nullptr;
     for (Value alias : aliases)
@@ -213,17 +204,6 @@ struct FoldFills : poot::impl::PootGPUFoldFillsBase<FoldFills> {
       }
     if (isa_and_nonnull<scf::ForOp>(next))
       fill->moveBefore(next);
-  }
-
-  /// `buffer` and every view of it.
-  static SmallVector<Value> viewsOf(Value buffer) {
-    SmallVector<Value> aliases{buffer};
-    for (unsigned i = 0; i < aliases.size(); ++i)
-      for (Operation *user : aliases[i].getUsers())
-        if (isa<ViewLikeOpInterface>(user))
-          for (Value r : user->getResults())
-            aliases.push_back(r);
-    return aliases;
   }
 
   void runOnOperation() override {
